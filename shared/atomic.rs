@@ -1,0 +1,152 @@
+//! Atomic file writes: a uniquely named temp file in the destination's
+//! directory, fsync, rename, fsync of the directory. A reader sees the old
+//! file or the new one, never half of one; two writers never corrupt each
+//! other (the last rename wins whole). Files are created owner-only (0600).
+//!
+//! Temp files are named `.<file name>.<random>.tmp`; one left behind by a
+//! killed process is removed by `jkz gc`.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+/// The suffix of every temp file jkz creates.
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// A file being written; it appears at its destination only on [`commit`].
+/// Dropped without commit, it leaves nothing behind.
+///
+/// [`commit`]: AtomicFile::commit
+#[derive(Debug)]
+pub struct AtomicFile {
+    tmp: NamedTempFile,
+    dest: PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts writing `dest`, whose directory must exist.
+    pub fn create(dest: impl Into<PathBuf>) -> io::Result<AtomicFile> {
+        let dest = dest.into();
+        let dir = parent_dir(&dest);
+        let name = dest
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(TEMP_SUFFIX)
+            .tempfile_in(dir)?;
+        Ok(AtomicFile { tmp, dest })
+    }
+
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Flushes, syncs and renames into place, replacing any existing file.
+    pub fn commit(self) -> io::Result<()> {
+        let dir = parent_dir(&self.dest).to_path_buf();
+        self.tmp.as_file().sync_all()?;
+        self.tmp.persist(&self.dest).map_err(|e| e.error)?;
+        sync_dir(&dir)
+    }
+
+    /// Like [`commit`](AtomicFile::commit), but keeps an existing destination
+    /// (write-once content-addressed files). Returns false when it existed.
+    pub fn commit_new(self) -> io::Result<bool> {
+        let dir = parent_dir(&self.dest).to_path_buf();
+        self.tmp.as_file().sync_all()?;
+        match self.tmp.persist_noclobber(&self.dest) {
+            Ok(_) => {
+                sync_dir(&dir)?;
+                Ok(true)
+            }
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.error),
+        }
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tmp.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.tmp.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.tmp.flush()
+    }
+}
+
+/// Replaces `dest` with `bytes`, atomically.
+pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = AtomicFile::create(dest)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// Writes `dest` only if it does not exist yet. Returns false when it did.
+pub fn write_new_atomic(dest: &Path, bytes: &[u8]) -> io::Result<bool> {
+    if dest.exists() {
+        return Ok(false);
+    }
+    let mut file = AtomicFile::create(dest)?;
+    file.write_all(bytes)?;
+    file.commit_new()
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn replaces_whole_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("a.json");
+        write_atomic(&dest, b"old").unwrap();
+        write_atomic(&dest, b"new").unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn uncommitted_file_never_appears() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("b");
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.write_all(b"partial").unwrap();
+        drop(f);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn write_once_keeps_the_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("c");
+        assert!(write_new_atomic(&dest, b"one").unwrap());
+        assert!(!write_new_atomic(&dest, b"two").unwrap());
+        assert_eq!(std::fs::read(&dest).unwrap(), b"one");
+    }
+}

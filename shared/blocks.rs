@@ -1,0 +1,744 @@
+//! The protected-block grammar: one streaming scanner used by `jkz-truncate`,
+//! `jkz-compress` and the digests.
+//!
+//! A protected block is a run of whole lines that must survive truncation and
+//! compression verbatim. Four forms are recognized:
+//!
+//! 1. jkz signal comments: `<!-- jkz:NAME …` through the first `-->` (one or
+//!    many lines; `<!--jkz:` works too). The block is every line the comment
+//!    touches. `NAME` is matched against the kinds; anything else is a
+//!    [`Kind::Signal`].
+//! 2. Fenced blocks whose info string's first word is a kind name
+//!    (```` ```verdict-json ````, `~~~decisions`, case-insensitive), through the
+//!    closing fence (same character, at least as long).
+//! 3. Tag blocks starting a line: `<compact-plan>` … `</compact-plan>` (any kind
+//!    name, lower case, attributes allowed), through the line of the closing tag.
+//! 4. Heading sections: an ATX heading whose text is TL;DR, TLDR, Decisions,
+//!    Accumulated Patterns, Compact Plan, Plan Digest or Verdict —
+//!    case-insensitive, emphasis (`*`, `_`) and a trailing `:` ignored, and
+//!    `NAME: more text` accepted too (`## Verdict: FAIL`) — through the line
+//!    before the next heading of the same or higher level.
+//!
+//! Inside a fence, a comment or a tag block nothing else is recognized (that is
+//! content); ordinary fences are tracked so a `#` line in code is not a heading.
+//! Heading sections nest, and fences and comments inside them are reported as
+//! blocks of their own.
+//!
+//! # Bounds
+//!
+//! Memory never depends on the input. Lines longer than [`MAX_LINE`] are
+//! scanned as pieces of that size (a marker straddling a piece boundary of such
+//! a line is not recognized). A fence, comment or tag block that is still open
+//! once it has grown to [`BLOCK_BOUND`] bytes is ended at the end of that piece
+//! (`closed == false`) and scanning resumes as normal text, so one unterminated
+//! fence cannot hide a verdict printed later. Heading sections get the same
+//! bound. No block is ever longer than `BLOCK_BOUND + MAX_LINE` bytes.
+
+use memchr::{memchr, memmem};
+
+/// Lines longer than this are scanned in pieces of this many bytes.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// A block still open at this size is ended there (see the module docs).
+pub const BLOCK_BOUND: u64 = 1024 * 1024;
+
+/// What a protected block protects. Declared highest priority first, so the
+/// derived `Ord` is the priority order (`VerdictJson < CompactPlan < …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    VerdictJson,
+    CompactPlan,
+    PlanDigest,
+    Decisions,
+    Tldr,
+    AccumulatedPatterns,
+    /// Any other `<!-- jkz:NAME … -->` signal (`propose-issue`, `offload`, …).
+    Signal,
+}
+
+impl Kind {
+    /// Every kind, highest priority first.
+    pub const ALL: [Kind; 7] = [
+        Kind::VerdictJson,
+        Kind::CompactPlan,
+        Kind::PlanDigest,
+        Kind::Decisions,
+        Kind::Tldr,
+        Kind::AccumulatedPatterns,
+        Kind::Signal,
+    ];
+
+    /// The name used in fences, tags and comments (`verdict-json`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::VerdictJson => "verdict-json",
+            Kind::CompactPlan => "compact-plan",
+            Kind::PlanDigest => "plan-digest",
+            Kind::Decisions => "decisions",
+            Kind::Tldr => "tldr",
+            Kind::AccumulatedPatterns => "accumulated-patterns",
+            Kind::Signal => "signal",
+        }
+    }
+
+    /// The kind whose name is exactly `name` (ASCII case-insensitive), if any.
+    /// `signal` is not a name: it is what unknown comment names become.
+    pub fn from_name(name: &[u8]) -> Option<Kind> {
+        Kind::ALL[..6]
+            .iter()
+            .copied()
+            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// How a block was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    Comment,
+    Fence,
+    Tag,
+    Heading,
+}
+
+/// A protected block: the half-open byte range `start..end` of whole lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProtectedBlock {
+    pub kind: Kind,
+    pub form: Form,
+    pub start: u64,
+    pub end: u64,
+    /// False when the block was ended by [`BLOCK_BOUND`] or by the end of the
+    /// input before its closing fence, `-->` or tag. A heading section that
+    /// runs to the end of the input is closed normally.
+    pub closed: bool,
+}
+
+impl ProtectedBlock {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+/// What the scanner reports, in input order of the moment it is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An ATX heading line outside any fence, comment or tag block, protected
+    /// or not (`kind` is set for the protected names).
+    Heading {
+        level: u8,
+        start: u64,
+        kind: Option<Kind>,
+    },
+    /// A block that has just ended. Nested blocks end before the blocks that
+    /// hold them, so blocks arrive ordered by `end`, not by `start`.
+    Block(ProtectedBlock),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Raw {
+    None,
+    Fence {
+        marker: u8,
+        len: usize,
+        kind: Option<Kind>,
+        start: u64,
+    },
+    Comment {
+        kind: Kind,
+        start: u64,
+    },
+    Tag {
+        kind: Kind,
+        start: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Section {
+    level: u8,
+    kind: Kind,
+    start: u64,
+}
+
+/// The streaming scanner. Feed it the input in batches with [`scan`]; each
+/// batch must end at a line end (`\n`), at a [`MAX_LINE`] piece boundary of
+/// the current line, or at the end of the input — [`crate::lines::LineReader`]
+/// produces exactly such batches. Then call [`finish`].
+///
+/// [`scan`]: BlockScanner::scan
+/// [`finish`]: BlockScanner::finish
+#[derive(Debug)]
+pub struct BlockScanner {
+    max_line: usize,
+    /// Absolute offset of the next byte to be scanned.
+    pos: u64,
+    /// Absolute offset of the first byte of the current line.
+    line_start: u64,
+    raw: Raw,
+    /// Open protected heading sections, levels strictly increasing.
+    sections: Vec<Section>,
+}
+
+impl Default for BlockScanner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BlockScanner {
+    pub fn new() -> Self {
+        Self::with_max_line(MAX_LINE)
+    }
+
+    /// A scanner that splits long lines every `max_line` bytes (tests use tiny
+    /// values to reach the piece logic; production code uses [`MAX_LINE`]).
+    pub fn with_max_line(max_line: usize) -> Self {
+        assert!(max_line > 0);
+        BlockScanner {
+            max_line,
+            pos: 0,
+            line_start: 0,
+            raw: Raw::None,
+            sections: Vec::new(),
+        }
+    }
+
+    /// Absolute offset of the next byte to be scanned.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Scans one batch, appending what it finds to `events`.
+    pub fn scan(&mut self, batch: &[u8], events: &mut Vec<Event>) {
+        let mut i = 0;
+        while i < batch.len() {
+            let at_line_start = self.pos == self.line_start;
+            let done_in_line = (self.pos - self.line_start) as usize;
+            let room = self.max_line - done_in_line % self.max_line;
+            let window = &batch[i..batch.len().min(i + room)];
+            let (piece, ends_line) = match memchr(b'\n', window) {
+                Some(nl) => (&window[..=nl], true),
+                None => (window, false),
+            };
+            // A piece that starts a line and is the line's first piece.
+            let first = at_line_start;
+            self.piece(piece, first, events);
+            self.pos += piece.len() as u64;
+            if ends_line {
+                self.line_start = self.pos;
+            }
+            self.enforce_bound(events);
+            i += piece.len();
+        }
+    }
+
+    /// Ends the input: every open block is reported.
+    pub fn finish(&mut self, events: &mut Vec<Event>) {
+        let end = self.pos;
+        if let Some(block) = self.end_raw(end, false) {
+            events.push(Event::Block(block));
+        }
+        while let Some(s) = self.sections.pop() {
+            events.push(section_block(s, end, true));
+        }
+    }
+
+    fn piece(&mut self, piece: &[u8], first: bool, events: &mut Vec<Event>) {
+        let start = self.pos;
+        let end = start + piece.len() as u64;
+        let mut from = 0;
+        match self.raw {
+            Raw::Fence { marker, len, .. } => {
+                if first && is_closing_fence(piece, marker, len) {
+                    let block = self.end_raw(end, true);
+                    events.extend(block.map(Event::Block));
+                }
+                return;
+            }
+            Raw::Comment { .. } => match memmem::find(piece, b"-->") {
+                Some(at) => {
+                    let block = self.end_raw(end, true);
+                    events.extend(block.map(Event::Block));
+                    from = at + 3;
+                }
+                None => return,
+            },
+            Raw::Tag { kind, .. } => match find_closing_tag(piece, kind) {
+                Some(after) => {
+                    let block = self.end_raw(end, true);
+                    events.extend(block.map(Event::Block));
+                    from = after;
+                }
+                None => return,
+            },
+            Raw::None if first => {
+                let line = trim_eol(piece);
+                if let Some((marker, len, kind)) = fence_opening(line) {
+                    self.raw = Raw::Fence {
+                        marker,
+                        len,
+                        kind,
+                        start,
+                    };
+                    return;
+                }
+                if let Some((level, kind)) = heading(line) {
+                    while self.sections.last().is_some_and(|s| s.level >= level) {
+                        let s = self.sections.pop().expect("checked non-empty");
+                        events.push(section_block(s, start, true));
+                    }
+                    events.push(Event::Heading { level, start, kind });
+                    if let Some(kind) = kind {
+                        self.sections.push(Section { level, kind, start });
+                    }
+                } else if let Some((kind, after)) = tag_opening(line) {
+                    self.raw = Raw::Tag { kind, start };
+                    match find_closing_tag(&piece[after..], kind) {
+                        Some(close) => {
+                            let block = self.end_raw(end, true);
+                            events.extend(block.map(Event::Block));
+                            from = after + close;
+                        }
+                        None => return,
+                    }
+                }
+            }
+            Raw::None => {}
+        }
+        self.scan_comments(piece, from, end, events);
+    }
+
+    /// Finds `<!-- jkz:` openers in `piece[from..]` (normal text), opening or
+    /// completing comment blocks. Blocks start at the start of the line.
+    fn scan_comments(&mut self, piece: &[u8], mut from: usize, end: u64, events: &mut Vec<Event>) {
+        while let Some(at) = memmem::find(&piece[from..], b"<!--") {
+            let open = from + at;
+            let Some((kind, body)) = comment_opening(&piece[open + 4..]) else {
+                from = open + 4;
+                continue;
+            };
+            let body = open + 4 + body;
+            self.raw = Raw::Comment {
+                kind,
+                start: self.line_start,
+            };
+            match memmem::find(&piece[body..], b"-->") {
+                Some(close) => {
+                    let block = self.end_raw(end, true);
+                    events.extend(block.map(Event::Block));
+                    from = body + close + 3;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Leaves raw mode, returning the block it protected (if protected).
+    fn end_raw(&mut self, end: u64, closed: bool) -> Option<ProtectedBlock> {
+        let raw = std::mem::replace(&mut self.raw, Raw::None);
+        let (kind, form, start) = match raw {
+            Raw::None => return None,
+            Raw::Fence { kind, start, .. } => (kind?, Form::Fence, start),
+            Raw::Comment { kind, start } => (kind, Form::Comment, start),
+            Raw::Tag { kind, start } => (kind, Form::Tag, start),
+        };
+        Some(ProtectedBlock {
+            kind,
+            form,
+            start,
+            end,
+            closed,
+        })
+    }
+
+    /// Ends whatever has grown to [`BLOCK_BOUND`] at the current position.
+    fn enforce_bound(&mut self, events: &mut Vec<Event>) {
+        let end = self.pos;
+        let raw_start = match self.raw {
+            Raw::None => None,
+            Raw::Fence { start, .. } | Raw::Comment { start, .. } | Raw::Tag { start, .. } => {
+                Some(start)
+            }
+        };
+        if raw_start.is_some_and(|s| end - s >= BLOCK_BOUND) {
+            let block = self.end_raw(end, false);
+            events.extend(block.map(Event::Block));
+        }
+        // Sections are ordered by start, so the overgrown ones are a prefix.
+        let over = self
+            .sections
+            .iter()
+            .take_while(|s| end - s.start >= BLOCK_BOUND)
+            .count();
+        for s in self.sections.drain(..over).rev() {
+            events.push(section_block(s, end, false));
+        }
+    }
+}
+
+fn section_block(s: Section, end: u64, closed: bool) -> Event {
+    Event::Block(ProtectedBlock {
+        kind: s.kind,
+        form: Form::Heading,
+        start: s.start,
+        end,
+        closed,
+    })
+}
+
+/// Every protected block of an in-memory document, ordered by `start` (ties:
+/// the enclosing block first).
+pub fn find_blocks(doc: &[u8]) -> Vec<ProtectedBlock> {
+    let mut scanner = BlockScanner::new();
+    let mut events = Vec::new();
+    scanner.scan(doc, &mut events);
+    scanner.finish(&mut events);
+    let mut blocks: Vec<ProtectedBlock> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Block(b) => Some(b),
+            Event::Heading { .. } => None,
+        })
+        .collect();
+    blocks.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
+    blocks
+}
+
+fn trim_eol(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn skip_blanks(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+    &s[n..]
+}
+
+fn is_blank(s: &[u8]) -> bool {
+    s.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// A fence opening line: blanks, three or more `` ` `` or `~`, an info string.
+/// Indentation is not limited, so fences inside list items are found.
+fn fence_opening(line: &[u8]) -> Option<(u8, usize, Option<Kind>)> {
+    let rest = skip_blanks(line);
+    let marker = *rest.first()?;
+    if marker != b'`' && marker != b'~' {
+        return None;
+    }
+    let len = rest.iter().take_while(|&&b| b == marker).count();
+    if len < 3 {
+        return None;
+    }
+    let info = &rest[len..];
+    if marker == b'`' && memchr(b'`', info).is_some() {
+        return None; // inline code such as ```x``` is not a fence
+    }
+    let info = skip_blanks(info);
+    let word_len = info
+        .iter()
+        .take_while(|&&b| !matches!(b, b' ' | b'\t' | b'{' | b'\r'))
+        .count();
+    Some((marker, len, Kind::from_name(&info[..word_len])))
+}
+
+fn is_closing_fence(piece: &[u8], marker: u8, len: usize) -> bool {
+    let rest = skip_blanks(piece);
+    let run = rest.iter().take_while(|&&b| b == marker).count();
+    run >= len && is_blank(&rest[run..])
+}
+
+/// An ATX heading: up to three spaces, one to six `#`, then a blank or the end.
+/// Returns its level and, for a protected name, its kind.
+fn heading(line: &[u8]) -> Option<(u8, Option<Kind>)> {
+    let indent = line.iter().take_while(|&&b| b == b' ').count();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let level = rest.iter().take_while(|&&b| b == b'#').count();
+    if level == 0 || level > 6 {
+        return None;
+    }
+    let text = &rest[level..];
+    if !text.is_empty() && text[0] != b' ' && text[0] != b'\t' {
+        return None;
+    }
+    Some((level as u8, heading_kind(text)))
+}
+
+/// The protected kind named by a heading's text, if any.
+fn heading_kind(text: &[u8]) -> Option<Kind> {
+    const NAMES: [(&str, Kind); 7] = [
+        ("tl;dr", Kind::Tldr),
+        ("tldr", Kind::Tldr),
+        ("decisions", Kind::Decisions),
+        ("accumulated patterns", Kind::AccumulatedPatterns),
+        ("compact plan", Kind::CompactPlan),
+        ("plan digest", Kind::PlanDigest),
+        ("verdict", Kind::VerdictJson),
+    ];
+    if text.len() > 256 {
+        return None;
+    }
+    let mut norm: Vec<u8> = text
+        .iter()
+        .filter(|&&b| b != b'*' && b != b'_')
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    // An optional closing sequence of `#`s, then blanks.
+    let trimmed = norm.trim_ascii_end().len();
+    norm.truncate(trimmed);
+    let hashes = norm.iter().rev().take_while(|&&b| b == b'#').count();
+    if hashes > 0 && (hashes == norm.len() || matches!(norm[norm.len() - hashes - 1], b' ' | b'\t'))
+    {
+        norm.truncate(norm.len() - hashes);
+    }
+    let norm = norm.trim_ascii();
+    NAMES.iter().find_map(|&(name, kind)| {
+        let rest = norm.strip_prefix(name.as_bytes())?;
+        (rest.is_empty() || rest[0] == b':').then_some(kind)
+    })
+}
+
+/// A tag opening at the start of a line: blanks, `<name` then `>` or a blank.
+/// Returns the kind and the index just past the opening tag's `>` (or past
+/// the name when the tag's `>` is not on this line).
+fn tag_opening(line: &[u8]) -> Option<(Kind, usize)> {
+    let rest = skip_blanks(line);
+    let indent = line.len() - rest.len();
+    let body = rest.strip_prefix(b"<")?;
+    let name_len = body
+        .iter()
+        .take_while(|&&b| b.is_ascii_lowercase() || b == b'-')
+        .count();
+    // Only lower-case letters are taken, so `<TLDR>` is not a tag block.
+    let kind = Kind::from_name(&body[..name_len])?;
+    let after_name = indent + 1 + name_len;
+    match line.get(after_name) {
+        Some(b'>') => Some((kind, after_name + 1)),
+        Some(b' ' | b'\t') => Some((
+            kind,
+            memchr(b'>', &line[after_name..]).map_or(after_name, |gt| after_name + gt + 1),
+        )),
+        _ => None,
+    }
+}
+
+/// The index just past `</name>` in `s`, if present.
+fn find_closing_tag(s: &[u8], kind: Kind) -> Option<usize> {
+    let name = kind.name().as_bytes();
+    let mut from = 0;
+    while let Some(at) = memmem::find(&s[from..], b"</") {
+        let tag = from + at + 2;
+        if s[tag..].starts_with(name) && s.get(tag + name.len()) == Some(&b'>') {
+            return Some(tag + name.len() + 1);
+        }
+        from = tag;
+    }
+    None
+}
+
+/// After `<!--`: optional blanks, `jkz:`, a name. Returns the kind and the
+/// index (relative to `after`) where the comment body starts.
+fn comment_opening(after: &[u8]) -> Option<(Kind, usize)> {
+    let rest = skip_blanks(after);
+    let body = rest.strip_prefix(b"jkz:")?;
+    let name_len = body
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        .count();
+    if name_len == 0 {
+        return None;
+    }
+    let kind = Kind::from_name(&body[..name_len]).unwrap_or(Kind::Signal);
+    Some((kind, after.len() - body.len() + name_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(doc: &str) -> Vec<(Kind, Form, String, bool)> {
+        find_blocks(doc.as_bytes())
+            .into_iter()
+            .map(|b| {
+                let text = doc[b.start as usize..b.end as usize].to_string();
+                (b.kind, b.form, text, b.closed)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn comment_on_one_line() {
+        let doc = "a\n<!-- jkz:verdict-json {\"verdict\":\"FAIL\"} -->\nb\n";
+        assert_eq!(
+            blocks(doc),
+            vec![(
+                Kind::VerdictJson,
+                Form::Comment,
+                "<!-- jkz:verdict-json {\"verdict\":\"FAIL\"} -->\n".into(),
+                true
+            )]
+        );
+    }
+
+    #[test]
+    fn comment_over_lines_and_mid_line() {
+        let doc = "x\nsee <!--jkz:propose-issue: Title |\nmore\n--> tail\ny\n";
+        assert_eq!(
+            blocks(doc),
+            vec![(
+                Kind::Signal,
+                Form::Comment,
+                "see <!--jkz:propose-issue: Title |\nmore\n--> tail\n".into(),
+                true
+            )]
+        );
+    }
+
+    #[test]
+    fn ordinary_comment_is_not_protected() {
+        assert!(blocks("<!-- note -->\n<!-- jkz: -->\n").is_empty());
+    }
+
+    #[test]
+    fn fences() {
+        let doc =
+            "```verdict-json\n{\"v\":1}\n```\n~~~~ Decisions x\n~~~\n~~~~\n```rust\n## no\n```\n";
+        let got = blocks(doc);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].2, "```verdict-json\n{\"v\":1}\n```\n");
+        assert_eq!(got[1].0, Kind::Decisions);
+        assert_eq!(got[1].2, "~~~~ Decisions x\n~~~\n~~~~\n");
+    }
+
+    #[test]
+    fn heading_inside_fence_is_not_a_heading() {
+        let doc = "```\n## TL;DR\n```\n";
+        assert!(blocks(doc).is_empty());
+    }
+
+    #[test]
+    fn tags() {
+        let doc = "<compact-plan>\nstep 1\n</compact-plan> done\n  <tldr id=1>short</tldr>\n<TLDR>no</TLDR>\n";
+        let got = blocks(doc);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].2, "<compact-plan>\nstep 1\n</compact-plan> done\n");
+        assert_eq!(got[1].2, "  <tldr id=1>short</tldr>\n");
+    }
+
+    #[test]
+    fn heading_sections_nest_and_end_at_same_or_higher_level() {
+        let doc =
+            "# Report\n## **TL;DR:**\nok\n### Decisions\n- a\n## Next\n#### Verdict: FAIL\nbad\n";
+        let got = blocks(doc);
+        let kinds: Vec<_> = got.iter().map(|b| (b.0, b.2.as_str())).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (Kind::Tldr, "## **TL;DR:**\nok\n### Decisions\n- a\n"),
+                (Kind::Decisions, "### Decisions\n- a\n"),
+                (Kind::VerdictJson, "#### Verdict: FAIL\nbad\n"),
+            ]
+        );
+    }
+
+    #[test]
+    fn heading_text_rules() {
+        assert_eq!(heading(b"## TLDR ##"), Some((2, Some(Kind::Tldr))));
+        assert_eq!(
+            heading(b"# _Accumulated Patterns_"),
+            Some((1, Some(Kind::AccumulatedPatterns)))
+        );
+        assert_eq!(
+            heading(b"### plan digest:"),
+            Some((3, Some(Kind::PlanDigest)))
+        );
+        assert_eq!(heading(b"## Decisions made"), Some((2, None)));
+        assert_eq!(heading(b"#Decisions"), None);
+        assert_eq!(heading(b"    # Decisions"), None);
+        assert_eq!(heading(b"####### Decisions"), None);
+    }
+
+    #[test]
+    fn unterminated_fence_is_bounded_and_scanning_resumes() {
+        let mut doc = String::from("```decisions\n");
+        while doc.len() < BLOCK_BOUND as usize + 10 {
+            doc.push_str("0123456789abcdef\n");
+        }
+        doc.push_str("<!-- jkz:verdict-json {} -->\n");
+        let got = find_blocks(doc.as_bytes());
+        assert_eq!(got.len(), 2);
+        assert!(!got[0].closed);
+        assert!(got[0].len() >= BLOCK_BOUND && got[0].len() < BLOCK_BOUND + 64);
+        assert_eq!(got[1].kind, Kind::VerdictJson);
+    }
+
+    #[test]
+    fn unterminated_at_end_of_input() {
+        let got = blocks("<!-- jkz:tldr open\nstill\n");
+        assert_eq!(
+            got,
+            vec![(
+                Kind::Tldr,
+                Form::Comment,
+                "<!-- jkz:tldr open\nstill\n".into(),
+                false
+            )]
+        );
+    }
+
+    #[test]
+    fn crlf_lines() {
+        let doc = "## Verdict\r\nPASS\r\n## Other\r\n```tldr\r\nx\r\n```\r\n";
+        let got = blocks(doc);
+        assert_eq!(got[0].2, "## Verdict\r\nPASS\r\n");
+        assert_eq!(got[1].2, "```tldr\r\nx\r\n```\r\n");
+    }
+
+    #[test]
+    fn batches_of_any_split_agree() {
+        let doc = "# A\n## TL;DR\nx <!-- jkz:decisions a\nb --> <!-- jkz:z -->\n```plan-digest\n# no\n```\n<tldr>\n</tldr>\n";
+        let whole = find_blocks(doc.as_bytes());
+        // Batches may end only at line ends: split at every line end.
+        let mut scanner = BlockScanner::new();
+        let mut events = Vec::new();
+        for line in doc.split_inclusive('\n') {
+            scanner.scan(line.as_bytes(), &mut events);
+        }
+        scanner.finish(&mut events);
+        let mut split: Vec<_> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Block(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        split.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
+        assert_eq!(whole, split);
+        assert_eq!(whole.len(), 5, "TL;DR section, two comments, fence, tag");
+    }
+
+    #[test]
+    fn long_lines_are_scanned_in_pieces() {
+        let mut scanner = BlockScanner::with_max_line(8);
+        let mut events = Vec::new();
+        // The opener sits wholly inside the second 8-byte piece; `-->` later.
+        scanner.scan(b"12345678<!--jkz:", &mut events);
+        scanner.scan(b"a x --> \n", &mut events);
+        scanner.finish(&mut events);
+        assert!(
+            events.is_empty(),
+            "name cut by a piece boundary: {events:?}"
+        );
+        let mut scanner = BlockScanner::with_max_line(16);
+        scanner.scan(b"0123456789abcdef<!-- jkz:tldr x \n", &mut events);
+        scanner.finish(&mut events);
+        assert_eq!(events.len(), 1);
+    }
+}

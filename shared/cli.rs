@@ -1,0 +1,91 @@
+//! What every binary's `main` shares: turning a result into an exit code,
+//! treating a closed downstream pipe as a normal end, and one-line errors.
+
+use std::error::Error;
+use std::io;
+use std::process::ExitCode;
+
+/// An error a binary reports: a one-line message and its exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    pub source: Option<io::Error>,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An I/O failure: `context` says what jkz was doing and with what.
+    pub fn io(code: u8, context: impl std::fmt::Display, err: io::Error) -> Failure {
+        Failure {
+            code,
+            message: format!("{context}: {err}"),
+            source: Some(err),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl Error for Failure {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn Error + 'static))
+    }
+}
+
+/// True when the error, or anything in its source chain, is a broken pipe.
+pub fn is_broken_pipe(err: &(dyn Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Maps a binary's result to its exit code: `Ok(code)` as is, a broken pipe
+/// as success (the reader has all it wanted), any other failure as its code
+/// after one line on stderr: `program: message`.
+pub fn exit(program: &str, result: Result<u8, Failure>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) if is_broken_pipe(&f) => ExitCode::SUCCESS,
+        Err(f) => {
+            let line = f.message.replace('\n', " ");
+            eprintln!("{program}: {line}");
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_pipe_is_found_in_the_chain() {
+        let f = Failure::io(
+            1,
+            "writing stdout",
+            io::Error::from(io::ErrorKind::BrokenPipe),
+        );
+        assert!(is_broken_pipe(&f));
+        let f = Failure::io(1, "reading", io::Error::from(io::ErrorKind::NotFound));
+        assert!(!is_broken_pipe(&f));
+    }
+}

@@ -1,0 +1,11 @@
+//! jkz: the library behind every jkz binary.
+//!
+//! Each binary's `main` only parses arguments, calls into this crate and maps
+//! the result to an exit code. Every rule — where state lives, how a file is
+//! written, what a protected block is — lives here, once.
+
+pub mod atomic;
+pub mod blocks;
+pub mod cli;
+pub mod lines;
+pub mod state_dir;

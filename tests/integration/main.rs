@@ -1,0 +1,5 @@
+//! The one integration-test crate: every test here runs the real jkz binaries
+//! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
+//! the environment.
+
+mod util;

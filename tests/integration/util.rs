@@ -1,0 +1,227 @@
+//! The harness: run a real jkz binary in its own temp directory and report
+//! the command, stdout, stderr and status when an expectation fails.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The path of a built jkz binary.
+pub fn bin(name: &str) -> PathBuf {
+    let path = match name {
+        "jkz" => env!("CARGO_BIN_EXE_jkz"),
+        "jkz-truncate" => env!("CARGO_BIN_EXE_jkz-truncate"),
+        "jkz-compress" => env!("CARGO_BIN_EXE_jkz-compress"),
+        "jkz-pre-compact" => env!("CARGO_BIN_EXE_jkz-pre-compact"),
+        "jkz-session-start" => env!("CARGO_BIN_EXE_jkz-session-start"),
+        "jkz-session" => env!("CARGO_BIN_EXE_jkz-session"),
+        other => panic!("no binary named {other}"),
+    };
+    PathBuf::from(path)
+}
+
+/// A scratch directory for one test; removed when dropped.
+pub struct Dir {
+    tmp: tempfile::TempDir,
+}
+
+impl Dir {
+    pub fn new() -> Dir {
+        Dir {
+            tmp: tempfile::Builder::new()
+                .prefix("jkz-it-")
+                .tempdir()
+                .expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    /// Writes a file (creating parent directories).
+    pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent");
+        }
+        std::fs::write(&path, contents).expect("write file");
+        path
+    }
+
+    pub fn read(&self, rel: impl AsRef<Path>) -> Vec<u8> {
+        std::fs::read(self.join(rel)).expect("read file")
+    }
+
+    /// A command running `name` with this directory as its working directory.
+    pub fn cmd(&self, name: &str) -> Cmd {
+        Cmd::new(name, self.path())
+    }
+
+    /// Every file below this directory, as relative paths, sorted.
+    pub fn files(&self) -> Vec<PathBuf> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    walk(root, &path, out);
+                } else {
+                    out.push(path.strip_prefix(root).expect("below root").to_path_buf());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.path(), self.path(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+/// A command under construction, with a scrubbed environment.
+pub struct Cmd {
+    cmd: Command,
+    stdin: Vec<u8>,
+    shown: String,
+}
+
+impl Cmd {
+    pub fn new(name: &str, cwd: &Path) -> Cmd {
+        let mut cmd = Command::new(bin(name));
+        cmd.current_dir(cwd);
+        for (key, _) in std::env::vars_os() {
+            let key_str = key.to_string_lossy();
+            if key_str.starts_with("CLAUDE") || key_str.starts_with("JKZ_") {
+                cmd.env_remove(&key);
+            }
+        }
+        Cmd {
+            cmd,
+            stdin: Vec::new(),
+            shown: name.to_string(),
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Cmd {
+        let arg = arg.into();
+        self.shown.push(' ');
+        self.shown.push_str(&arg.to_string_lossy());
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        for a in args {
+            self = self.arg(a);
+        }
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<OsString>) -> Cmd {
+        let value = value.into();
+        self.shown = format!("{key}={} {}", value.to_string_lossy(), self.shown);
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn stdin(mut self, input: impl AsRef<[u8]>) -> Cmd {
+        self.stdin = input.as_ref().to_vec();
+        self
+    }
+
+    /// Runs to completion, feeding stdin from a thread so large inputs and
+    /// outputs cannot deadlock.
+    pub fn run(mut self) -> Run {
+        self.cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.shown));
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let input = std::mem::take(&mut self.stdin);
+        let feeder = std::thread::spawn(move || {
+            // The program may exit without reading everything; that is its right.
+            let _ = stdin.write_all(&input);
+        });
+        let output = child.wait_with_output().expect("wait");
+        feeder.join().expect("stdin feeder");
+        Run {
+            shown: self.shown,
+            output,
+        }
+    }
+}
+
+/// A finished run.
+pub struct Run {
+    pub shown: String,
+    pub output: Output,
+}
+
+impl Run {
+    pub fn stdout(&self) -> &[u8] {
+        &self.output.stdout
+    }
+
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// Everything worth seeing when an assertion fails.
+    pub fn report(&self) -> String {
+        let clip = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            if s.len() > 4000 {
+                let mut end = 4000;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format!("{}… ({} bytes)", &s[..end], b.len())
+            } else {
+                s.into_owned()
+            }
+        };
+        format!(
+            "command: {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+            self.shown,
+            self.output.status,
+            clip(&self.output.stdout),
+            clip(&self.output.stderr)
+        )
+    }
+
+    /// Asserts the exit code, printing the report otherwise.
+    pub fn expect_code(self, code: i32) -> Run {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "unexpected exit code\n{}",
+            self.report()
+        );
+        self
+    }
+
+    pub fn success(self) -> Run {
+        self.expect_code(0)
+    }
+}
