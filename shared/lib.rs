@@ -7,5 +7,7 @@
 pub mod atomic;
 pub mod blocks;
 pub mod cli;
+pub mod json_file;
 pub mod lines;
+pub mod session_id;
 pub mod state_dir;

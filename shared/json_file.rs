@@ -1,0 +1,168 @@
+//! Read-modify-write of a JSON object file under an advisory lock, so two
+//! processes updating different fields of the same file both keep theirs.
+//!
+//! The lock is taken on a sibling `.<name>.lock` file (never on the data file,
+//! which is replaced by rename and so is a different inode after each write).
+//! Writes are atomic ([`crate::atomic`]); key order and unknown fields survive
+//! because the object is edited in place (`serde_json` with `preserve_order`).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::atomic::write_atomic;
+
+/// Why an update could not be made.
+#[derive(Debug)]
+pub enum UpdateError {
+    Io(io::Error),
+    /// The file exists but is not a JSON object; it is left untouched.
+    NotAnObject(String),
+}
+
+impl std::fmt::Display for UpdateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpdateError::Io(e) => e.fmt(f),
+            UpdateError::NotAnObject(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for UpdateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UpdateError::Io(e) => Some(e),
+            UpdateError::NotAnObject(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for UpdateError {
+    fn from(e: io::Error) -> Self {
+        UpdateError::Io(e)
+    }
+}
+
+/// The lock file guarding `path`.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.lock"))
+}
+
+/// Holds the exclusive advisory lock for `path` until dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// Blocks until the exclusive lock for `path` is held.
+pub fn lock(path: &Path) -> io::Result<FileLock> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(lock_path(path))?;
+    file.lock()?;
+    Ok(FileLock { _file: file })
+}
+
+/// Reads the object at `path` (empty when the file does not exist), lets `edit`
+/// change it, and writes it back atomically, all under the lock. Returns what
+/// `edit` returned. Nothing is written when `edit` fails.
+pub fn update_object<T, E>(
+    path: &Path,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<UpdateError>,
+{
+    let _guard = lock(path).map_err(UpdateError::Io)?;
+    let mut object = match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                return Err(UpdateError::NotAnObject(format!(
+                    "{}: not a JSON object",
+                    path.display()
+                ))
+                .into())
+            }
+            Err(e) => {
+                return Err(UpdateError::NotAnObject(format!(
+                    "{}: invalid JSON: {e}",
+                    path.display()
+                ))
+                .into())
+            }
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Map::new(),
+        Err(e) => return Err(UpdateError::Io(e).into()),
+    };
+    let out = edit(&mut object)?;
+    let mut bytes =
+        serde_json::to_vec_pretty(&Value::Object(object)).expect("a JSON map serializes");
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).map_err(UpdateError::Io)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_unknown_fields_and_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        std::fs::write(&path, r#"{"z":1,"a":{"k":[1,2]},"m":"x"}"#).unwrap();
+        update_object::<_, UpdateError>(&path, |o| {
+            o.insert("a2".into(), Value::from(true));
+            o.insert("m".into(), Value::from("y"));
+            Ok(())
+        })
+        .unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["z", "a", "m", "a2"]);
+        assert_eq!(v["m"], "y");
+        assert_eq!(v["a"]["k"][1], 2);
+    }
+
+    #[test]
+    fn refuses_non_objects_without_touching_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        std::fs::write(&path, "[1]").unwrap();
+        let r = update_object::<(), UpdateError>(&path, |_| Ok(()));
+        assert!(matches!(r, Err(UpdateError::NotAnObject(_))));
+        assert_eq!(std::fs::read(&path).unwrap(), b"[1]");
+    }
+
+    #[test]
+    fn concurrent_updates_of_different_fields_all_land() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.json");
+        std::thread::scope(|s| {
+            for i in 0..16 {
+                let path = &path;
+                s.spawn(move || {
+                    update_object::<_, UpdateError>(path, |o| {
+                        o.insert(format!("f{i}"), Value::from(i));
+                        Ok(())
+                    })
+                    .unwrap();
+                });
+            }
+        });
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 16);
+    }
+}

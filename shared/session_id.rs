@@ -1,0 +1,95 @@
+//! Session ids: `[A-Za-z0-9._-]{1,128}`, and never `.` or `..`. Anything else
+//! is refused before it can become part of a path.
+
+use std::fmt;
+
+/// A validated session id, safe to use as a file name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(String);
+
+/// Why a session id was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidSessionId {
+    /// The refused id, escaped and shortened for a one-line message.
+    pub shown: String,
+}
+
+impl fmt::Display for InvalidSessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid session id {}: expected 1 to 128 characters from A-Z a-z 0-9 . _ - (and not . or ..)",
+            self.shown
+        )
+    }
+}
+
+impl std::error::Error for InvalidSessionId {}
+
+impl SessionId {
+    pub fn parse(raw: &str) -> Result<SessionId, InvalidSessionId> {
+        let ok = (1..=128).contains(&raw.len())
+            && raw != "."
+            && raw != ".."
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if ok {
+            Ok(SessionId(raw.to_string()))
+        } else {
+            let mut shown: String = raw
+                .chars()
+                .take(40)
+                .collect::<String>()
+                .escape_debug()
+                .to_string();
+            if raw.chars().count() > 40 {
+                shown.push('…');
+            }
+            Err(InvalidSessionId {
+                shown: format!("\"{shown}\""),
+            })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_alphabet() {
+        for ok in ["a", "0f3c-9a.b_c", &"x".repeat(128), "..."] {
+            assert!(SessionId::parse(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_paths_and_oddities() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../../etc",
+            "a/b",
+            "/abs",
+            "a b",
+            "é",
+            "a\0b",
+            &"x".repeat(129),
+        ] {
+            let err = SessionId::parse(bad).unwrap_err();
+            assert!(!err.to_string().contains('\n'));
+        }
+    }
+}
