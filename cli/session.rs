@@ -1,5 +1,21 @@
-// Placeholder: replaced by the issue that builds this binary.
-fn main() -> std::process::ExitCode {
-    eprintln!("not built yet");
-    std::process::ExitCode::from(2)
+//! `jkz-session`: `/jkz:save` and `/jkz:load` (see `jkz::session`).
+//!
+//! Exit codes:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success, including "no saved snapshot to load yet" |
+//! | 1 | failure: I/O, no state directory to save into, a named session without snapshot |
+//! | 2 | usage: bad arguments, an invalid session id, save input without known sections |
+
+use std::io::{self, BufWriter};
+use std::process::ExitCode;
+
+use clap::Parser;
+use jkz::session::{run, SessionCli};
+
+fn main() -> ExitCode {
+    let cli = SessionCli::parse();
+    let mut out = BufWriter::new(io::stdout().lock());
+    jkz::cli::exit("jkz-session", run(&cli, io::stdin().lock(), &mut out))
 }

@@ -7,7 +7,11 @@
 pub mod atomic;
 pub mod blocks;
 pub mod cli;
+pub mod gc;
+mod interim_state;
 pub mod json_file;
 pub mod lines;
+pub mod session;
 pub mod session_id;
+pub mod setup;
 pub mod state_dir;

@@ -1,0 +1,449 @@
+//! `jkz-session`: per-session snapshots another chat can resume from
+//! (`/jkz:save`, `/jkz:load`).
+//!
+//! A snapshot is `state/session-snapshots/<id>.json`, one JSON object shared
+//! with `jkz-pre-compact` (which records compaction facts there). A save
+//! edits it under its lock ([`crate::json_file::update_object`]): fields it
+//! does not own survive, and concurrent saves into the same session all land
+//! — their items merge, and `next_steps`, replaced by each save, is the last
+//! writer's, whole. Fields owned here:
+//!
+//! | field | content |
+//! |---|---|
+//! | `session_id` | the id, as in the file name |
+//! | `saved_at` | RFC 3339 UTC time of the last save |
+//! | `saves` | how many saves went into the file |
+//! | `notes` | `{completed_work, decisions, gotchas, next_steps, other_notes}`, see [`notes`] |
+//! | `git` | branch, head, uncommitted file count at the last save |
+//! | `pipeline` | the normalized status of every pipeline at the last save |
+//!
+//! Session identity: `--session` > `CLAUDE_SESSION_ID` > `CLAUDE_CODE_SESSION_ID`
+//! > `anonymous`, validated by [`SessionId::parse`].
+
+pub mod notes;
+pub mod render;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use clap::{Parser, Subcommand};
+use serde_json::{Map, Value};
+
+use crate::cli::Failure;
+use crate::interim_state;
+use crate::json_file::{update_object, UpdateError};
+use crate::session_id::SessionId;
+use crate::state_dir::StateDir;
+
+/// The largest save input accepted, in bytes.
+pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+
+/// The session id used when none is given or set.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The directory of session snapshots inside the state directory.
+pub const SNAPSHOT_DIR: &str = "session-snapshots";
+
+/// `jkz-session`: save and load per-session snapshots.
+///
+/// Exit codes: 0 success (also: nothing saved yet to load); 1 failure (I/O,
+/// no state directory to save into, a named session with no snapshot);
+/// 2 usage (bad arguments, an invalid session id, save input without sections).
+#[derive(Parser, Debug)]
+#[command(
+    name = "jkz-session",
+    version,
+    about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
+)]
+pub struct SessionCli {
+    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
+    /// 1 to 128 characters from A-Z a-z 0-9 . _ -
+    #[arg(long, global = true, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(subcommand)]
+    pub command: SessionCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionCommand {
+    /// Merge notes (markdown sections ## Completed work, ## Decisions, ## Gotchas,
+    /// ## Next steps, or the same as JSON) into this session's snapshot, with git
+    /// state and pipeline status; print where it was written.
+    Save(SaveArgs),
+    /// Print a snapshot as markdown for the model (newest facts first, at most
+    /// 8,000 bytes): the named session's, else the most recent other session's,
+    /// else this session's.
+    Load(LoadArgs),
+    /// List saved sessions, newest first: age, branch, headline.
+    List,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SaveArgs {
+    /// Read the notes from FILE ("-" or nothing: standard input).
+    #[arg(value_name = "FILE")]
+    pub input: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    /// Print the whole snapshot as JSON instead of markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The session id from the flag, else the environment, else `anonymous`.
+pub fn resolve_session(
+    flag: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(SessionId, bool), Failure> {
+    let (raw, explicit) = match flag {
+        Some(f) => (f.to_string(), true),
+        None => match ["CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"]
+            .into_iter()
+            .find_map(|k| env(k).filter(|v| !v.is_empty()))
+        {
+            Some(v) => (v, false),
+            None => (ANONYMOUS.to_string(), false),
+        },
+    };
+    SessionId::parse(&raw)
+        .map(|id| (id, explicit))
+        .map_err(|e| Failure::new(2, e.to_string()))
+}
+
+/// `state/session-snapshots/<id>.json`.
+pub fn snapshot_path(state: &Path, id: &SessionId) -> PathBuf {
+    state
+        .join(SNAPSHOT_DIR)
+        .join(format!("{}.json", id.as_str()))
+}
+
+/// Runs a parsed command line with the process environment.
+pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
+    let (id, explicit) = resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok())?;
+    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let now = Utc::now();
+    let code = match &cli.command {
+        SessionCommand::Save(args) => {
+            let text = read_input(args.input.as_deref(), stdin)?;
+            let project = std::env::var_os("CLAUDE_PROJECT_DIR")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            save(&state, &id, &text, &project, now, out)?
+        }
+        SessionCommand::Load(args) => load(&state, &id, explicit, args.json, now, out)?,
+        SessionCommand::List => list(&state, &id, now, out)?,
+    };
+    out.flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(code)
+}
+
+fn read_input(input: Option<&Path>, stdin: impl Read) -> Result<String, Failure> {
+    let mut bytes = Vec::new();
+    let (shown, result) = match input {
+        None => (
+            "standard input".to_string(),
+            stdin.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes),
+        ),
+        Some(p) if p == Path::new("-") => (
+            "standard input".to_string(),
+            stdin.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes),
+        ),
+        Some(p) => (
+            p.display().to_string(),
+            fs::File::open(p).and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)),
+        ),
+    };
+    result.map_err(|e| Failure::io(1, format!("reading {shown}"), e))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(Failure::new(
+            2,
+            format!("{shown} is over {MAX_INPUT_BYTES} bytes; save notes, not transcripts"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| Failure::new(2, format!("{shown} is not UTF-8 text")))
+}
+
+/// Merges `text` into the snapshot of `id`; prints where it wrote.
+pub fn save(
+    state: &StateDir,
+    id: &SessionId,
+    text: &str,
+    project: &Path,
+    now: DateTime<Utc>,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let notes = notes::parse(text).map_err(|why| Failure::new(2, why))?;
+    let dir = state
+        .ensure_subdir(SNAPSHOT_DIR)
+        .map_err(|e| Failure::io(1, format!("creating {}", state.join(SNAPSHOT_DIR).display()), e))?
+        .ok_or_else(|| {
+            Failure::new(
+                1,
+                format!(
+                    "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
+                    state.path().display()
+                ),
+            )
+        })?;
+    let path = dir.join(format!("{}.json", id.as_str()));
+    let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
+    // Gathered before the lock is taken: git may be slow.
+    let git = interim_state::git_state(project);
+    let pipeline = interim_state::pipeline_status(state.path());
+    let saves = update_object(&path, |snap| -> Result<u64, SaveError> {
+        snap.insert("session_id".into(), id.as_str().into());
+        snap.insert("saved_at".into(), saved_at.clone().into());
+        let saves = snap.get("saves").and_then(Value::as_u64).unwrap_or(0) + 1;
+        snap.insert("saves".into(), saves.into());
+        let mut notes_obj = match snap.remove("notes") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        notes::merge(&mut notes_obj, &notes, &saved_at);
+        snap.insert("notes".into(), Value::Object(notes_obj));
+        snap.insert("git".into(), git.clone());
+        snap.insert("pipeline".into(), Value::Array(pipeline.clone()));
+        Ok(saves)
+    })
+    .map_err(|e| match e.0 {
+        UpdateError::Io(err) => Failure::io(1, format!("writing {}", path.display()), err),
+        UpdateError::NotAnObject(why) => Failure::new(
+            1,
+            format!("{why}; move it away to start this session's snapshot afresh"),
+        ),
+    })?;
+    let counts: Vec<String> = notes
+        .sections
+        .iter()
+        .map(|(s, items)| format!("{} {}", items.len(), s.title().to_lowercase()))
+        .collect();
+    writeln!(
+        out,
+        "saved session {} to {} (save {saves}: {})",
+        id,
+        path.display(),
+        counts.join(", ")
+    )
+    .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+struct SaveError(UpdateError);
+
+impl From<UpdateError> for SaveError {
+    fn from(e: UpdateError) -> Self {
+        SaveError(e)
+    }
+}
+
+/// One snapshot file as found.
+struct Found {
+    id: String,
+    snap: Map<String, Value>,
+    /// `saved_at`, when the session was ever saved.
+    saved_at: Option<DateTime<Utc>>,
+    modified: DateTime<Utc>,
+}
+
+impl Found {
+    fn when(&self) -> DateTime<Utc> {
+        self.saved_at.unwrap_or(self.modified)
+    }
+}
+
+/// Every readable snapshot, newest first (by `saved_at`, else file time).
+fn snapshots(state: &StateDir) -> Vec<Found> {
+    let mut found = Vec::new();
+    for e in fs::read_dir(state.join(SNAPSHOT_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_suffix(".json") else {
+            continue;
+        };
+        if SessionId::parse(id).is_err() || name.starts_with('.') {
+            continue;
+        }
+        let Ok(Ok(Value::Object(snap))) =
+            fs::read(e.path()).map(|b| serde_json::from_slice::<Value>(&b))
+        else {
+            continue;
+        };
+        let modified = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(DateTime::<Utc>::from)
+            .unwrap_or_default();
+        let saved_at = snap
+            .get("saved_at")
+            .and_then(Value::as_str)
+            .and_then(render::parse_time);
+        found.push(Found {
+            id: id.to_string(),
+            snap,
+            saved_at,
+            modified,
+        });
+    }
+    found.sort_by(|a, b| b.when().cmp(&a.when()).then(a.id.cmp(&b.id)));
+    found
+}
+
+/// Prints a snapshot for the model (or as JSON).
+pub fn load(
+    state: &StateDir,
+    current: &SessionId,
+    explicit: bool,
+    json: bool,
+    now: DateTime<Utc>,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let all = snapshots(state);
+    let chosen = if explicit {
+        let path = snapshot_path(state.path(), current);
+        match all.into_iter().find(|f| f.id == current.as_str()) {
+            Some(f) => f,
+            None => {
+                return Err(Failure::new(
+                    1,
+                    format!(
+                        "no snapshot for session {current} ({} is missing or unreadable); jkz-session list shows the saved ones",
+                        path.display()
+                    ),
+                ))
+            }
+        }
+    } else {
+        // Another session's save first; this session's only if alone.
+        let mut saved = all.into_iter().filter(|f| f.saved_at.is_some());
+        let mut own = None;
+        let mut other = None;
+        for f in saved.by_ref() {
+            if f.id == current.as_str() {
+                own.get_or_insert(f);
+            } else {
+                other = Some(f);
+                break;
+            }
+        }
+        match other.or(own) {
+            Some(f) => f,
+            None => {
+                writeln!(
+                    out,
+                    "No saved jkz session snapshot to load (none in {}). Save one with /jkz:save (jkz-session save) first.",
+                    state.join(SNAPSHOT_DIR).display()
+                )
+                .map_err(|e| Failure::io(1, "writing stdout", e))?;
+                return Ok(0);
+            }
+        }
+    };
+    let text = if json {
+        let mut text = serde_json::to_string_pretty(&Value::Object(chosen.snap))
+            .expect("a JSON map serializes");
+        text.push('\n');
+        text
+    } else {
+        render::load_markdown(&chosen.id, &chosen.snap, now, render::LOAD_MAX_BYTES)
+    };
+    out.write_all(text.as_bytes())
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+/// Prints one line per snapshot, newest first: `*` for this session, id,
+/// age, branch, headline.
+pub fn list(
+    state: &StateDir,
+    current: &SessionId,
+    now: DateTime<Utc>,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let all = snapshots(state);
+    let w = |out: &mut dyn Write, line: String| {
+        writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+    };
+    if all.is_empty() {
+        w(
+            out,
+            format!(
+                "no session snapshots in {}",
+                state.join(SNAPSHOT_DIR).display()
+            ),
+        )?;
+        return Ok(0);
+    }
+    let id_width = all.iter().map(|f| f.id.len()).max().unwrap_or(0);
+    for f in &all {
+        let mark = if f.id == current.as_str() { '*' } else { ' ' };
+        let branch = f
+            .snap
+            .get("git")
+            .and_then(|g| g.get("branch"))
+            .and_then(Value::as_str)
+            .unwrap_or("-");
+        w(
+            out,
+            format!(
+                "{mark} {:<id_width$}  {:>4}  {:<16}  {}",
+                f.id,
+                render::age(f.when(), now),
+                branch,
+                render::headline(&f.snap)
+            ),
+        )?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        SessionCli::command().debug_assert();
+    }
+
+    #[test]
+    fn identity_precedence() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let both: &[(&str, &str)] = &[("CLAUDE_SESSION_ID", "a"), ("CLAUDE_CODE_SESSION_ID", "b")];
+        assert_eq!(
+            resolve_session(Some("f"), env(both)).unwrap().0.as_str(),
+            "f"
+        );
+        assert_eq!(resolve_session(None, env(both)).unwrap().0.as_str(), "a");
+        assert_eq!(
+            resolve_session(None, env(&both[1..])).unwrap().0.as_str(),
+            "b"
+        );
+        let empty: &[(&str, &str)] = &[("CLAUDE_SESSION_ID", ""), ("CLAUDE_CODE_SESSION_ID", "b")];
+        assert_eq!(resolve_session(None, env(empty)).unwrap().0.as_str(), "b");
+        assert_eq!(
+            resolve_session(None, env(&[])).unwrap(),
+            (SessionId::parse("anonymous").unwrap(), false)
+        );
+        let bad: &[(&str, &str)] = &[("CLAUDE_SESSION_ID", "../x")];
+        assert_eq!(resolve_session(None, env(bad)).unwrap_err().code, 2);
+    }
+}

@@ -1,0 +1,113 @@
+//! `jkz install`, `jkz uninstall`, `jkz doctor`: putting jkz into a project's
+//! Claude Code settings, taking it out again, and checking it works.
+//!
+//! What install adds, and so what uninstall takes away:
+//! - the hooks of [`settings::REGISTRATIONS`] in `.claude/settings.json`
+//!   (merged: other keys and other tools' hooks are never touched);
+//! - the slash commands `.claude/commands/jkz/save.md` and `load.md`;
+//! - for a project: `state/` (mode 0700) and a two-line block in `.gitignore`
+//!   (only when `state/` is not ignored already).
+//!
+//! Settings are rewritten atomically. Before the first change, the file's
+//! bytes as they were before jkz touched them are kept beside it as
+//! `settings.json.jkz-backup`; uninstall puts those bytes back when removing
+//! jkz's entries from the current settings gives the same JSON (nobody edited
+//! the file meanwhile), so the original comes back byte for byte. Otherwise it
+//! removes jkz's entries surgically, re-serializes the rest, and keeps the
+//! bytes it replaced in the backup.
+
+mod doctor;
+mod install;
+pub mod settings;
+
+use std::path::{Path, PathBuf};
+
+pub use doctor::{doctor, DoctorArgs};
+pub use install::{install, uninstall, InstallArgs, UninstallArgs};
+
+/// Every binary `./install.sh` installs.
+pub const BINARIES: [&str; 6] = [
+    "jkz",
+    "jkz-truncate",
+    "jkz-compress",
+    "jkz-pre-compact",
+    "jkz-session-start",
+    "jkz-session",
+];
+
+/// The slash-command files, as shipped: `(file name, contents)`, installed
+/// under `.claude/commands/jkz/` so Claude Code names them `/jkz:save` and
+/// `/jkz:load`.
+pub const COMMANDS: [(&str, &str); 2] = [
+    ("save.md", include_str!("../cli/commands/save.md")),
+    ("load.md", include_str!("../cli/commands/load.md")),
+];
+
+/// The lines install appends to `.gitignore`.
+pub const GITIGNORE_BLOCK: &str = "# jkz runtime state (added by jkz install)\n/state/";
+
+/// Where an installation goes.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `.claude/` of the project, or `~/.claude/` with `--user`.
+    pub claude_dir: PathBuf,
+    /// The project directory; `None` with `--user` (no `state/`, no `.gitignore`).
+    pub project: Option<PathBuf>,
+}
+
+impl Target {
+    /// The project at `project` (default: the current directory), or the
+    /// user's own settings.
+    pub fn resolve(project: Option<&Path>, user: bool) -> Result<Target, crate::cli::Failure> {
+        if user {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| crate::cli::Failure::new(1, "--user needs HOME to be set"))?;
+            return Ok(Target {
+                claude_dir: PathBuf::from(home).join(".claude"),
+                project: None,
+            });
+        }
+        let project = project.unwrap_or(Path::new(".")).to_path_buf();
+        if !project.is_dir() {
+            return Err(crate::cli::Failure::new(
+                1,
+                format!(
+                    "project directory {} does not exist (pass --project DIR)",
+                    project.display()
+                ),
+            ));
+        }
+        Ok(Target {
+            claude_dir: project.join(".claude"),
+            project: Some(project),
+        })
+    }
+
+    pub fn settings(&self) -> PathBuf {
+        self.claude_dir.join("settings.json")
+    }
+
+    pub fn commands_dir(&self) -> PathBuf {
+        self.claude_dir.join("commands").join("jkz")
+    }
+}
+
+/// The directory holding the running jkz binary: its siblings are the hook
+/// programs install registers.
+pub fn binary_dir() -> Result<PathBuf, crate::cli::Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::cli::Failure::io(1, "finding the jkz binary", e))?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(exe
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".")))
+}
+
+/// True when `.gitignore` text already ignores the top-level `state/`.
+pub fn gitignore_ignores_state(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .any(|l| matches!(l, "state" | "state/" | "/state" | "/state/"))
+}

@@ -1,0 +1,304 @@
+//! `jkz doctor`: is jkz working in this project? One line per check, `ok` or
+//! `FAIL` with what to do; `note` lines inform and never fail.
+//!
+//! Exit code: 0 when every check is ok, 1 when any failed.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::settings::{self, REGISTRATIONS};
+use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
+use crate::cli::Failure;
+use crate::interim_state;
+use crate::state_dir::StateDir;
+
+/// `jkz doctor`: check binaries, hooks, commands, the state directory and
+/// pipeline files.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// The project to check. Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The PATH of your login shell, when this run's PATH differs from it
+    /// (install.sh passes it): doctor then says whether the binaries'
+    /// directory is on it.
+    #[arg(long, value_name = "PATH")]
+    pub shell_path: Option<String>,
+}
+
+enum Status {
+    Ok,
+    Fail,
+    Note,
+}
+
+struct Report<W: Write> {
+    out: W,
+    failed: usize,
+}
+
+impl<W: Write> Report<W> {
+    fn line(&mut self, status: Status, text: impl std::fmt::Display) -> Result<(), Failure> {
+        let tag = match status {
+            Status::Ok => "ok  ",
+            Status::Fail => {
+                self.failed += 1;
+                "FAIL"
+            }
+            Status::Note => "note",
+        };
+        writeln!(self.out, "{tag} {text}").map_err(|e| Failure::io(1, "writing stdout", e))
+    }
+
+    fn check(
+        &mut self,
+        ok: bool,
+        good: impl std::fmt::Display,
+        bad: impl std::fmt::Display,
+    ) -> Result<(), Failure> {
+        if ok {
+            self.line(Status::Ok, good)
+        } else {
+            self.line(Status::Fail, bad)
+        }
+    }
+}
+
+fn find_on_path(path_var: &OsStr, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Runs `jkz doctor`. `state_flag` is the global `--state-dir`.
+pub fn doctor(
+    args: &DoctorArgs,
+    state_flag: Option<&Path>,
+    out: impl Write,
+) -> Result<u8, Failure> {
+    let mut report = Report { out, failed: 0 };
+    let project = Target::resolve(args.project.as_deref(), false)?;
+    let project_dir = project.project.clone().expect("a project target");
+    let bin_dir = binary_dir()?;
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+
+    // 1. Binaries on PATH (the slash commands call jkz-session by name).
+    let missing: Vec<&str> = BINARIES
+        .iter()
+        .copied()
+        .filter(|b| find_on_path(&path_var, b).is_none())
+        .collect();
+    let found_dir = find_on_path(&path_var, "jkz-session")
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| bin_dir.clone());
+    report.check(
+        missing.is_empty(),
+        format_args!("binaries on PATH ({})", found_dir.display()),
+        format_args!(
+            "not on PATH: {}; add {} to PATH (export PATH=\"{}:$PATH\" in your shell profile) or run ./install.sh",
+            missing.join(", "),
+            bin_dir.display(),
+            bin_dir.display()
+        ),
+    )?;
+    if let Some(shell_path) = &args.shell_path {
+        if find_on_path(OsStr::new(shell_path), "jkz-session").is_none() {
+            report.line(
+                Status::Note,
+                format_args!(
+                    "{} is not on your shell's PATH: add export PATH=\"{}:$PATH\" to your shell profile so Claude Code finds jkz-session",
+                    found_dir.display(),
+                    found_dir.display()
+                ),
+            )?;
+        }
+    }
+
+    // 2. Hooks: registered in the project's or the user's settings, pointing
+    //    at programs that exist.
+    let user = Target::resolve(None, true).ok();
+    let mut sources: Vec<(String, Map<String, Value>)> = Vec::new();
+    for target in std::iter::once(&project).chain(user.as_ref()) {
+        let path = target.settings();
+        match fs::read(&path) {
+            Ok(bytes) => match settings::parse(&bytes) {
+                Ok(map) => sources.push((path.display().to_string(), map)),
+                Err(why) => report.line(
+                    Status::Fail,
+                    format_args!(
+                        "{}: {why}; fix it (Claude Code cannot read it either)",
+                        path.display()
+                    ),
+                )?,
+            },
+            Err(_) => continue,
+        }
+    }
+    for reg in REGISTRATIONS {
+        let found = sources.iter().find_map(|(shown, map)| {
+            settings::registered_commands(map, reg.event, reg.matcher, reg.program)
+                .into_iter()
+                .next()
+                .map(|c| (shown.clone(), c))
+        });
+        let what = format!("hook {} (matcher \"{}\")", reg.event, reg.matcher);
+        match found {
+            Some((shown, command)) => {
+                let program = settings::command_path(&command);
+                let runnable = if program.contains('/') {
+                    is_executable(Path::new(&program))
+                } else {
+                    find_on_path(&path_var, &program).is_some()
+                };
+                report.check(
+                    runnable,
+                    format_args!("{what} → {command} (in {shown})"),
+                    format_args!("{what} → {command} (in {shown}): not an executable file; run jkz install again"),
+                )?
+            }
+            None => report.line(
+                Status::Fail,
+                format_args!(
+                    "{what} not registered; run jkz install --project {}",
+                    project_dir.display()
+                ),
+            )?,
+        }
+    }
+
+    // 3. Slash commands, as shipped.
+    for (name, text) in COMMANDS {
+        let candidates = std::iter::once(&project)
+            .chain(user.as_ref())
+            .map(|t| t.commands_dir().join(name));
+        let mut found = None;
+        for path in candidates {
+            if let Ok(bytes) = fs::read(&path) {
+                found = Some((path, bytes == text.as_bytes()));
+                break;
+            }
+        }
+        let command = format!("/jkz:{}", name.trim_end_matches(".md"));
+        match found {
+            Some((path, true)) => {
+                report.line(Status::Ok, format_args!("{command} ({})", path.display()))?
+            }
+            Some((path, false)) => report.line(
+                Status::Fail,
+                format_args!(
+                    "{command} ({}) differs from this jkz version's; run jkz install",
+                    path.display()
+                ),
+            )?,
+            None => report.line(
+                Status::Fail,
+                format_args!("{command} not installed; run jkz install"),
+            )?,
+        }
+    }
+
+    // 4. The state directory.
+    let state = match state_flag {
+        Some(flag) => StateDir::at(flag),
+        None => match std::env::var_os("JKZ_STATE_DIR").filter(|v| !v.is_empty()) {
+            Some(env) => StateDir::at(PathBuf::from(env)),
+            None => StateDir::at(project_dir.join("state")),
+        },
+    };
+    check_state_dir(&mut report, state.path())?;
+    if state.path() == project_dir.join("state") {
+        let text = fs::read_to_string(project_dir.join(".gitignore")).unwrap_or_default();
+        report.check(
+            gitignore_ignores_state(&text),
+            "state/ is git-ignored",
+            format_args!(
+                "state/ is not in {}; add a line /state/ (jkz install does)",
+                project_dir.join(".gitignore").display()
+            ),
+        )?;
+    }
+
+    // 5. Pipeline files.
+    let files = interim_state::pipeline_files(state.path());
+    let mut bad = 0;
+    for (issue, path) in &files {
+        if let Err(why) = interim_state::validate_pipeline_file(issue, path) {
+            bad += 1;
+            report.line(
+                Status::Fail,
+                format_args!(
+                    "{}: {why}; fix it or remove it (jkz state validate shows details)",
+                    path.display()
+                ),
+            )?;
+        }
+    }
+    if bad == 0 {
+        report.line(
+            Status::Ok,
+            format_args!("pipeline files valid ({})", files.len()),
+        )?;
+    }
+
+    let failed = report.failed;
+    if failed == 0 {
+        writeln!(report.out, "all checks passed")
+            .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    } else {
+        writeln!(report.out, "{failed} check(s) failed")
+            .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    }
+    report
+        .out
+        .flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+fn check_state_dir<W: Write>(report: &mut Report<W>, state: &Path) -> Result<(), Failure> {
+    let shown = state.display();
+    let meta = match fs::metadata(state) {
+        Ok(m) if m.is_dir() => m,
+        Ok(_) => {
+            return report.line(
+                Status::Fail,
+                format_args!("{shown} is not a directory; move it away and run jkz install"),
+            )
+        }
+        Err(_) => {
+            return report.line(
+                Status::Fail,
+                format_args!("{shown} does not exist; run jkz install"),
+            )
+        }
+    };
+    let writable = tempfile::Builder::new()
+        .prefix(".jkz-doctor.")
+        .suffix(crate::atomic::TEMP_SUFFIX)
+        .tempfile_in(state)
+        .is_ok();
+    report.check(
+        writable,
+        format_args!("{shown} exists and is writable"),
+        format_args!(
+            "{shown} is not writable by you; fix its owner or permissions (chmod 700 {shown})"
+        ),
+    )?;
+    let mode = meta.permissions().mode() & 0o777;
+    report.check(
+        mode & 0o077 == 0,
+        format_args!("{shown} is private (mode {mode:03o})"),
+        format_args!(
+            "{shown} has mode {mode:03o}: others can read session notes; run chmod 700 {shown}"
+        ),
+    )
+}

@@ -1,0 +1,398 @@
+//! `jkz install` and `jkz uninstall` (the rules are in the parent module).
+//!
+//! Both read and check everything first and write only when nothing stands
+//! in the way: a settings file that cannot be parsed, or whose `hooks` have
+//! an unexpected shape, stops them before any change anywhere.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::settings::{self, shell_quote};
+use super::{binary_dir, gitignore_ignores_state, Target, COMMANDS, GITIGNORE_BLOCK};
+use crate::atomic::write_atomic;
+use crate::cli::Failure;
+use crate::state_dir::create_private_dir;
+
+/// `jkz install`: register jkz's hooks and slash commands in a project.
+#[derive(clap::Args, Debug, Clone)]
+pub struct InstallArgs {
+    /// The project to install into (its `.claude/settings.json`, `.claude/commands/jkz/`,
+    /// `state/`, `.gitignore`). Default: the current directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub project: Option<PathBuf>,
+    /// Install into your own `~/.claude/` (settings and commands for every project)
+    /// instead; no `state/` or `.gitignore` is touched.
+    #[arg(long)]
+    pub user: bool,
+}
+
+/// `jkz uninstall`: remove exactly what `jkz install` added.
+#[derive(clap::Args, Debug, Clone)]
+pub struct UninstallArgs {
+    /// The project to uninstall from. Default: the current directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub project: Option<PathBuf>,
+    /// Uninstall from your own `~/.claude/` instead.
+    #[arg(long)]
+    pub user: bool,
+}
+
+/// The settings file as found: where its bytes really live (a symlinked
+/// settings file is edited at its target), its bytes and its parsed object.
+struct SettingsFile {
+    shown: PathBuf,
+    real: PathBuf,
+    bytes: Option<Vec<u8>>,
+    map: Map<String, Value>,
+}
+
+impl SettingsFile {
+    fn read(path: &Path) -> Result<SettingsFile, Failure> {
+        let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let bytes = match fs::read(&real) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Failure::io(1, format!("reading {}", path.display()), e)),
+        };
+        let map = settings::parse(bytes.as_deref().unwrap_or_default())
+            .map_err(|why| refusal(path, &why))?;
+        settings::check_shape(&map).map_err(|e| refusal(path, &e.0))?;
+        Ok(SettingsFile {
+            shown: path.to_path_buf(),
+            real,
+            bytes,
+            map,
+        })
+    }
+
+    fn backup(&self) -> PathBuf {
+        backup_path(&self.real)
+    }
+
+    /// Replaces the file atomically, keeping its permission bits (0644 for a
+    /// new file, as Claude Code creates them).
+    fn replace(&self, bytes: &[u8]) -> Result<(), Failure> {
+        let mode = fs::metadata(&self.real)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o644);
+        if let Some(dir) = self.real.parent() {
+            fs::create_dir_all(dir)
+                .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
+        }
+        write_atomic(&self.real, bytes)
+            .and_then(|()| fs::set_permissions(&self.real, fs::Permissions::from_mode(mode)))
+            .map_err(|e| Failure::io(1, format!("writing {}", self.shown.display()), e))
+    }
+}
+
+/// The backup of a settings file: its bytes before jkz first changed it.
+pub fn backup_path(settings: &Path) -> PathBuf {
+    let name = settings
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    settings.with_file_name(format!("{name}.jkz-backup"))
+}
+
+fn refusal(path: &Path, why: &str) -> Failure {
+    Failure::new(
+        1,
+        format!(
+            "{}: {why}; nothing was changed: fix the file (or move it away) and run this again",
+            path.display()
+        ),
+    )
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
+    write_atomic(path, bytes)
+        .and_then(|()| fs::set_permissions(path, fs::Permissions::from_mode(mode)))
+        .map_err(|e| Failure::io(1, format!("writing {}", path.display()), e))
+}
+
+fn remove_file(path: &Path) -> Result<bool, Failure> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Failure::io(1, format!("removing {}", path.display()), e)),
+    }
+}
+
+/// Removes `dir` when it is empty; anything else (not empty, missing) keeps it.
+fn remove_dir_if_empty(dir: &Path) -> bool {
+    fs::remove_dir(dir).is_ok()
+}
+
+fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+    writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+}
+
+/// Runs `jkz install`; prints one line per change (or that nothing changed).
+pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    let target = Target::resolve(args.project.as_deref(), args.user)?;
+    let bin_dir = binary_dir()?;
+    for program in settings::HOOK_PROGRAMS {
+        if !bin_dir.join(program).is_file() {
+            return Err(Failure::new(
+                1,
+                format!(
+                    "{program} is not next to jkz in {}: install all jkz binaries together (./install.sh)",
+                    bin_dir.display()
+                ),
+            ));
+        }
+    }
+    let file = SettingsFile::read(&target.settings())?;
+    let gitignore = match &target.project {
+        Some(project) => Some(read_gitignore(&project.join(".gitignore"))?),
+        None => None,
+    };
+
+    // Everything is checked; from here on, changes.
+    let mut changes = 0;
+    let mut map = file.map.clone();
+    let had_jkz = settings::has_jkz_hooks(&map);
+    let changed = settings::add_hooks(&mut map, |program| {
+        shell_quote(&bin_dir.join(program).to_string_lossy())
+    })
+    .map_err(|e| refusal(&file.shown, &e.0))?;
+    if changed {
+        if !had_jkz {
+            // These bytes are the settings before jkz: what uninstall restores.
+            match &file.bytes {
+                Some(bytes) => write_file(&file.backup(), bytes, 0o600)?,
+                None => {
+                    remove_file(&file.backup())?;
+                }
+            }
+        }
+        file.replace(&settings::serialize(&map))?;
+        say(
+            out,
+            format_args!(
+                "registered hooks PreCompact and SessionStart (compact, resume) in {}",
+                file.shown.display()
+            ),
+        )?;
+        changes += 1;
+    }
+
+    let commands = target.commands_dir();
+    for (name, text) in COMMANDS {
+        let path = commands.join(name);
+        if fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
+            continue;
+        }
+        fs::create_dir_all(&commands)
+            .map_err(|e| Failure::io(1, format!("creating {}", commands.display()), e))?;
+        write_file(&path, text.as_bytes(), 0o644)?;
+        say(out, format_args!("installed {}", path.display()))?;
+        changes += 1;
+    }
+
+    if let Some(project) = &target.project {
+        let state = project.join("state");
+        if !state.is_dir() {
+            create_private_dir(&state)
+                .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
+            say(out, format_args!("created {} (mode 0700)", state.display()))?;
+            changes += 1;
+        }
+        let (path, text) = gitignore.expect("read for a project");
+        if !gitignore_ignores_state(&text) {
+            let mut new = text.clone();
+            if new.is_empty() || new.ends_with('\n') {
+                new.push_str(GITIGNORE_BLOCK);
+                new.push('\n');
+            } else {
+                // Keep the file's missing final newline so uninstall can
+                // give the exact bytes back.
+                new.push('\n');
+                new.push_str(GITIGNORE_BLOCK);
+            }
+            write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
+            say(out, format_args!("added /state/ to {}", path.display()))?;
+            changes += 1;
+        }
+    }
+    if changes == 0 {
+        say(out, "jkz is already installed here; nothing changed")?;
+    }
+    out.flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(|t| (path.to_path_buf(), t))
+            .map_err(|_| {
+                Failure::new(
+                    1,
+                    format!("{} is not UTF-8 text; nothing was changed", path.display()),
+                )
+            }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((path.to_path_buf(), String::new())),
+        Err(e) => Err(Failure::io(1, format!("reading {}", path.display()), e)),
+    }
+}
+
+fn gitignore_mode(path: &Path) -> u32 {
+    fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644)
+}
+
+/// `text` without the block install added, if it is there.
+pub fn without_gitignore_block(text: &str) -> Option<String> {
+    let joined = format!("\n{GITIGNORE_BLOCK}");
+    if let Some(rest) = text.strip_suffix(&joined) {
+        // Added to a file without a final newline: it had none before.
+        return Some(rest.to_string());
+    }
+    let line_block = format!("{GITIGNORE_BLOCK}\n");
+    let mut at = 0;
+    while let Some(found) = text[at..].find(&line_block) {
+        let start = at + found;
+        if start == 0 || text.as_bytes()[start - 1] == b'\n' {
+            let mut out = String::with_capacity(text.len());
+            out.push_str(&text[..start]);
+            out.push_str(&text[start + line_block.len()..]);
+            return Some(out);
+        }
+        at = start + 1;
+    }
+    None
+}
+
+/// Runs `jkz uninstall`; prints one line per change.
+pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    let target = Target::resolve(args.project.as_deref(), args.user)?;
+    let file = SettingsFile::read(&target.settings())?;
+    let gitignore = match &target.project {
+        Some(project) => Some(read_gitignore(&project.join(".gitignore"))?),
+        None => None,
+    };
+
+    let mut changes = 0;
+    let mut map = file.map.clone();
+    if settings::remove_hooks(&mut map).map_err(|e| refusal(&file.shown, &e.0))? {
+        let backup = file.backup();
+        let original = fs::read(&backup).ok();
+        let restorable = original
+            .as_deref()
+            .and_then(|b| settings::parse(b).ok())
+            .is_some_and(|o| o == map);
+        if restorable {
+            file.replace(original.as_deref().expect("checked"))?;
+            remove_file(&backup)?;
+            say(
+                out,
+                format_args!(
+                    "restored {} as it was before jkz install",
+                    file.shown.display()
+                ),
+            )?;
+        } else if original.is_none() && map.is_empty() {
+            remove_file(&file.real)?;
+            say(
+                out,
+                format_args!("removed {} (jkz install created it)", file.shown.display()),
+            )?;
+        } else {
+            write_file(&backup, file.bytes.as_deref().unwrap_or_default(), 0o600)?;
+            file.replace(&settings::serialize(&map))?;
+            say(
+                out,
+                format_args!(
+                    "removed jkz's hooks from {} (edited since install: the rest is kept, re-serialized; previous bytes in {})",
+                    file.shown.display(),
+                    backup.display()
+                ),
+            )?;
+        }
+        changes += 1;
+    }
+
+    let commands = target.commands_dir();
+    for (name, _) in COMMANDS {
+        let path = commands.join(name);
+        if remove_file(&path)? {
+            say(out, format_args!("removed {}", path.display()))?;
+            changes += 1;
+        }
+    }
+    // Directories install may have created go when nothing else is in them.
+    if remove_dir_if_empty(&commands) {
+        if let Some(parent) = commands.parent() {
+            if remove_dir_if_empty(parent) && target.project.is_some() {
+                remove_dir_if_empty(&target.claude_dir);
+            }
+        }
+    }
+
+    if let Some(project) = &target.project {
+        let (path, text) = gitignore.expect("read for a project");
+        if let Some(rest) = without_gitignore_block(&text) {
+            if rest.is_empty() {
+                remove_file(&path)?;
+            } else {
+                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
+            }
+            say(out, format_args!("removed /state/ from {}", path.display()))?;
+            changes += 1;
+        }
+        let state = project.join("state");
+        if state.is_dir() {
+            if remove_dir_if_empty(&state) {
+                say(out, format_args!("removed empty {}", state.display()))?;
+                changes += 1;
+            } else {
+                say(
+                    out,
+                    format_args!(
+                        "kept {}: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it",
+                        state.display()
+                    ),
+                )?;
+            }
+        }
+    }
+    if changes == 0 {
+        say(out, "jkz is not installed here; nothing changed")?;
+    }
+    out.flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gitignore_block_comes_out_exactly() {
+        for original in ["", "target\n", "target", "a\n\nb\n"] {
+            let mut added = original.to_string();
+            if added.is_empty() || added.ends_with('\n') {
+                added.push_str(GITIGNORE_BLOCK);
+                added.push('\n');
+            } else {
+                added.push('\n');
+                added.push_str(GITIGNORE_BLOCK);
+            }
+            assert_eq!(without_gitignore_block(&added).as_deref(), Some(original));
+        }
+        assert_eq!(without_gitignore_block("target\n/state/\n"), None);
+        let user_moved = format!("x\n{GITIGNORE_BLOCK}\ny\n");
+        assert_eq!(
+            without_gitignore_block(&user_moved).as_deref(),
+            Some("x\ny\n")
+        );
+    }
+}
