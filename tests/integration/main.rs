@@ -2,4 +2,6 @@
 //! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
 //! the environment.
 
+mod install;
+mod session;
 mod util;
