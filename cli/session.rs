@@ -4,8 +4,8 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | success, including "no saved snapshot to load yet" |
-//! | 1 | failure: I/O, no state directory to save into, a named session without snapshot |
+//! | 0 | success, including "nothing to load" (none saved, or none for the `--session` named) |
+//! | 1 | failure: I/O, no state directory to save into |
 //! | 2 | usage: bad arguments, an invalid session id, save input without known sections |
 
 use std::io::{self, BufWriter};

@@ -48,8 +48,8 @@ pub const SNAPSHOT_DIR: &str = "session-snapshots";
 
 /// `jkz-session`: save and load per-session snapshots.
 ///
-/// Exit codes: 0 success (also: nothing saved yet to load); 1 failure (I/O,
-/// no state directory to save into, a named session with no snapshot);
+/// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
+/// directory to save into);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(
@@ -315,13 +315,15 @@ pub fn load(
         match all.into_iter().find(|f| f.id == current.as_str()) {
             Some(f) => f,
             None => {
-                return Err(Failure::new(
-                    1,
-                    format!(
-                        "no snapshot for session {current} ({} is missing or unreadable); jkz-session list shows the saved ones",
-                        path.display()
-                    ),
-                ))
+                // Said on stdout with success: the slash command shows a
+                // failing command's output to no one.
+                writeln!(
+                    out,
+                    "No snapshot for session {current} ({} is missing or unreadable). jkz-session list shows the saved sessions.",
+                    path.display()
+                )
+                .map_err(|e| Failure::io(1, "writing stdout", e))?;
+                return Ok(0);
             }
         }
     } else {
