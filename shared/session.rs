@@ -46,7 +46,7 @@ pub const ANONYMOUS: &str = "anonymous";
 /// The directory of session snapshots inside the state directory.
 pub const SNAPSHOT_DIR: &str = "session-snapshots";
 
-/// `jkz-session`: save and load per-session snapshots.
+/// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
 /// directory to save into);

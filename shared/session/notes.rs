@@ -453,4 +453,34 @@ mod tests {
         assert_eq!(list.len(), MAX_ITEMS);
         assert_eq!(list[0]["text"], format!("g{}", MAX_ITEMS + 4));
     }
+
+    proptest::proptest! {
+        /// Oracle: the sections and items written are the ones read back.
+        #[test]
+        fn markdown_round_trips(
+            given in proptest::collection::vec(
+                (0usize..4, proptest::collection::vec("[a-zA-Z0-9][a-zA-Z0-9 .,:;()'\"/-]{0,40}", 0..5)),
+                1..6,
+            )
+        ) {
+            let known = [Section::CompletedWork, Section::Decisions, Section::Gotchas, Section::NextSteps];
+            let mut md = String::new();
+            let mut expected: Vec<(Section, Vec<String>)> = Vec::new();
+            for (which, items) in &given {
+                let section = known[*which];
+                md.push_str(&format!("## {}\n", section.title()));
+                for item in items {
+                    md.push_str(&format!("- {item}\n"));
+                }
+                md.push('\n');
+                let items: Vec<String> = items.iter().map(|i| i.trim().to_string()).collect();
+                match expected.iter_mut().find(|(s, _)| *s == section) {
+                    Some((_, list)) => list.extend(items),
+                    None => expected.push((section, items)),
+                }
+            }
+            let notes = parse(&md).unwrap();
+            proptest::prop_assert_eq!(notes.sections, expected);
+        }
+    }
 }

@@ -204,16 +204,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         }
         let (path, text) = gitignore.expect("read for a project");
         if !gitignore_ignores_state(&text) {
-            let mut new = text.clone();
-            if new.is_empty() || new.ends_with('\n') {
-                new.push_str(GITIGNORE_BLOCK);
-                new.push('\n');
-            } else {
-                // Keep the file's missing final newline so uninstall can
-                // give the exact bytes back.
-                new.push('\n');
-                new.push_str(GITIGNORE_BLOCK);
-            }
+            let new = with_gitignore_block(&text);
             write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
             say(out, format_args!("added /state/ to {}", path.display()))?;
             changes += 1;
@@ -246,6 +237,20 @@ fn gitignore_mode(path: &Path) -> u32 {
     fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644)
+}
+
+/// `text` with install's block at its end. A file without a final newline
+/// keeps lacking one, so that uninstall can give the exact bytes back.
+pub fn with_gitignore_block(text: &str) -> String {
+    let mut new = text.to_string();
+    if new.is_empty() || new.ends_with('\n') {
+        new.push_str(GITIGNORE_BLOCK);
+        new.push('\n');
+    } else {
+        new.push('\n');
+        new.push_str(GITIGNORE_BLOCK);
+    }
+    new
 }
 
 /// `text` without the block install added, if it is there.
@@ -378,14 +383,7 @@ mod tests {
     #[test]
     fn gitignore_block_comes_out_exactly() {
         for original in ["", "target\n", "target", "a\n\nb\n"] {
-            let mut added = original.to_string();
-            if added.is_empty() || added.ends_with('\n') {
-                added.push_str(GITIGNORE_BLOCK);
-                added.push('\n');
-            } else {
-                added.push('\n');
-                added.push_str(GITIGNORE_BLOCK);
-            }
+            let added = with_gitignore_block(original);
             assert_eq!(without_gitignore_block(&added).as_deref(), Some(original));
         }
         assert_eq!(without_gitignore_block("target\n/state/\n"), None);
@@ -394,5 +392,17 @@ mod tests {
             without_gitignore_block(&user_moved).as_deref(),
             Some("x\ny\n")
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever `.gitignore` held, adding the block and taking it out
+        /// gives the same bytes back.
+        #[test]
+        fn gitignore_block_round_trips(original in "([a-z/#*. ]{0,12}\n?){0,6}") {
+            proptest::prop_assume!(!super::gitignore_ignores_state(&original));
+            let added = with_gitignore_block(&original);
+            proptest::prop_assert!(super::gitignore_ignores_state(&added));
+            proptest::prop_assert_eq!(without_gitignore_block(&added), Some(original));
+        }
     }
 }
