@@ -1,6 +1,8 @@
-//! `/jkz:save` and `/jkz:load` on the real client: session A saves its
-//! decisions through a Bash tool call, a new session B loads them with
-//! `/jkz:load`, and the decisions reach the model in B's request.
+//! `/jkz:save` and `/jkz:load` on the real client: in session A, `/jkz:save`
+//! makes the model run `jkz-session save` through a Bash tool call (allowed
+//! by the command's `allowed-tools` alone, no `--allowedTools`); a new
+//! session B runs `/jkz:load`, and the decisions reach the model in B's
+//! request.
 
 use std::sync::Arc;
 
@@ -12,7 +14,8 @@ use crate::util::bin;
 
 const DECISION: &str = "QUINCE-DECISION: keep money in integer cents, never floats";
 const GOTCHA: &str = "MEDLAR-GOTCHA: the fixture clock is UTC, the CI clock is not";
-const SAVE_PROMPT: &str = "Please save the session notes now.";
+/// The first words of the shipped save.md: the model's cue to save.
+const SAVE_PROMPT: &str = "Save a jkz session snapshot of this conversation";
 
 /// True when the request's last message carries a tool result.
 fn answers_a_tool_call(r: &Recorded) -> bool {
@@ -52,8 +55,8 @@ fn a_decision_saved_in_one_session_reaches_the_model_in_the_next() {
         .expect("run jkz install");
     assert!(install.status.success(), "{install:?}");
 
-    // Session A: the model runs jkz-session save through the Bash tool.
-    let a = project.claude(SAVE_PROMPT, &["--allowedTools", "Bash"]);
+    // Session A: /jkz:save; the model runs jkz-session save through Bash.
+    let a = project.claude("/jkz:save", &[]);
     let session_a = a.session_id();
     let saved: Vec<Value> = std::fs::read_dir(project.path().join("state/session-snapshots"))
         .unwrap_or_else(|e| panic!("no snapshot directory ({e})\n{}", a.report()))
