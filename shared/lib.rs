@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod blocks;
 pub mod cli;
+pub mod compress;
 pub mod json_file;
 pub mod lines;
 pub mod session_id;
