@@ -41,7 +41,8 @@ struct Cli {
 
     /// Keep the head of each offloaded section, in whole lines, up to this
     /// many bytes. Default 2 KiB: the size of Claude Code's own preview of
-    /// an oversized output. At most half the threshold.
+    /// an oversized output (or half the threshold, if smaller). At most half
+    /// the threshold.
     #[arg(long, value_name = "BYTES", conflicts_with = "excerpt_lines")]
     excerpt: Option<u64>,
 
@@ -82,7 +83,9 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     } else {
         let excerpt = match (cli.excerpt, cli.excerpt_lines) {
             (_, Some(n)) => Excerpt::Lines(n),
-            (b, None) => Excerpt::Bytes(b.unwrap_or(compress::DEFAULT_EXCERPT)),
+            (b, None) => {
+                Excerpt::Bytes(b.unwrap_or(compress::DEFAULT_EXCERPT.min(cli.threshold / 2)))
+            }
         };
         let settings = Settings {
             threshold: cli.threshold,

@@ -203,3 +203,6 @@ pub fn compress(
 }
 
 pub use restore::restore;
+
+#[cfg(test)]
+mod props;

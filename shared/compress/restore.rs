@@ -118,7 +118,7 @@ pub fn restore(
 }
 
 /// Every marker line in the input: start, end, line number, marker.
-fn find_markers(src: &Source) -> io::Result<Vec<(u64, u64, u64, Marker)>> {
+pub(super) fn find_markers(src: &Source) -> io::Result<Vec<(u64, u64, u64, Marker)>> {
     let mut reader = LineReader::new(src.reader());
     let mut scanner = BlockScanner::new();
     let mut events = Vec::new();
