@@ -72,10 +72,30 @@ impl Excerpt {
 #[derive(Debug)]
 pub struct Outline {
     pub len: u64,
-    /// Every heading outside fences, comments and tag blocks: start, level.
-    headings: Vec<(u64, u8)>,
+    /// Every heading outside fences, comments and tag blocks, in order.
+    headings: Vec<Heading>,
     /// The union of the protected blocks, sorted and disjoint.
     kept: Vec<Kept>,
+}
+
+/// A heading's start and level packed in 8 bytes: memory is per heading,
+/// and a large document can have millions.
+#[derive(Clone, Copy, Debug)]
+struct Heading(u64);
+
+impl Heading {
+    fn new(start: u64, level: u8) -> Heading {
+        debug_assert!(start < 1 << 60 && (1..=6).contains(&level));
+        Heading(start << 3 | u64::from(level))
+    }
+
+    fn start(self) -> u64 {
+        self.0 >> 3
+    }
+
+    fn level(self) -> u8 {
+        (self.0 & 7) as u8
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -104,7 +124,7 @@ pub fn outline(src: &Source) -> io::Result<Outline> {
     let mut take = |events: &mut Vec<Event>| {
         for event in events.drain(..) {
             match event {
-                Event::Heading { level, start, .. } => headings.push((start, level)),
+                Event::Heading { level, start, .. } => headings.push(Heading::new(start, level)),
                 Event::Block(b) => blocks.push(Kept {
                     start: b.start,
                     end: b.end,
@@ -194,13 +214,6 @@ pub struct Plan {
     pub estimated_len: u64,
 }
 
-#[derive(Debug)]
-struct Node {
-    start: u64,
-    end: u64,
-    children: Vec<usize>,
-}
-
 /// Plans the output for `threshold`; `path_len` is the length of a marker's
 /// `path=` value.
 pub fn plan(
@@ -210,20 +223,30 @@ pub fn plan(
     excerpt: Excerpt,
     path_len: usize,
 ) -> io::Result<Plan> {
-    let (nodes, roots) = sections(outline);
     let mut planner = Planner {
         src,
         outline,
-        nodes: &nodes,
         threshold,
         excerpt,
         kept_at: 0,
         offloads: Vec::new(),
         idle_after_bound: HashMap::new(),
     };
+    // Text before the first heading is a section of its own; then each
+    // top-level heading's section, its subsections inside.
+    let headings = &outline.headings;
+    let first = headings.first().map_or(outline.len, |h| h.start());
     let mut items = Vec::new();
-    for root in roots {
-        items.extend(planner.node(root)?);
+    if first > 0 {
+        let mut preamble = Vec::new();
+        planner.input(&mut preamble, 0, first);
+        items.extend(planner.offload_runs(preamble)?);
+    }
+    let mut next = 0;
+    while next < headings.len() {
+        let (section, after) = planner.section(next)?;
+        items.extend(section);
+        next = after;
     }
     let offloads = planner.offloads;
     let estimated_len = items
@@ -245,45 +268,9 @@ pub fn plan(
     })
 }
 
-/// The section tree: nodes and the roots in document order.
-fn sections(outline: &Outline) -> (Vec<Node>, Vec<usize>) {
-    let len = outline.len;
-    let mut nodes = Vec::with_capacity(outline.headings.len() + 1);
-    let mut roots = Vec::new();
-    let first = outline.headings.first().map_or(len, |h| h.0);
-    if first > 0 {
-        nodes.push(Node {
-            start: 0,
-            end: first,
-            children: Vec::new(),
-        });
-        roots.push(0);
-    }
-    let mut open: Vec<(usize, u8)> = Vec::new();
-    for &(start, level) in &outline.headings {
-        while open.last().is_some_and(|&(_, l)| l >= level) {
-            let (id, _) = open.pop().expect("checked non-empty");
-            nodes[id].end = start;
-        }
-        let id = nodes.len();
-        nodes.push(Node {
-            start,
-            end: len,
-            children: Vec::new(),
-        });
-        match open.last() {
-            Some(&(parent, _)) => nodes[parent].children.push(id),
-            None => roots.push(id),
-        }
-        open.push((id, level));
-    }
-    (nodes, roots)
-}
-
 struct Planner<'a> {
     src: &'a Source,
     outline: &'a Outline,
-    nodes: &'a [Node],
     threshold: u64,
     excerpt: Excerpt,
     /// Index of the first kept block that may still overlap what comes next
@@ -295,19 +282,27 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
-    /// The items of one section, its subsections planned first.
-    fn node(&mut self, id: usize) -> io::Result<Vec<Item>> {
-        let nodes = self.nodes;
-        let node = &nodes[id];
+    /// The items of the section of heading `i`, its subsections planned
+    /// first, and the index of the first heading after it. The section runs
+    /// to the next heading of the same or a higher level; headings are in
+    /// document order, so its subsections are the headings in between and
+    /// no tree needs to be stored (recursion depth is at most six).
+    fn section(&mut self, i: usize) -> io::Result<(Vec<Item>, usize)> {
+        let headings = &self.outline.headings;
+        let level = headings[i].level();
+        let start_of = |j: usize| headings.get(j).map_or(self.outline.len, |h| h.start());
         let mut items = Vec::new();
-        let mut at = node.start;
-        for &child in &node.children {
-            self.input(&mut items, at, nodes[child].start);
-            items.extend(self.node(child)?);
-            at = nodes[child].end;
+        let mut at = headings[i].start();
+        let mut next = i + 1;
+        while next < headings.len() && headings[next].level() > level {
+            self.input(&mut items, at, headings[next].start());
+            let (child, after) = self.section(next)?;
+            items.extend(child);
+            at = start_of(after);
+            next = after;
         }
-        self.input(&mut items, at, node.end);
-        self.offload_runs(items)
+        self.input(&mut items, at, start_of(next));
+        Ok((self.offload_runs(items)?, next))
     }
 
     /// Appends `start..end` of the input, split into text and kept blocks.
@@ -370,7 +365,7 @@ impl Planner<'_> {
         let heading_first = self
             .outline
             .headings
-            .binary_search_by_key(&start, |h| h.0)
+            .binary_search_by_key(&start, |h| h.start())
             .is_ok();
         let keep = excerpt_len(&head, mid_line, heading_first, limit, max_lines);
         debug_assert!((keep as u64) < len);
