@@ -581,6 +581,9 @@ fn comment_opening(after: &[u8]) -> Option<(Kind, usize)> {
 }
 
 #[cfg(test)]
+mod oracle;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
