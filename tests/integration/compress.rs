@@ -167,18 +167,9 @@ fn big_section_round_trip(bytes: usize) {
     assert!(restored.stdout == doc, "restored document differs");
 }
 
-/// A section larger than every internal bound (line reader buffer, scanner
-/// block bound, copy buffers), kept small enough for a debug build.
+/// A section of 200 MB: larger than every internal bound (line reader
+/// buffer, scanner block bound, copy buffers) by orders of magnitude.
 #[test]
-fn large_section_round_trips() {
-    big_section_round_trip(24 << 20);
-}
-
-/// The 200 MB case of the acceptance list; slow in a debug build, so run it
-/// with `cargo test --release -- --ignored` (bench/compress.sh does the 256
-/// MiB case with timings).
-#[test]
-#[ignore]
 fn section_of_200_mb_round_trips() {
     big_section_round_trip(200 << 20);
 }
