@@ -386,10 +386,21 @@ Verbose tool output, search results, committed file contents and resolved findin
     render(digest, &header, &[], SUMMARIZER_BUDGET)
 }
 
-/// The context SessionStart re-injects.
-pub fn reinjection_context(digest: &Digest, origin: &str, notes: &[String]) -> String {
+/// The context SessionStart re-injects; `source` is the event's (`compact`
+/// or `resume`).
+pub fn reinjection_context(
+    digest: &Digest,
+    source: &str,
+    origin: &str,
+    notes: &[String],
+) -> String {
+    let when = if source == "compact" {
+        "after compaction"
+    } else {
+        "on resume"
+    };
     let header = format!(
-        "## jkz: pipeline state restored after compaction\n\
+        "## jkz: pipeline state restored {when}\n\
 Decision-critical state ({origin}). Where the conversation summary disagrees, trust this."
     );
     render(digest, &header, notes, REINJECTION_BUDGET)
@@ -439,7 +450,7 @@ mod tests {
 
     #[test]
     fn every_kind_of_item_is_rendered() {
-        let text = reinjection_context(&sample(3, 2), "snapshot x", &[]);
+        let text = reinjection_context(&sample(3, 2), "compact", "snapshot x", &[]);
         for want in [
             "Approved plan (42-compact-plan.md)",
             "step 😀 step",
@@ -456,7 +467,7 @@ mod tests {
 
     #[test]
     fn long_items_are_cut_each_with_a_pointer() {
-        let text = reinjection_context(&sample(5000, 50), "snapshot x", &[]);
+        let text = reinjection_context(&sample(5000, 50), "resume", "snapshot x", &[]);
         assert!(
             client_len(&text) <= REINJECTION_BUDGET,
             "{}",

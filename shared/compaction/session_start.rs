@@ -42,9 +42,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             return;
         }
     };
-    if !input.source().is_some_and(|s| SOURCES.contains(&s)) {
+    let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
         return;
-    }
+    };
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
     let session = match input.session_id() {
@@ -71,12 +71,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             );
             let mut digest = head.digest;
             digest.git = current_git;
-            reinjection_context(&digest, &origin, &notes)
+            reinjection_context(&digest, source, &origin, &notes)
         }
         Err(mut digest) => {
             digest.git = current_git;
             reinjection_context(
                 &digest,
+                source,
                 "live pipeline state; no pre-compact snapshot found",
                 &[],
             )
