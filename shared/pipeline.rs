@@ -489,7 +489,14 @@ pub fn issue_of_file_name(name: &str) -> Option<IssueNumber> {
 pub fn list_in(dir: &Path) -> io::Result<Vec<PipelineFile>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Vec::new())
+        }
         Err(e) => return Err(e),
     };
     let mut files = Vec::new();

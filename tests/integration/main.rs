@@ -3,4 +3,6 @@
 //! the environment.
 
 mod client;
+mod hooks;
+mod state;
 mod util;
