@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod blocks;
 pub mod cli;
 pub mod compaction;
+pub mod compress;
 pub mod git;
 pub mod hook;
 pub mod hook_input;

@@ -3,6 +3,7 @@
 //! the environment.
 
 mod client;
+mod compress;
 mod hooks;
 mod state;
 mod util;
