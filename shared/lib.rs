@@ -7,8 +7,15 @@
 pub mod atomic;
 pub mod blocks;
 pub mod cli;
+pub mod compaction;
 pub mod compress;
+pub mod git;
+pub mod hook;
+pub mod hook_input;
 pub mod json_file;
 pub mod lines;
+pub mod pipeline;
 pub mod session_id;
+pub mod session_snapshot;
+pub mod state_cmd;
 pub mod state_dir;

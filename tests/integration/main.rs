@@ -2,5 +2,8 @@
 //! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
 //! the environment.
 
+mod client;
 mod compress;
+mod hooks;
+mod state;
 mod util;
