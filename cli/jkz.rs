@@ -1,6 +1,9 @@
-//! `jkz`: the command a person runs at a terminal.
+//! `jkz`: the toolkit's command for a person at a terminal (and for pipeline
+//! scripts). Each subcommand's arguments and behaviour live in its library
+//! module; this file only wires them to clap.
 //!
-//! Exit codes:
+//! Exit codes: `jkz state`: see `jkz::state_cmd`. `install`, `uninstall`,
+//! `doctor`, `gc`:
 //!
 //! | code | meaning |
 //! |---|---|
@@ -8,12 +11,11 @@
 //! | 1 | failure: a check failed (`doctor`), settings jkz refuses to edit, an I/O error |
 //! | 2 | usage: unknown subcommand or bad arguments |
 
-use std::io::{self, BufWriter};
+use std::io::BufWriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use jkz::cli::{exit, Failure};
 use jkz::gc::GcArgs;
 use jkz::setup::{DoctorArgs, InstallArgs, UninstallArgs};
 use jkz::state_dir::StateDir;
@@ -22,18 +24,21 @@ use jkz::state_dir::StateDir;
 #[command(
     name = "jkz",
     version,
-    about = "Install, check and maintain jkz in a Claude Code project"
+    about = "Keep long-running Claude Code pipelines inside the context window"
 )]
 struct Cli {
     /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
     #[arg(long, global = true, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Read and write the pipeline state (state/pipeline/<N>.json).
+    State(jkz::state_cmd::StateArgs),
     /// Register jkz's hooks and /jkz:save, /jkz:load in a project; create state/.
     Install(InstallArgs),
     /// Remove exactly what install added.
@@ -44,21 +49,29 @@ enum Command {
     Gc(GcArgs),
 }
 
-fn run(cli: Cli) -> Result<u8, Failure> {
-    let mut out = BufWriter::new(io::stdout().lock());
-    match cli.command {
-        Command::Install(args) => jkz::setup::install(&args, &mut out),
-        Command::Uninstall(args) => jkz::setup::uninstall(&args, &mut out),
-        Command::Doctor(args) => jkz::setup::doctor(&args, cli.state_dir.as_deref(), &mut out),
-        Command::Gc(args) => {
-            let state = StateDir::resolve(cli.state_dir.as_deref(), None);
-            jkz::gc::gc(&args, &state, &mut out)
-        }
-    }
-}
-
 fn main() -> ExitCode {
-    exit("jkz", run(Cli::parse()))
+    let cli = Cli::parse();
+    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    // install, uninstall, doctor and gc flush explicitly before returning.
+    let buffered = || BufWriter::new(std::io::stdout().lock());
+    match cli.command {
+        Command::State(args) => {
+            let mut out = std::io::stdout().lock();
+            jkz::cli::exit("jkz state", jkz::state_cmd::run(args, &state, &mut out))
+        }
+        Command::Install(args) => {
+            jkz::cli::exit("jkz install", jkz::setup::install(&args, &mut buffered()))
+        }
+        Command::Uninstall(args) => jkz::cli::exit(
+            "jkz uninstall",
+            jkz::setup::uninstall(&args, &mut buffered()),
+        ),
+        Command::Doctor(args) => jkz::cli::exit(
+            "jkz doctor",
+            jkz::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
+        ),
+        Command::Gc(args) => jkz::cli::exit("jkz gc", jkz::gc::gc(&args, &state, &mut buffered())),
+    }
 }
 
 #[cfg(test)]
@@ -68,6 +81,6 @@ mod tests {
 
     #[test]
     fn verify_cli() {
-        Cli::command().debug_assert();
+        Cli::command().debug_assert()
     }
 }

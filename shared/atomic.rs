@@ -68,6 +68,23 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// [`commit_new`](AtomicFile::commit_new) under a name known only once the
+    /// content is written (a content address). `dest` must be in the same
+    /// directory as the destination given to [`create`](AtomicFile::create).
+    pub fn commit_new_as(mut self, dest: impl Into<PathBuf>) -> io::Result<bool> {
+        let dest = dest.into();
+        if parent_dir(&dest) != parent_dir(&self.dest) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "commit_new_as: destination in another directory",
+            ));
+        }
+        self.dest = dest;
+        self.commit_new()
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.tmp.write(buf)
@@ -139,6 +156,18 @@ mod tests {
         f.write_all(b"partial").unwrap();
         drop(f);
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn commit_new_as_names_the_file_after_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = AtomicFile::create(tmp.path().join("pending")).unwrap();
+        f.write_all(b"abc").unwrap();
+        assert!(f.commit_new_as(tmp.path().join("abc.md")).unwrap());
+        assert_eq!(std::fs::read(tmp.path().join("abc.md")).unwrap(), b"abc");
+        let f = AtomicFile::create(tmp.path().join("pending")).unwrap();
+        assert!(f.commit_new_as(tmp.path().join("sub/abc.md")).is_err());
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -171,7 +171,7 @@ struct Section {
 ///
 /// [`scan`]: BlockScanner::scan
 /// [`finish`]: BlockScanner::finish
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BlockScanner {
     max_line: usize,
     /// Absolute offset of the next byte to be scanned.
@@ -207,9 +207,30 @@ impl BlockScanner {
         }
     }
 
+    /// An idle scanner resuming at absolute offset `pos` of a line that
+    /// started at `line_start` (`line_start <= pos`), as if everything before
+    /// had been scanned and left no fence, comment, tag block or protected
+    /// section open. `jkz-compress` uses it to look ahead in one stretch of a
+    /// document that it knows starts idle.
+    pub fn resume_at(pos: u64, line_start: u64) -> Self {
+        assert!(line_start <= pos);
+        BlockScanner {
+            pos,
+            line_start,
+            ..Self::new()
+        }
+    }
+
     /// Absolute offset of the next byte to be scanned.
     pub fn position(&self) -> u64 {
         self.pos
+    }
+
+    /// True when no fence (protected or not), comment, tag block or protected
+    /// heading section is open: the next line is read as ordinary text, so a
+    /// `<!-- jkz:… -->` line placed here is seen as a comment.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.raw, Raw::None) && self.sections.is_empty()
     }
 
     /// Scans one batch, appending what it finds to `events`.
@@ -725,6 +746,36 @@ mod tests {
         split.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
         assert_eq!(whole, split);
         assert_eq!(whole.len(), 5, "TL;DR section, two comments, fence, tag");
+    }
+
+    #[test]
+    fn idle_only_outside_fences_and_sections() {
+        let mut scanner = BlockScanner::new();
+        let mut events = Vec::new();
+        assert!(scanner.is_idle());
+        scanner.scan(b"# A\n```rust\n", &mut events);
+        assert!(!scanner.is_idle(), "inside an ordinary fence");
+        scanner.scan(b"```\n", &mut events);
+        assert!(scanner.is_idle());
+        scanner.scan(b"## TL;DR\n", &mut events);
+        assert!(!scanner.is_idle(), "inside a protected section");
+    }
+
+    #[test]
+    fn resume_mid_line_reads_no_fence_opening() {
+        // Resumed in the middle of a line: "```" there is not a line start.
+        let mut scanner = BlockScanner::resume_at(MAX_LINE as u64, 0);
+        let mut events = Vec::new();
+        scanner.scan(b"```\n# H\n", &mut events);
+        assert!(scanner.is_idle());
+        assert_eq!(
+            events,
+            vec![Event::Heading {
+                level: 1,
+                start: MAX_LINE as u64 + 4,
+                kind: None
+            }]
+        );
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     // Pre-compact snapshots: newest first, the first 20 kept regardless.
     let mut snaps: Vec<Entry> = entries(state)
         .into_iter()
-        .filter(|e| e.name.starts_with("pre-compact-") && e.name.ends_with(".json"))
+        .filter(|e| crate::compaction::is_snapshot_name(&e.name))
         .collect();
     snaps.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.name.cmp(&a.name)));
     for e in snaps.into_iter().skip(PRE_COMPACT_KEEP_NEWEST) {
@@ -112,7 +112,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     }
 
     // Session snapshots: not written for 30 days; the newest always stays.
-    let sessions_dir = state.join("session-snapshots");
+    let sessions_dir = state.join(crate::session_snapshot::SESSION_SNAPSHOT_DIR);
     let mut sessions: Vec<Entry> = entries(&sessions_dir)
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name.ends_with(".json"))
@@ -138,7 +138,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
 
     // Offloaded content: idle by its own times, then not named by a recent
     // state file.
-    let offload_dir = state.join("context-offload");
+    let offload_dir = state.join(crate::compress::OFFLOAD_DIR);
     let idle: Vec<Entry> = entries(&offload_dir)
         .into_iter()
         .filter(|e| !is_temp(&e.name))
@@ -335,8 +335,8 @@ mod tests {
                 now,
             );
         }
-        file(&tmp.path().join("pre-compact-young-a.json"), DAY, now);
-        file(&tmp.path().join("pre-compact-young-b.json"), DAY * 2, now);
+        file(&tmp.path().join("pre-compact-99-1.json"), DAY, now);
+        file(&tmp.path().join("pre-compact-98-2.json"), DAY * 2, now);
         let doomed = plan(tmp.path(), now);
         let expected: Vec<String> = (18..25)
             .map(|i| format!("pre-compact-{i:02}.json"))

@@ -14,8 +14,8 @@
 //! | `saved_at` | RFC 3339 UTC time of the last save |
 //! | `saves` | how many saves went into the file |
 //! | `notes` | `{completed_work, decisions, gotchas, next_steps, other_notes}`, see [`notes`] |
-//! | `git` | branch, head, uncommitted file count at the last save |
-//! | `pipeline` | the normalized status of every pipeline at the last save |
+//! | `git` | [`crate::git::GitState`] at the last save (branch, head, changed paths) |
+//! | `pipeline` | [`crate::pipeline::Normalized`] of every pipeline at the last save |
 //!
 //! Session identity: `--session` > `CLAUDE_SESSION_ID` > `CLAUDE_CODE_SESSION_ID`
 //! > `anonymous`, validated by [`SessionId::parse`].
@@ -32,8 +32,9 @@ use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
 use crate::cli::Failure;
-use crate::interim_state;
+use crate::git;
 use crate::json_file::{update_object, UpdateError};
+use crate::pipeline;
 use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
 
@@ -44,7 +45,11 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = "session-snapshots";
+pub const SNAPSHOT_DIR: &str = crate::session_snapshot::SESSION_SNAPSHOT_DIR;
+
+/// How long a save waits for `git status`; past it the snapshot records why
+/// the git state is missing.
+pub const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
@@ -117,11 +122,20 @@ pub fn resolve_session(
         .map_err(|e| Failure::new(2, e.to_string()))
 }
 
-/// `state/session-snapshots/<id>.json`.
-pub fn snapshot_path(state: &Path, id: &SessionId) -> PathBuf {
-    state
-        .join(SNAPSHOT_DIR)
-        .join(format!("{}.json", id.as_str()))
+/// The normalized status of every pipeline, most recently updated first; a
+/// file that cannot be read as one is listed with its issue and the reason.
+pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
+    let files = pipeline::list(state).unwrap_or_default();
+    let mut views: Vec<Value> = pipeline::load_all(&files)
+        .into_iter()
+        .map(|loaded| match loaded.doc {
+            Ok(doc) => serde_json::to_value(doc.normalized()).expect("a view serializes"),
+            Err(e) => serde_json::json!({"issue": loaded.file.issue.as_str(), "error": e.0}),
+        })
+        .collect();
+    let updated = |v: &Value| v["last_updated"].as_str().unwrap_or("").to_string();
+    views.sort_by_key(|v| std::cmp::Reverse(updated(v)));
+    views
 }
 
 /// Runs a parsed command line with the process environment.
@@ -194,11 +208,13 @@ pub fn save(
                 ),
             )
         })?;
-    let path = dir.join(format!("{}.json", id.as_str()));
+    let path = crate::session_snapshot::record_path(state, id);
+    debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
     // Gathered before the lock is taken: git may be slow.
-    let git = interim_state::git_state(project);
-    let pipeline = interim_state::pipeline_status(state.path());
+    let git =
+        serde_json::to_value(git::state_of(project, GIT_TIMEOUT)).expect("git state serializes");
+    let pipeline = pipeline_status(state);
     let saves = update_object(&path, |snap| -> Result<u64, SaveError> {
         snap.insert("session_id".into(), id.as_str().into());
         snap.insert("saved_at".into(), saved_at.clone().into());
@@ -311,7 +327,7 @@ pub fn load(
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
     let chosen = if explicit {
-        let path = snapshot_path(state.path(), current);
+        let path = crate::session_snapshot::record_path(state, current);
         match all.into_iter().find(|f| f.id == current.as_str()) {
             Some(f) => f,
             None => {

@@ -30,39 +30,86 @@ pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The git state ([`crate::git::GitState`] as JSON) in one line.
 fn git_line(git: &Value) -> Option<String> {
-    let branch = git.get("branch")?.as_str()?;
-    let mut line = format!("branch `{branch}`");
-    if let Some(head) = git.get("head").and_then(Value::as_str) {
-        line.push_str(&format!(" at {head}"));
-    }
-    if let Some(n) = git.get("dirty_files").and_then(Value::as_u64) {
-        line.push_str(&format!(", {n} uncommitted file(s)"));
+    let text = |k: &str| git.get(k).and_then(Value::as_str);
+    let short = text("head").map(|h| &h[..h.len().min(12)]);
+    let mut line = match (text("branch"), short) {
+        (Some(branch), Some(head)) => format!("branch `{branch}` at {head}"),
+        (Some(branch), None) => format!("branch `{branch}` (no commit yet)"),
+        (None, Some(head)) => format!("detached HEAD at {head}"),
+        (None, None) => return text("error").map(|e| format!("git state unknown ({e})")),
+    };
+    if let Some(n) = git.get("dirty_count").and_then(Value::as_u64) {
+        line.push_str(&format!(", {n} uncommitted path(s)"));
     }
     Some(line)
 }
 
-fn pipeline_line(p: &Value) -> String {
+/// Cuts a one-line text to `max` characters.
+fn short(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max - 1).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+/// A pipeline's normalized view ([`crate::pipeline::Normalized`] as JSON):
+/// one line, then its pending decisions and failure context beneath.
+fn pipeline_lines(p: &Value) -> String {
     let text = |k: &str| p.get(k).and_then(Value::as_str);
-    let mut line = match p.get("issue").and_then(Value::as_u64) {
-        Some(n) => format!("- issue {n}:"),
-        None => "- issue ?:".to_string(),
+    let count = |k: &str| p.get(k).and_then(Value::as_u64);
+    let issue = match p.get("issue") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "?".into(),
     };
-    line.push_str(&format!(
-        " phase `{}`",
+    if let Some(error) = text("error") {
+        return format!(
+            "- issue {issue}: unreadable pipeline file ({})\n",
+            short(error, 160)
+        );
+    }
+    let mut line = format!(
+        "- issue {issue}: phase `{}`",
         text("current_phase").unwrap_or("unknown")
-    ));
+    );
     if let Some(a) = text("active_agent") {
         line.push_str(&format!(", agent {a}"));
     }
-    if let Some(pr) = p.get("pr_number").and_then(Value::as_u64) {
+    if let Some(pr) = count("pr_number") {
         line.push_str(&format!(", PR #{pr}"));
     }
     if let Some(v) = text("verdict") {
         line.push_str(&format!(", verdict {v}"));
     }
+    for (key, name) in [
+        ("plan_iterations", "plan iteration"),
+        ("review_fix_count", "review fix"),
+        ("qa_fix_count", "QA fix"),
+    ] {
+        if let Some(n) = count(key) {
+            line.push_str(&format!(", {name} {n}"));
+        }
+    }
     if let Some(t) = text("last_updated") {
         line.push_str(&format!(", updated {t}"));
+    }
+    line.push('\n');
+    let pending = p.get("pending_decisions").and_then(Value::as_array);
+    for d in pending
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .take(5)
+    {
+        line.push_str(&format!("  - pending decision: {}\n", short(d, 200)));
+    }
+    if let Some(f) = text("failure_context") {
+        line.push_str(&format!("  - failure: {}\n", short(f, 300)));
     }
     line
 }
@@ -127,8 +174,7 @@ pub fn load_markdown(
     if !pipeline.is_empty() {
         out.push_str("\n## Pipeline status (at save time)\n");
         for p in pipeline.iter().take(10) {
-            out.push_str(&pipeline_line(p));
-            out.push('\n');
+            out.push_str(&pipeline_lines(p));
         }
         if pipeline.len() > 10 {
             out.push_str(&format!("- … {} more issue(s)\n", pipeline.len() - 10));
@@ -233,8 +279,9 @@ mod tests {
         let now = parse_time("2025-01-02T00:00:00Z").unwrap();
         let s = snap(json!({
             "saved_at": "2025-01-01T23:00:00Z",
-            "git": {"branch": "main", "head": "abc1234", "dirty_files": 2},
-            "pipeline": [{"issue": 42, "current_phase": "building", "active_agent": "builder", "pr_number": 7, "verdict": null}],
+            "git": {"branch": "main", "head": "abc1234def5678abc1234def5678abc1234def56", "dirty": ["a", "b"], "dirty_count": 2, "error": null},
+            "pipeline": [{"issue": "42", "current_phase": "building", "active_agent": "builder", "pr_number": 7, "verdict": null,
+                          "pending_decisions": ["ship now?"], "failure_context": null, "plan_iterations": 2}],
             "notes": {
                 "completed_work": [{"text": "w", "saved_at": "2025-01-01T23:00:00Z"}],
                 "decisions": [{"text": "new", "saved_at": "2025-01-01T23:00:00Z"},
@@ -243,7 +290,7 @@ mod tests {
             }
         }));
         let md = load_markdown("s1", &s, now, LOAD_MAX_BYTES);
-        let expected = "# jkz session snapshot: s1\n\nsaved 1h ago (2025-01-01T23:00:00Z); branch `main` at abc1234, 2 uncommitted file(s).\n\n## Pipeline status (at save time)\n- issue 42: phase `building`, agent builder, PR #7\n\n## Next steps\n- n\n\n## Decisions\n- new\n- old\n  second line _(saved 2025-01-01T10:00:00Z)_\n\n## Completed work\n- w\n";
+        let expected = "# jkz session snapshot: s1\n\nsaved 1h ago (2025-01-01T23:00:00Z); branch `main` at abc1234def56, 2 uncommitted path(s).\n\n## Pipeline status (at save time)\n- issue 42: phase `building`, agent builder, PR #7, plan iteration 2\n  - pending decision: ship now?\n\n## Next steps\n- n\n\n## Decisions\n- new\n- old\n  second line _(saved 2025-01-01T10:00:00Z)_\n\n## Completed work\n- w\n";
         assert_eq!(md, expected);
     }
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::settings::{self, REGISTRATIONS};
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
 use crate::cli::Failure;
-use crate::interim_state;
+use crate::pipeline;
 use crate::state_dir::StateDir;
 
 /// `jkz doctor`: check binaries, hooks, commands, the state directory and
@@ -227,17 +227,28 @@ pub fn doctor(
         )?;
     }
 
-    // 5. Pipeline files.
-    let files = interim_state::pipeline_files(state.path());
+    // 5. Pipeline files, against the contract (as `jkz state validate`).
+    let files = pipeline::list(&state).unwrap_or_default();
     let mut bad = 0;
-    for (issue, path) in &files {
-        if let Err(why) = interim_state::validate_pipeline_file(issue, path) {
+    for file in &files {
+        let shown = file.path.display().to_string();
+        let problems = match fs::read(&file.path) {
+            Ok(bytes) => pipeline::validate(&shown, &file.issue, &bytes)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            Err(e) => vec![format!("{shown}: unreadable: {e}")],
+        };
+        if let Some(first) = problems.first() {
             bad += 1;
+            let more = match problems.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
             report.line(
                 Status::Fail,
                 format_args!(
-                    "{}: {why}; fix it or remove it (jkz state validate shows details)",
-                    path.display()
+                    "{first}{more}; fix the file (jkz state validate lists every problem)"
                 ),
             )?;
         }

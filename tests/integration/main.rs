@@ -2,6 +2,10 @@
 //! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
 //! the environment.
 
+mod client;
+mod compress;
+mod hooks;
 mod install;
 mod session;
+mod state;
 mod util;

@@ -1,7 +1,7 @@
 //! `jkz-session save | load | list`: snapshots across sessions, identity,
 //! concurrency, hostile ids.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::{Dir, Run};
 
@@ -211,19 +211,27 @@ fn save_records_git_state_and_pipeline_status() {
     dir.write("b.txt", "untracked");
     dir.write(
         "state/pipeline/42.json",
-        r#"{"42": {"current_phase": "building", "pr_number": "7", "review_passed": "true", "qa_passed": "false"}, "lastActivity": "2025-01-01T00:00:00Z"}"#,
+        r#"{"42": {"current_phase": "building", "pr_number": "7", "review_passed": "true", "qa_passed": "false", "failure_context": "test_total expected 10, got 9"}, "lastActivity": "2025-01-01T00:00:00Z"}"#,
     );
     save(&dir, "g", "## Decisions\n- d\n").success();
     let snap = snapshot(&dir, "g");
     assert_eq!(snap["git"]["branch"], "feature-x");
-    assert_eq!(snap["git"]["dirty_files"], 1);
-    assert_eq!(snap["pipeline"][0]["issue"], 42);
+    assert_eq!(snap["git"]["dirty_count"], 1);
+    assert_eq!(snap["git"]["dirty"], json!(["b.txt"]));
+    assert_eq!(snap["pipeline"][0]["issue"], "42");
     assert_eq!(snap["pipeline"][0]["current_phase"], "building");
     assert_eq!(snap["pipeline"][0]["pr_number"], 7);
     assert_eq!(snap["pipeline"][0]["verdict"], "FAIL");
     let md = load(&dir, "other").success().stdout_str();
     assert!(md.contains("branch `feature-x`"), "{md}");
-    assert!(md.contains("issue 42: phase `building`"), "{md}");
+    assert!(
+        md.contains("issue 42: phase `building`, PR #7, verdict FAIL"),
+        "{md}"
+    );
+    assert!(
+        md.contains("  - failure: test_total expected 10, got 9"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Bench: jkz-pre-compact as a whole process (startup included) against the
+# bash+jq reference hook (bench/reference-pre-compact.sh) doing the same job,
+# on a git project with 100 and with 10,000 pipeline files.
+#
+# Usage: bench/pre_compact.sh [RUNS_100 [RUNS_10000]]   (defaults 100 and 20)
+# Targets: p50 <= 5 ms (100 files), <= 50 ms (10,000), >= 10x faster than bash+jq.
+# Timing uses bash's $EPOCHREALTIME around each run (no extra process), and
+# removes the snapshot written by each run outside the timed part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs_small=${1:-100}
+runs_big=${2:-20}
+command -v jq >/dev/null || { echo "bench: needs jq for the reference hook" >&2; exit 2; }
+cargo build --release --locked --bin jkz-pre-compact >&2
+hook="$PWD/target/release/jkz-pre-compact"
+reference="$PWD/bench/reference-pre-compact.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/jkz-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+make_project() { # DIR COUNT
+  local dir=$1 count=$2
+  mkdir -p "$dir/state/pipeline"
+  git -C "$dir" init -q -b bench
+  printf 'state/\n' >"$dir/.gitignore"
+  git -C "$dir" add .gitignore
+  git -C "$dir" -c user.name=b -c user.email=b@b commit -q -m init
+  for ((n = 1; n <= count; n++)); do
+    printf '{"%d": {"current_phase": "%s", "active_agent": "builder", "issue_type": "feature", "pr_number": "%d", "started_at": "2025-01-01T00:00:00Z", "last_updated": "2025-01-01T00:%02d:%02d.000Z", "plan_iterations": "2", "review_fix_count": "1", "qa_fix_count": "0", "review_passed": "true", "qa_passed": "false", "sub_issues": [], "pending_decisions": ["ship behind a flag?"], "failure_context": "test_total failed: expected 10, got 9", "steps": {"plan": "done"}, "tokens": {"in": 1000}}, "lastActivity": "2025-01-01T00:00:00.000Z", "heartbeat_pid": 4242}\n' \
+      "$n" "$([ $((n % 3)) = 0 ] && echo done || echo building)" "$n" $((n / 60 % 60)) $((n % 60)) \
+      >"$dir/state/pipeline/$n.json"
+  done
+  printf 'Approved plan: integer cents.\n1. add column\n2. backfill\n' >"$dir/state/pipeline/1-compact-plan.md"
+}
+
+event() { # DIR
+  printf '{"session_id":"bench","transcript_path":"/dev/null","cwd":"%s","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}' "$1"
+}
+
+p50() { sort -n | awk '{a[NR]=$1} END {m=int((NR+1)/2); printf "%.2f", a[m]}'; }
+
+measure() { # PROGRAM DIR RUNS -> p50 in ms
+  local program=$1 dir=$2 runs=$3 input t0 t1 i
+  input=$(event "$dir")
+  for ((i = 0; i < runs; i++)); do
+    t0=$EPOCHREALTIME
+    CLAUDE_PROJECT_DIR="$dir" "$program" <<<"$input" >/dev/null
+    t1=$EPOCHREALTIME
+    rm -f "$dir"/state/pre-compact-*.json
+    echo "$t0 $t1" | awk '{printf "%.3f\n", ($2 - $1) * 1000}'
+  done | p50
+}
+
+printf '%-8s %12s %14s %9s %s\n' files "jkz p50 ms" "bash+jq p50 ms" speedup target
+for spec in "100 $runs_small 5" "10000 $runs_big 50"; do
+  read -r count runs target <<<"$spec"
+  dir="$work/p$count"
+  make_project "$dir" "$count"
+  # Warm the page cache and check both hooks work before timing.
+  for program in "$hook" "$reference"; do
+    out=$(CLAUDE_PROJECT_DIR="$dir" "$program" <<<"$(event "$dir")")
+    grep -q "Issue #" <<<"$out" || { echo "bench: $program printed no digest" >&2; exit 1; }
+  done
+  rm -f "$dir"/state/pre-compact-*.json
+  ours=$(measure "$hook" "$dir" "$runs")
+  ref_runs=$((runs < 10 ? runs : 10))
+  theirs=$(measure "$reference" "$dir" "$ref_runs")
+  speedup=$(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.1fx", b / a}')
+  verdict=$(awk -v a="$ours" -v b="$theirs" -v t="$target" 'BEGIN {print (a <= t && b / a >= 10) ? "met" : "MISSED"}')
+  printf '%-8s %12s %14s %9s p50<=%sms,>=10x: %s\n' "$count" "$ours" "$theirs" "$speedup" "$target" "$verdict"
+done

@@ -1,0 +1,25 @@
+//! Compaction survival: what must outlive a Claude Code compaction, and the
+//! two hooks that make it so.
+//!
+//! The decision-critical items are, per active pipeline: the approved plan,
+//! the phase and iteration, the active verdicts, the pending human decisions,
+//! the failure context of the current fix cycle; and, for the project, the
+//! git state. [`Digest`] gathers them; [`digest::render`] writes them either
+//! as instructions for the summarizer (PreCompact stdout, appended by the
+//! client to the summarizing request) or as context to re-inject
+//! (SessionStart `additionalContext`, kept under 4,000 characters).
+//!
+//! - [`pre_compact`]: snapshot the event and the whole pipeline state to
+//!   `state/pre-compact-<UTC ts>-<pid>.json`, nudge the session record, prune
+//!   old snapshots, print the digest for the summarizer.
+//! - [`session_start`]: after `compact` or `resume`, re-inject the digest from
+//!   the newest snapshot of the session, else of the project, else from the
+//!   live pipeline state, noting when branch or HEAD moved since.
+
+pub mod digest;
+pub mod pre_compact;
+pub mod session_start;
+pub mod snapshot;
+
+pub use digest::{Digest, PipelineDigest};
+pub use snapshot::is_snapshot_name;

@@ -1,0 +1,511 @@
+//! The decision-critical digest and its two renderings.
+//!
+//! A [`Digest`] holds, for the few most recently updated active pipelines,
+//! the six kinds of item that must survive a compaction, plus the project's
+//! git state. It is stored in each pre-compact snapshot (so SessionStart can
+//! re-inject exactly what the summarizer was told) and rendered to text by
+//! [`render`], which fits any budget: each item is cut to a limit, and the
+//! limits shrink until the whole fits.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::GitState;
+use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
+
+/// How many pipelines a digest details; the other active ones are named.
+pub const MAX_DETAILED: usize = 3;
+
+/// How many other active pipelines are named.
+pub const MAX_NAMED: usize = 20;
+
+/// The re-injection budget: Claude Code caps hook output at 10,000
+/// characters, and a large re-injection can itself trigger compaction loops.
+pub const REINJECTION_BUDGET: usize = 3_900;
+
+/// The summarizer-instructions budget (under the client's 10,000 cap).
+pub const SUMMARIZER_BUDGET: usize = 8_000;
+
+/// The decision-critical items of one pipeline.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipelineDigest {
+    pub issue: String,
+    pub issue_type: String,
+    pub pr_number: Option<u64>,
+    pub phase: String,
+    pub active_agent: Option<String>,
+    pub plan_iterations: Option<u64>,
+    pub review_fix_count: Option<u64>,
+    pub qa_fix_count: Option<u64>,
+    pub review_passed: Option<bool>,
+    pub qa_passed: Option<bool>,
+    pub verdict: Option<String>,
+    pub pending_decisions: Vec<String>,
+    pub failure_context: Option<String>,
+    pub approved_plan: Option<ApprovedPlan>,
+    pub last_updated: Option<String>,
+}
+
+impl PipelineDigest {
+    pub fn of(n: &Normalized, plan: Option<ApprovedPlan>) -> PipelineDigest {
+        PipelineDigest {
+            issue: n.issue.to_string(),
+            issue_type: n.issue_type.clone(),
+            pr_number: n.pr_number,
+            phase: n.current_phase.clone(),
+            active_agent: n.active_agent.clone(),
+            plan_iterations: n.plan_iterations,
+            review_fix_count: n.review_fix_count,
+            qa_fix_count: n.qa_fix_count,
+            review_passed: n.review_passed,
+            qa_passed: n.qa_passed,
+            verdict: n.verdict.map(|v| v.as_str().to_string()),
+            pending_decisions: n.pending_decisions.clone(),
+            failure_context: n.failure_context.clone(),
+            approved_plan: plan,
+            last_updated: n.last_updated.clone(),
+        }
+    }
+}
+
+/// What must survive a compaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digest {
+    /// The most recently updated active pipelines, newest first.
+    pub pipelines: Vec<PipelineDigest>,
+    /// Other active pipelines' issue numbers (at most [`MAX_NAMED`]).
+    pub other_active: Vec<String>,
+    /// How many other active pipelines there are.
+    pub other_active_count: usize,
+    pub git: GitState,
+}
+
+impl Digest {
+    /// Picks the active pipelines, newest `last_updated` first (then the
+    /// highest issue number), details [`MAX_DETAILED`] of them with their
+    /// approved plans from `pipeline_dir`, and names the rest.
+    pub fn build<'a>(
+        views: impl IntoIterator<Item = &'a Normalized>,
+        pipeline_dir: &Path,
+        git: GitState,
+    ) -> Digest {
+        let mut active: Vec<&Normalized> = views.into_iter().filter(|n| n.is_active()).collect();
+        active.sort_by(|a, b| {
+            b.last_updated
+                .cmp(&a.last_updated)
+                .then_with(|| b.issue.cmp(&a.issue))
+        });
+        let pipelines = active
+            .iter()
+            .take(MAX_DETAILED)
+            .map(|n| {
+                PipelineDigest::of(n, pipeline::approved_plan(pipeline_dir, &n.issue, Some(n)))
+            })
+            .collect();
+        let rest = active.get(MAX_DETAILED..).unwrap_or_default();
+        let mut other: Vec<&IssueNumber> = rest.iter().map(|n| &n.issue).collect();
+        other.truncate(MAX_NAMED);
+        Digest {
+            pipelines,
+            other_active: other.iter().map(|i| i.to_string()).collect(),
+            other_active_count: rest.len(),
+            git,
+        }
+    }
+}
+
+/// Per-item limits in characters; all scale together.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    plan: usize,
+    failure: usize,
+    decision: usize,
+    decisions: usize,
+    dirty: usize,
+}
+
+impl Limits {
+    fn for_budget(budget: usize, pipelines: usize) -> Limits {
+        let share = budget / pipelines.max(1);
+        Limits {
+            plan: share * 2 / 5,
+            failure: share / 6,
+            decision: (share / 16).max(40),
+            decisions: 8,
+            dirty: 10,
+        }
+    }
+
+    fn halved(self) -> Limits {
+        Limits {
+            plan: self.plan / 2,
+            failure: self.failure / 2,
+            decision: (self.decision / 2).max(24),
+            decisions: (self.decisions / 2).max(1),
+            dirty: (self.dirty / 2).max(1),
+        }
+    }
+}
+
+/// Length as the client counts it (JavaScript string length: UTF-16 units).
+pub fn client_len(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+/// `s` cut to at most `max` client characters, with a note of what was cut.
+fn cut(s: &str, max: usize, whole: &str) -> String {
+    if client_len(s) <= max {
+        return s.to_string();
+    }
+    let note = format!(
+        " […cut: {} of {} characters shown; {whole}]",
+        max,
+        client_len(s)
+    );
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        used += c.len_utf16();
+        if used > max {
+            break;
+        }
+        out.push(c);
+    }
+    out.push_str(&note);
+    out
+}
+
+/// Multi-line text as an indented block under a list item.
+fn indent(s: &str) -> String {
+    s.trim_end()
+        .lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn outcome(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "passed",
+        Some(false) => "failed",
+        None => "not yet run",
+    }
+}
+
+fn count(v: Option<u64>) -> String {
+    v.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// The six kinds of item of one pipeline, as markdown lines.
+fn render_pipeline(p: &PipelineDigest, limits: Limits) -> String {
+    let mut out = String::new();
+    let pr = p
+        .pr_number
+        .map(|n| format!(", PR #{n}"))
+        .unwrap_or_default();
+    out.push_str(&format!("### Issue #{} ({}{pr})\n", p.issue, p.issue_type));
+    match &p.approved_plan {
+        Some(plan) => {
+            let whole = if plan.source == "approved_plan" {
+                format!("full plan: `jkz state get {} approved_plan`", p.issue)
+            } else {
+                format!("full plan in state/pipeline/{}", plan.source)
+            };
+            out.push_str(&format!("- Approved plan ({}):\n", plan.source));
+            out.push_str(&indent(&cut(&plan.text, limits.plan, &whole)));
+            out.push('\n');
+        }
+        None => out.push_str("- Approved plan: none recorded\n"),
+    }
+    let agent = p
+        .active_agent
+        .as_deref()
+        .map(|a| format!(", active agent {a}"))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "- Phase and iteration: {}{agent}; plan iteration {}, review fix cycle {}, QA fix cycle {}\n",
+        p.phase,
+        count(p.plan_iterations),
+        count(p.review_fix_count),
+        count(p.qa_fix_count)
+    ));
+    out.push_str(&format!(
+        "- Active verdicts: review {}, QA {}; overall {}\n",
+        outcome(p.review_passed),
+        outcome(p.qa_passed),
+        p.verdict.as_deref().unwrap_or("none yet")
+    ));
+    if p.pending_decisions.is_empty() {
+        out.push_str("- Pending human decisions: none\n");
+    } else {
+        out.push_str("- Pending human decisions:\n");
+        for (i, d) in p
+            .pending_decisions
+            .iter()
+            .take(limits.decisions)
+            .enumerate()
+        {
+            let one_line = d.split_whitespace().collect::<Vec<_>>().join(" ");
+            out.push_str(&format!(
+                "    {}. {}\n",
+                i + 1,
+                cut(&one_line, limits.decision, "see the pipeline file")
+            ));
+        }
+        let more = p.pending_decisions.len().saturating_sub(limits.decisions);
+        if more > 0 {
+            out.push_str(&format!(
+                "    (+{more} more: `jkz state get {} pending_decisions`)\n",
+                p.issue
+            ));
+        }
+    }
+    match &p.failure_context {
+        Some(f) => {
+            out.push_str("- Failure context (current fix cycle):\n");
+            let whole = format!("full text: `jkz state get {} failure_context`", p.issue);
+            out.push_str(&indent(&cut(f, limits.failure, &whole)));
+            out.push('\n');
+        }
+        None => out.push_str("- Failure context (current fix cycle): none\n"),
+    }
+    out
+}
+
+/// The git line.
+fn render_git(git: &GitState, limits: Limits) -> String {
+    if !git.is_known() {
+        let why = git.error.as_deref().unwrap_or("unknown");
+        return format!("- Git state: unknown ({why})\n");
+    }
+    let branch = git.branch.as_deref().unwrap_or("(detached HEAD)");
+    let head = git.short_head().unwrap_or("(no commit yet)");
+    let mut line = format!("- Git state: branch {branch}, HEAD {head}");
+    if git.dirty_count == 0 {
+        line.push_str(", working tree clean");
+    } else {
+        let names: Vec<_> = git
+            .dirty
+            .iter()
+            .take(limits.dirty)
+            .map(String::as_str)
+            .collect();
+        line.push_str(&format!(
+            ", {} uncommitted path{}: {}",
+            git.dirty_count,
+            if git.dirty_count == 1 { "" } else { "s" },
+            names.join(", ")
+        ));
+        if git.dirty_count > names.len() {
+            line.push_str(", …");
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// The digest as text for a given audience, within `budget` client
+/// characters. `header` opens it; `notes` (e.g. "HEAD moved") follow it.
+pub fn render(digest: &Digest, header: &str, notes: &[String], budget: usize) -> String {
+    let mut limits = Limits::for_budget(budget, digest.pipelines.len());
+    let mut text = String::new();
+    for _ in 0..8 {
+        text = render_with(digest, header, notes, limits);
+        if client_len(&text) <= budget {
+            return text;
+        }
+        limits = limits.halved();
+    }
+    // Still too long (huge header or notes): a hard cut, still within budget.
+    let marker = "\n[…cut to fit]";
+    cut_plain(&text, budget.saturating_sub(client_len(marker))) + marker
+}
+
+fn cut_plain(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        used += c.len_utf16();
+        if used > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) -> String {
+    let mut out = String::new();
+    out.push_str(header);
+    out.push('\n');
+    for note in notes {
+        out.push_str(note);
+        out.push('\n');
+    }
+    out.push('\n');
+    if digest.pipelines.is_empty() {
+        out.push_str("No active pipeline (nothing in state/pipeline/ awaiting work).\n");
+    }
+    for p in &digest.pipelines {
+        out.push_str(&render_pipeline(p, limits));
+    }
+    if digest.other_active_count > 0 {
+        let named: Vec<_> = digest
+            .other_active
+            .iter()
+            .map(|i| format!("#{i}"))
+            .collect();
+        let mut line = format!(
+            "Other active pipelines ({}): {}",
+            digest.other_active_count,
+            named.join(", ")
+        );
+        if digest.other_active_count > named.len() {
+            line.push_str(", …");
+        }
+        line.push_str(" (see `jkz state list`)\n");
+        out.push_str(&line);
+    }
+    out.push_str(&render_git(&digest.git, limits));
+    out
+}
+
+/// The instructions PreCompact prints for the summarizer.
+pub fn summarizer_instructions(digest: &Digest, snapshot: Option<&str>) -> String {
+    let saved = snapshot
+        .map(|s| format!(" A full snapshot was saved to {s}."))
+        .unwrap_or_default();
+    let header = format!(
+        "## jkz: decision-critical pipeline state\n\
+The summary MUST carry the items below with their current values, verbatim where short: \
+the approved plan, the phase and iteration, the active verdicts, the pending human decisions, \
+the git state and the failure context of the current fix cycle. \
+Verbose tool output, search results, committed file contents and resolved findings may be dropped.{saved}"
+    );
+    render(digest, &header, &[], SUMMARIZER_BUDGET)
+}
+
+/// The context SessionStart re-injects; `source` is the event's (`compact`
+/// or `resume`).
+pub fn reinjection_context(
+    digest: &Digest,
+    source: &str,
+    origin: &str,
+    notes: &[String],
+) -> String {
+    let when = if source == "compact" {
+        "after compaction"
+    } else {
+        "on resume"
+    };
+    let header = format!(
+        "## jkz: pipeline state restored {when}\n\
+Decision-critical state ({origin}). Where the conversation summary disagrees, trust this."
+    );
+    render(digest, &header, notes, REINJECTION_BUDGET)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(plan_len: usize, decisions: usize) -> Digest {
+        let p = PipelineDigest {
+            issue: "42".into(),
+            issue_type: "feature".into(),
+            pr_number: Some(42),
+            phase: "building".into(),
+            active_agent: Some("builder".into()),
+            plan_iterations: Some(2),
+            review_fix_count: Some(1),
+            qa_fix_count: None,
+            review_passed: Some(true),
+            qa_passed: Some(false),
+            verdict: Some("FAIL".into()),
+            pending_decisions: (0..decisions)
+                .map(|i| format!("decision {i} é😀"))
+                .collect(),
+            failure_context: Some("test foo failed\nassert 1 == 2".into()),
+            approved_plan: Some(ApprovedPlan {
+                source: "42-compact-plan.md".into(),
+                text: "step 😀 ".repeat(plan_len),
+            }),
+            last_updated: None,
+        };
+        Digest {
+            pipelines: vec![p.clone(), p.clone(), p],
+            other_active: vec!["7".into()],
+            other_active_count: 1,
+            git: GitState {
+                branch: Some("state".into()),
+                head: Some("0123456789abcdef".into()),
+                dirty: vec!["a.rs".into()],
+                dirty_count: 1,
+                error: None,
+            },
+        }
+    }
+
+    #[test]
+    fn every_kind_of_item_is_rendered() {
+        let text = reinjection_context(&sample(3, 2), "compact", "snapshot x", &[]);
+        for want in [
+            "Approved plan (42-compact-plan.md)",
+            "step 😀 step",
+            "Phase and iteration: building, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle -",
+            "Active verdicts: review passed, QA failed; overall FAIL",
+            "1. decision 0 é😀",
+            "Failure context (current fix cycle):\n    test foo failed\n    assert 1 == 2",
+            "Git state: branch state, HEAD 0123456789ab, 1 uncommitted path: a.rs",
+            "Other active pipelines (1): #7",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn long_items_are_cut_each_with_a_pointer() {
+        let text = reinjection_context(&sample(5000, 50), "resume", "snapshot x", &[]);
+        assert!(
+            client_len(&text) <= REINJECTION_BUDGET,
+            "{}",
+            client_len(&text)
+        );
+        assert!(text.contains("full plan in state/pipeline/42-compact-plan.md"));
+        assert!(text.contains("more: `jkz state get 42 pending_decisions`"));
+        // Every kind still present after cutting.
+        for want in [
+            "Approved plan",
+            "Phase and iteration",
+            "Active verdicts",
+            "Pending human decisions",
+            "Failure context",
+            "Git state",
+        ] {
+            assert_eq!(
+                text.matches(want).count(),
+                if want == "Git state" { 1 } else { 3 },
+                "{want}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_digest_says_so() {
+        let text = summarizer_instructions(&Digest::default(), None);
+        assert!(text.contains("No active pipeline"));
+        assert!(text.contains("Git state: unknown"));
+    }
+
+    proptest! {
+        #[test]
+        fn render_always_fits(plan in 0usize..3000, decisions in 0usize..40,
+                              header_len in 0usize..6000, budget in 200usize..10_000) {
+            let header = "h".repeat(header_len);
+            let text = render(&sample(plan, decisions), &header, &["note".into()], budget);
+            prop_assert!(client_len(&text) <= budget);
+        }
+    }
+}

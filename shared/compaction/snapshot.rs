@@ -1,0 +1,260 @@
+//! Pre-compact snapshots: `state/pre-compact-<UTC ts>-<pid>.json`.
+//!
+//! One JSON object, written once (atomically) by `jkz-pre-compact`:
+//!
+//! | field | content |
+//! |---|---|
+//! | `jkz_snapshot` | format version, `1` |
+//! | `created_at` | RFC 3339 UTC with milliseconds |
+//! | `pid` | the hook's process id |
+//! | `session_id` | the validated session id, or null |
+//! | `event` | the hook event exactly as received (unknown fields kept), or null |
+//! | `event_error` | why the event could not be read (only when it could not) |
+//! | `git` | branch, HEAD, dirty paths ([`GitState`]) |
+//! | `digest` | the decision-critical items the summarizer was given ([`Digest`]) |
+//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the parsed content) with `normalized`, or `error` with `raw_text` |
+//!
+//! Retention: snapshots older than [`MAX_AGE_DAYS`] days are removed, but
+//! the newest [`KEEP_NEWEST`] are always kept. The timestamp in the name
+//! (`20250131T235959.123Z`) sorts like time, so "newest" is "greatest name".
+
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::digest::Digest;
+use crate::atomic::AtomicFile;
+use crate::git::GitState;
+use crate::pipeline::LoadedPipeline;
+
+pub const PREFIX: &str = "pre-compact-";
+pub const KEEP_NEWEST: usize = 20;
+pub const MAX_AGE_DAYS: i64 = 7;
+
+/// The most bytes of a snapshot read back (a snapshot of 10,000 pipeline
+/// files is a few MiB).
+pub const MAX_SNAPSHOT_READ: u64 = 256 * 1024 * 1024;
+
+const TS_FORMAT: &str = "%Y%m%dT%H%M%S%.3fZ";
+
+/// `pre-compact-<ts>-<pid>.json` for a moment and a process.
+pub fn snapshot_name(at: DateTime<Utc>, pid: u32) -> String {
+    format!("{PREFIX}{}-{pid}.json", at.format(TS_FORMAT))
+}
+
+/// True for a bare snapshot file name (no directory part, only the
+/// characters the name format uses).
+pub fn is_snapshot_name(name: &str) -> bool {
+    name.strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix(".json"))
+        .is_some_and(|mid| {
+            !mid.is_empty()
+                && mid
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || matches!(b, b'T' | b'Z' | b'.' | b'-'))
+        })
+}
+
+/// When a snapshot was taken, from its name.
+pub fn snapshot_time(name: &str) -> Option<DateTime<Utc>> {
+    let mid = name.strip_prefix(PREFIX)?.strip_suffix(".json")?;
+    let ts = mid.rsplit_once('-')?.0;
+    NaiveDateTime::parse_from_str(ts, TS_FORMAT)
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// Snapshot file names in `state`, newest first.
+pub fn list(state: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_snapshot_name(n))
+        .collect();
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    names
+}
+
+/// Removes snapshots older than [`MAX_AGE_DAYS`], always keeping the newest
+/// [`KEEP_NEWEST`]. Returns the names removed.
+pub fn prune(state: &Path, now: DateTime<Utc>) -> io::Result<Vec<String>> {
+    let cutoff = now - chrono::Duration::days(MAX_AGE_DAYS);
+    let mut removed = Vec::new();
+    for name in list(state).into_iter().skip(KEEP_NEWEST) {
+        if snapshot_time(&name).is_some_and(|t| t < cutoff) {
+            match std::fs::remove_file(state.join(&name)) {
+                Ok(()) => removed.push(name),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Everything a snapshot records.
+pub struct Snapshot<'a> {
+    pub created_at: &'a str,
+    pub pid: u32,
+    pub session_id: Option<&'a str>,
+    pub event: Option<&'a Map<String, Value>>,
+    pub event_error: Option<&'a str>,
+    pub git: &'a GitState,
+    pub digest: &'a Digest,
+    pub pipelines: &'a [LoadedPipeline],
+}
+
+/// The pipelines, serialized straight from the loaded documents (no copy
+/// of thousands of objects into one big `Value` first).
+struct Pipelines<'a>(&'a [LoadedPipeline]);
+
+struct PipelineEntry<'a>(&'a LoadedPipeline);
+
+impl Serialize for Pipelines<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for p in self.0 {
+            seq.serialize_element(&PipelineEntry(p))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for PipelineEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("issue", &p.file.issue)?;
+        map.serialize_entry("file", &p.file.issue.file_name())?;
+        match &p.doc {
+            Ok(doc) => {
+                map.serialize_entry("raw", &doc.object)?;
+                map.serialize_entry("normalized", &doc.normalized())?;
+            }
+            Err(e) => {
+                map.serialize_entry("error", &e.0)?;
+                map.serialize_entry("raw_text", &p.raw_text)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Snapshot<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("jkz_snapshot", &1)?;
+        map.serialize_entry("created_at", self.created_at)?;
+        map.serialize_entry("pid", &self.pid)?;
+        map.serialize_entry("session_id", &self.session_id)?;
+        map.serialize_entry("event", &self.event)?;
+        if let Some(e) = self.event_error {
+            map.serialize_entry("event_error", e)?;
+        }
+        map.serialize_entry("git", self.git)?;
+        map.serialize_entry("digest", self.digest)?;
+        map.serialize_entry("pipelines", &Pipelines(self.pipelines))?;
+        map.end()
+    }
+}
+
+/// Writes the snapshot as `state/<name>`, atomically and write-once.
+pub fn write(state: &Path, name: &str, snapshot: &Snapshot) -> io::Result<PathBuf> {
+    let path = state.join(name);
+    let file = AtomicFile::create(&path)?;
+    let mut out = BufWriter::with_capacity(256 * 1024, file);
+    serde_json::to_writer(&mut out, snapshot).map_err(io::Error::other)?;
+    out.write_all(b"\n")?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    if !file.commit_new()? {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{} already exists", path.display()),
+        ));
+    }
+    Ok(path)
+}
+
+/// What SessionStart needs from a snapshot (the rest is skipped unparsed).
+#[derive(Clone, Debug, Deserialize)]
+pub struct SnapshotHead {
+    pub created_at: String,
+    pub session_id: Option<String>,
+    pub digest: Digest,
+}
+
+/// Reads a snapshot's head; none when missing or not a snapshot.
+pub fn read_head(path: &Path) -> Option<SnapshotHead> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SNAPSHOT_READ).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn names_round_trip_and_sort_like_time() {
+        let t = Utc.with_ymd_and_hms(2025, 1, 31, 23, 59, 59).unwrap()
+            + chrono::Duration::milliseconds(123);
+        let name = snapshot_name(t, 4242);
+        assert_eq!(name, "pre-compact-20250131T235959.123Z-4242.json");
+        assert!(is_snapshot_name(&name));
+        assert_eq!(snapshot_time(&name), Some(t));
+        let later = snapshot_name(t + chrono::Duration::milliseconds(1), 1);
+        assert!(later > name);
+        for bad in [
+            "pre-compact-.json",
+            "pre-compact-1/../x.json",
+            "x.json",
+            "pre-compact-1.json.tmp",
+        ] {
+            assert!(!is_snapshot_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn prune_keeps_newest_twenty_and_recent_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let now = Utc.with_ymd_and_hms(2025, 6, 1, 0, 0, 0).unwrap();
+        let mut names = Vec::new();
+        // 30 old (10..40 days), 5 recent (hours).
+        for d in 10..40 {
+            names.push(snapshot_name(now - chrono::Duration::days(d), 1));
+        }
+        for h in 1..6 {
+            names.push(snapshot_name(now - chrono::Duration::hours(h), 1));
+        }
+        for n in &names {
+            std::fs::write(tmp.path().join(n), "{}").unwrap();
+        }
+        std::fs::write(tmp.path().join("pipeline-other.json"), "{}").unwrap();
+        let removed = prune(tmp.path(), now).unwrap();
+        assert_eq!(removed.len(), 15);
+        let left = list(tmp.path());
+        assert_eq!(left.len(), 20);
+        // The oracle: newest 20 by time.
+        let mut want = names.clone();
+        want.sort_by(|a, b| b.cmp(a));
+        want.truncate(20);
+        assert_eq!(left, want);
+        assert!(tmp.path().join("pipeline-other.json").exists());
+
+        // All recent: nothing removed even past twenty.
+        let tmp = tempfile::tempdir().unwrap();
+        for m in 0..25 {
+            let n = snapshot_name(now - chrono::Duration::minutes(m), 1);
+            std::fs::write(tmp.path().join(n), "{}").unwrap();
+        }
+        assert_eq!(prune(tmp.path(), now).unwrap().len(), 0);
+    }
+}

@@ -1,0 +1,70 @@
+//! What every hook's `main` shares: a hook never hurts its host.
+//!
+//! Exit codes of a hook: exactly one, 0. Whatever happens — bad input, an
+//! unwritable state directory, a panic — the hook says why in one line on
+//! stderr and exits 0, so compaction (or the session) goes on.
+
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Runs a hook body: its warnings go to stderr one line each (prefixed with
+/// `program`), a panic is caught and reported in one line, and the exit code
+/// is always 0.
+pub fn main(program: &str, body: impl FnOnce(&mut Warnings)) -> ExitCode {
+    // The default panic message spans lines and names source files; the
+    // catch below reports one line instead.
+    panic::set_hook(Box::new(|_| {}));
+    let mut warnings = Warnings {
+        program: program.to_string(),
+    };
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut warnings)));
+    if let Err(payload) = outcome {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        warnings.warn(format!("internal error, hook skipped: {why}"));
+    }
+    ExitCode::SUCCESS
+}
+
+/// One-line reasons a hook writes on stderr.
+pub struct Warnings {
+    program: String,
+}
+
+impl Warnings {
+    /// Writes `program: message` (newlines flattened). Errors writing stderr
+    /// are ignored: there is nowhere else to say it.
+    pub fn warn(&mut self, message: impl AsRef<str>) {
+        let line = message.as_ref().replace(['\n', '\r'], " ");
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}: {line}", self.program);
+        let _ = err.flush();
+    }
+}
+
+/// The project directory a hook works for: `CLAUDE_PROJECT_DIR`, else the
+/// hook input's `cwd`, else the current directory.
+pub fn project_dir(hook_cwd: Option<PathBuf>) -> PathBuf {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or(hook_cwd)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Writes `text` to stdout and flushes; a closed stdout is not an error
+/// worth more than a warning (the host stopped listening).
+pub fn print(text: &str, warnings: &mut Warnings) {
+    let mut out = std::io::stdout().lock();
+    let r = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            warnings.warn(format!("writing stdout: {e}"));
+        }
+    }
+}

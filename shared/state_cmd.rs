@@ -1,0 +1,270 @@
+//! `jkz state …`: the pipeline state from a terminal or a bash script.
+//!
+//! Output is stable and colourless (scripts parse it): `get` prints a string
+//! value bare and any other value as compact JSON, one line; `show` and
+//! `list --json` print JSON; `list` prints an aligned table with `-` for
+//! empty cells; `validate` prints one line per problem.
+//!
+//! Exit codes of `jkz state`:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done |
+//! | 1 | no such file or field (`get`, `show`), a refused value (`set`), problems found (`validate`) |
+//! | 2 | usage error, or the state could not be read or written |
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use crate::cli::Failure;
+use crate::pipeline::{self, IssueNumber, PipelineDoc, SetError};
+use crate::state_dir::StateDir;
+
+/// `jkz state`: read and write `state/pipeline/<N>.json`.
+#[derive(Args, Debug)]
+pub struct StateArgs {
+    #[command(subcommand)]
+    pub command: StateCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StateCommand {
+    /// Print one field of issue N (a string bare, anything else as JSON).
+    Get {
+        /// The issue number (digits).
+        #[arg(value_parser = IssueNumber::parse)]
+        issue: IssueNumber,
+        /// The field: one in the issue's data, or `lastActivity`/`heartbeat_pid`.
+        field: String,
+    },
+    /// Set one field of issue N; also stamps `last_updated` and `lastActivity`.
+    Set {
+        #[arg(value_parser = IssueNumber::parse)]
+        issue: IssueNumber,
+        field: String,
+        /// Stored as a string (the contract stores scalars as strings) unless --json.
+        value: String,
+        /// Parse VALUE as JSON (for arrays and objects, e.g. '["a","b"]').
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print issue N's normalized view as JSON.
+    Show {
+        #[arg(value_parser = IssueNumber::parse)]
+        issue: IssueNumber,
+    },
+    /// List every pipeline: issue, phase, agent, type, PR, verdict, last update.
+    List {
+        /// Print the normalized views as a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check pipeline files against the contract (all of them when no FILE).
+    Validate {
+        /// Pipeline files (`<N>.json`) to check.
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Runs a `jkz state` command; output goes to `out`. Returns the exit code.
+pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
+    let write_err = |e| Failure::io(2, "writing stdout", e);
+    match args.command {
+        StateCommand::Get { issue, field } => {
+            let doc = read_doc(state, &issue)?;
+            let Some(value) = doc.field(&field).or_else(|| doc.sibling(&field)) else {
+                return Err(Failure::new(
+                    1,
+                    format!("issue {issue} has no field {field:?}"),
+                ));
+            };
+            match value {
+                Value::String(s) => writeln!(out, "{s}"),
+                other => writeln!(out, "{other}"),
+            }
+            .map_err(write_err)?;
+        }
+        StateCommand::Set {
+            issue,
+            field,
+            value,
+            json,
+        } => {
+            let value = if json {
+                serde_json::from_str(&value).map_err(|e| {
+                    Failure::new(1, format!("--json: VALUE is not JSON ({e}): {value}"))
+                })?
+            } else {
+                Value::String(value)
+            };
+            let dir = state.ensure_subdir(pipeline::PIPELINE_DIR).map_err(|e| {
+                Failure::io(
+                    2,
+                    format!("creating {}", state.join(pipeline::PIPELINE_DIR).display()),
+                    e,
+                )
+            })?;
+            if dir.is_none() {
+                return Err(no_state_dir(state));
+            }
+            let path = pipeline::pipeline_path(state, &issue);
+            pipeline::set_field(&path, &issue, &field, value, &pipeline::now_timestamp()).map_err(
+                |e| match e {
+                    SetError::Refused(why) => Failure::new(1, format!("{}: {why}", path.display())),
+                    SetError::Update(crate::json_file::UpdateError::NotAnObject(why)) => {
+                        Failure::new(1, why)
+                    }
+                    SetError::Update(crate::json_file::UpdateError::Io(e)) => {
+                        Failure::io(2, format!("writing {}", path.display()), e)
+                    }
+                },
+            )?;
+        }
+        StateCommand::Show { issue } => {
+            let doc = read_doc(state, &issue)?;
+            let text = serde_json::to_string_pretty(&doc.normalized()).expect("serializes");
+            writeln!(out, "{text}").map_err(write_err)?;
+        }
+        StateCommand::List { json } => {
+            let files = pipeline::list(state).map_err(|e| {
+                Failure::io(
+                    2,
+                    format!("reading {}", state.join(pipeline::PIPELINE_DIR).display()),
+                    e,
+                )
+            })?;
+            let mut views = Vec::new();
+            for loaded in pipeline::load_all(&files) {
+                match loaded.doc {
+                    Ok(doc) => views.push(doc.normalized()),
+                    Err(e) => eprintln!("jkz state list: {}: {e}", loaded.file.path.display()),
+                }
+            }
+            if json {
+                let text = serde_json::to_string_pretty(&views).expect("serializes");
+                writeln!(out, "{text}").map_err(write_err)?;
+            } else {
+                write_table(out, &views).map_err(write_err)?;
+            }
+        }
+        StateCommand::Validate { files } => {
+            let targets: Vec<PathBuf> = if files.is_empty() {
+                pipeline::list(state)
+                    .map_err(|e| {
+                        Failure::io(
+                            2,
+                            format!("reading {}", state.join(pipeline::PIPELINE_DIR).display()),
+                            e,
+                        )
+                    })?
+                    .into_iter()
+                    .map(|f| f.path)
+                    .collect()
+            } else {
+                files
+            };
+            let mut problems = 0usize;
+            for path in &targets {
+                for line in validate_path(path) {
+                    problems += 1;
+                    writeln!(out, "{line}").map_err(write_err)?;
+                }
+            }
+            out.flush().map_err(write_err)?;
+            return Ok(if problems > 0 { 1 } else { 0 });
+        }
+    }
+    out.flush().map_err(write_err)?;
+    Ok(0)
+}
+
+fn no_state_dir(state: &StateDir) -> Failure {
+    Failure::new(
+        2,
+        format!(
+            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
+            state.path().display()
+        ),
+    )
+}
+
+fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {
+    let path = pipeline::pipeline_path(state, issue);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Failure::new(
+                1,
+                format!(
+                    "no pipeline state for issue {issue} ({} does not exist)",
+                    path.display()
+                ),
+            ))
+        }
+        Err(e) => return Err(Failure::io(2, format!("reading {}", path.display()), e)),
+    };
+    PipelineDoc::parse(issue.clone(), &bytes)
+        .map_err(|e| Failure::new(1, format!("{}: {e}", path.display())))
+}
+
+/// The problems of one file, as lines.
+fn validate_path(path: &std::path::Path) -> Vec<String> {
+    let shown = path.display().to_string();
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(issue) = pipeline::issue_of_file_name(name) else {
+        return vec![format!(
+            "{shown}: file name: expected <N>.json with N the issue number (digits)"
+        )];
+    };
+    match std::fs::read(path) {
+        Ok(bytes) => pipeline::validate(&shown, &issue, &bytes)
+            .iter()
+            .map(|p| p.to_string())
+            .collect(),
+        Err(e) => vec![format!("{shown}: unreadable: {e}")],
+    }
+}
+
+fn write_table(out: &mut impl Write, views: &[pipeline::Normalized]) -> std::io::Result<()> {
+    let cell = |s: Option<String>| {
+        s.filter(|s| !s.is_empty())
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join("_"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let mut rows = vec![[
+        "ISSUE", "PHASE", "AGENT", "TYPE", "PR", "VERDICT", "UPDATED",
+    ]
+    .map(String::from)];
+    for v in views {
+        rows.push([
+            v.issue.to_string(),
+            cell(Some(v.current_phase.clone())),
+            cell(v.active_agent.clone()),
+            cell(Some(v.issue_type.clone())),
+            cell(v.pr_number.map(|n| n.to_string())),
+            cell(v.verdict.map(|v| v.as_str().to_string())),
+            cell(v.last_updated.clone()),
+        ]);
+    }
+    let mut widths = [0usize; 7];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,218 @@
+//! The compaction hooks on the real client: a project with pipeline state,
+//! a few turns, `/compact`, one more turn.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::model_server::{ModelServer, Recorded, Reply};
+use super::Project;
+use crate::util::bin;
+
+/// One marker per kind of decision-critical item, so each can be traced from
+/// the pipeline state through the summarizing request to the re-injection.
+const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
+const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
+const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
+const BRANCH: &str = "quince-topic-branch";
+const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
+const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
+
+/// What the summarizer answers: deliberately none of the markers, so their
+/// presence after compaction proves the SessionStart re-injection.
+const SUMMARY: &str = "<summary>1. Primary Request: the user chatted about fruit.</summary>";
+
+fn is_summarizing(r: &Recorded) -> bool {
+    r.last_user_text().contains("summary of the conversation")
+        || r.last_user_text().contains("Additional Instructions")
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn project_with_pipeline(server: &ModelServer) -> Project {
+    let project = Project::new(server.base_url());
+    project.write(
+        "state/pipeline/42.json",
+        serde_json::to_string_pretty(&json!({
+            "42": {
+                "current_phase": "fixing", "active_agent": "builder", "issue_type": "feature",
+                "pr_number": "42", "started_at": "2025-01-01T00:00:00Z",
+                "last_updated": "2025-01-02T00:00:00.000Z", "plan_iterations": "2",
+                "review_fix_count": "1", "qa_fix_count": "3",
+                "review_passed": "true", "qa_passed": "false",
+                "pending_decisions": [DECISION], "failure_context": FAILURE,
+                "steps": {"plan": "done"}, "x-team-field": {"kept": true}
+            },
+            "lastActivity": "2025-01-02T00:00:00.000Z", "heartbeat_pid": 47281
+        }))
+        .unwrap(),
+    );
+    project.write(
+        "state/pipeline/42-compact-plan.md",
+        format!("{PLAN}\n1. add cents column\n2. backfill\n"),
+    );
+    project.write(".gitignore", "state/\n.claude/\n");
+    git(project.path(), &["init", "-q", "-b", BRANCH]);
+    git(project.path(), &["add", ".gitignore"]);
+    git(project.path(), &["commit", "-q", "-m", "init"]);
+    project.write("dirty.txt", "uncommitted");
+    let pre = bin("jkz-pre-compact");
+    let start = bin("jkz-session-start");
+    let hook = |path: &std::path::Path| json!([{"type": "command", "command": path.display().to_string(), "timeout": 30}]);
+    project.register_hooks(json!({
+        "PreCompact": [{"matcher": "", "hooks": hook(&pre)}],
+        "SessionStart": [
+            {"matcher": "compact", "hooks": hook(&start)},
+            {"matcher": "resume", "hooks": hook(&start)}
+        ]
+    }));
+    project
+}
+
+#[test]
+fn compaction_keeps_the_decision_critical_state() {
+    let responder = Arc::new(|r: &Recorded| {
+        if is_summarizing(r) {
+            Reply::Text(SUMMARY.into())
+        } else {
+            Reply::Text("Noted.".into())
+        }
+    });
+    let server = ModelServer::start(responder);
+    let project = project_with_pipeline(&server);
+
+    let first = project.claude("Let us talk about apples.", &[]);
+    let session = first.session_id();
+    for prompt in ["And pears?", "And plums?"] {
+        let run = project.claude(prompt, &["--resume", &session]);
+        assert_eq!(run.session_id(), session, "{}", run.report());
+    }
+    let compact = project.claude("/compact keep the plan", &["--resume", &session]);
+    assert!(
+        compact.finished.status.is_some_and(|s| s.success())
+            && !compact
+                .finished
+                .stdout
+                .windows(12)
+                .any(|w| w == b"Not enough m"),
+        "{}",
+        compact.report()
+    );
+    let last = project.claude("What next?", &["--resume", &session]);
+    assert_eq!(last.session_id(), session, "{}", last.report());
+
+    // The snapshot: the event as received, the pipeline state, git.
+    let state = project.path().join("state");
+    let snapshots: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("pre-compact-"))
+        .collect();
+    assert_eq!(
+        snapshots.len(),
+        1,
+        "one PreCompact, one snapshot: {snapshots:?}"
+    );
+    let snap: Value =
+        serde_json::from_slice(&std::fs::read(state.join(&snapshots[0])).unwrap()).unwrap();
+    let event = &snap["event"];
+    assert_eq!(event["hook_event_name"], "PreCompact", "{event}");
+    assert_eq!(event["trigger"], "manual", "{event}");
+    assert_eq!(event["session_id"], session.as_str(), "{event}");
+    assert!(
+        event["custom_instructions"]
+            .as_str()
+            .unwrap_or("")
+            .contains("keep the plan"),
+        "{event}"
+    );
+    assert!(
+        event.get("transcript_path").is_some(),
+        "unknown-to-us fields kept: {event}"
+    );
+    let pipeline = &snap["pipelines"][0];
+    assert_eq!(pipeline["file"], "42.json");
+    assert_eq!(pipeline["raw"]["42"]["x-team-field"]["kept"], true);
+    assert_eq!(pipeline["raw"]["heartbeat_pid"], 47281);
+    assert_eq!(pipeline["normalized"]["verdict"], "FAIL");
+    assert_eq!(pipeline["normalized"]["pr_number"], 42);
+    assert_eq!(snap["git"]["branch"], BRANCH);
+    assert_eq!(snap["git"]["dirty"], json!(["dirty.txt"]));
+
+    // The session record was nudged.
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(state.join(format!("session-snapshots/{session}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["compaction_count"], 1, "{record}");
+    assert_eq!(record["last_compaction_trigger"], "manual", "{record}");
+    assert_eq!(
+        record["last_pre_compact_snapshot"],
+        snapshots[0].as_str(),
+        "{record}"
+    );
+
+    let messages = server.messages();
+    let shown = || {
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("--- request {i}:\n{}", m.last_user_text()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let kinds = [PLAN, PHASE, VERDICTS, DECISION, FAILURE, BRANCH];
+
+    // The summarizing request carries the items under the hook's instructions.
+    let at = messages
+        .iter()
+        .position(is_summarizing)
+        .unwrap_or_else(|| panic!("no summarizing request\n{}", shown()));
+    let summarizing = messages[at].last_user_text();
+    let (_, instructions) = summarizing
+        .split_once("jkz: decision-critical pipeline state")
+        .unwrap_or_else(|| {
+            panic!("the PreCompact output is not in the summarizing request\n{summarizing}")
+        });
+    for kind in kinds {
+        assert!(
+            instructions.contains(kind),
+            "summarizing request lacks {kind:?}\n{instructions}"
+        );
+    }
+
+    // The first request after compaction carries the re-injected context,
+    // from the SessionStart(compact) hook (the summary itself has none of it).
+    let next = messages
+        .get(at + 1)
+        .unwrap_or_else(|| panic!("no request after compaction\n{}", shown()));
+    let text = next.all_text();
+    let (_, context) = text
+        .split_once("jkz: pipeline state restored after compaction")
+        .unwrap_or_else(|| panic!("no re-injected context after compaction\n{text}"));
+    let context = context
+        .split("</system-reminder>")
+        .next()
+        .unwrap_or_default();
+    assert!(context.contains("this session's snapshot"), "{context}");
+    for kind in kinds {
+        assert!(
+            context.contains(kind),
+            "re-injected context lacks {kind:?}\n{context}"
+        );
+    }
+}

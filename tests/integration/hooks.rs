@@ -1,0 +1,422 @@
+//! The compaction hooks through the real binaries: they always exit 0, write
+//! nothing outside `state/`, and never create `state/` uninvited.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::util::{Dir, Run};
+
+fn event(dir: &Dir, session: &str, extra: Value) -> Vec<u8> {
+    let mut e = json!({
+        "session_id": session,
+        "transcript_path": dir.join("t.jsonl"),
+        "cwd": dir.path(),
+        "hook_event_name": "PreCompact",
+        "trigger": "manual",
+        "custom_instructions": "keep the plan",
+        "future_field": {"nested": [1, 2]}
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    serde_json::to_vec(&e).unwrap()
+}
+
+fn pipeline(dir: &Dir, n: u32, phase: &str) {
+    dir.write(
+        format!("state/pipeline/{n}.json"),
+        json!({ n.to_string(): {
+            "current_phase": phase, "active_agent": "builder", "pr_number": n.to_string(),
+            "plan_iterations": "1", "review_passed": "true", "qa_passed": "false",
+            "pending_decisions": [format!("decide {n}")], "failure_context": format!("failure {n}"),
+            "last_updated": format!("2025-01-01T00:00:{:02}.000Z", n % 60),
+        }, "lastActivity": "2025-01-01T00:00:00.000Z", "heartbeat_pid": 1 })
+        .to_string(),
+    );
+}
+
+/// Files outside `state/`.
+fn outside_state(dir: &Dir) -> Vec<PathBuf> {
+    dir.files()
+        .into_iter()
+        .filter(|p| !p.starts_with("state"))
+        .collect()
+}
+
+fn snapshots(dir: &Dir) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.join("state"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("pre-compact-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn pre_compact(dir: &Dir, stdin: impl AsRef<[u8]>) -> Run {
+    dir.cmd("jkz-pre-compact").stdin(stdin).run()
+}
+
+/// Runs the hook on hostile input; asserts exit 0, one-line stderr and
+/// nothing written outside `state/`.
+fn survives(dir: &Dir, stdin: impl AsRef<[u8]>) -> Run {
+    let before = outside_state(dir);
+    let run = pre_compact(dir, stdin).success();
+    assert_eq!(outside_state(dir), before, "{}", run.report());
+    assert!(run.stderr_str().lines().count() <= 1, "{}", run.report());
+    run
+}
+
+#[test]
+fn pre_compact_snapshots_the_event_and_pipeline_state() {
+    let dir = Dir::new();
+    pipeline(&dir, 42, "building");
+    dir.write(
+        "state/pipeline/42-compact-plan.md",
+        "THE PLAN: do it in cents",
+    );
+    let run = pre_compact(&dir, event(&dir, "sess-1", json!({}))).success();
+    assert_eq!(run.stderr_str(), "");
+    let out = run.stdout_str();
+    for want in [
+        "THE PLAN: do it in cents",
+        "Phase and iteration: building, active agent builder; plan iteration 1",
+        "Active verdicts: review passed, QA failed; overall FAIL",
+        "1. decide 42",
+        "failure 42",
+        "Git state: unknown (not a git repository)",
+    ] {
+        assert!(out.contains(want), "missing {want:?}\n{}", run.report());
+    }
+    let names = snapshots(&dir);
+    assert_eq!(names.len(), 1);
+    assert!(
+        out.contains(&names[0]),
+        "the summarizer is told where the snapshot is"
+    );
+    let snap: Value = serde_json::from_slice(&dir.read(format!("state/{}", names[0]))).unwrap();
+    assert_eq!(snap["event"]["future_field"], json!({"nested": [1, 2]}));
+    assert_eq!(snap["event"]["custom_instructions"], "keep the plan");
+    assert_eq!(snap["session_id"], "sess-1");
+    assert_eq!(
+        snap["pipelines"][0]["raw"]["42"]["current_phase"],
+        "building"
+    );
+    assert_eq!(snap["pipelines"][0]["normalized"]["verdict"], "FAIL");
+    assert_eq!(
+        snap["digest"]["pipelines"][0]["approved_plan"]["text"],
+        "THE PLAN: do it in cents"
+    );
+    let record: Value =
+        serde_json::from_slice(&dir.read("state/session-snapshots/sess-1.json")).unwrap();
+    assert_eq!(record["compaction_count"], 1);
+    assert_eq!(record["last_compaction_trigger"], "manual");
+    assert_eq!(record["last_pre_compact_snapshot"], names[0].as_str());
+    // A second compaction counts, and keeps fields others wrote.
+    let mut r = record.clone();
+    r["decisions"] = json!(["saved by /jkz:save"]);
+    dir.write("state/session-snapshots/sess-1.json", r.to_string());
+    pre_compact(&dir, event(&dir, "sess-1", json!({"trigger": "auto"}))).success();
+    let record: Value =
+        serde_json::from_slice(&dir.read("state/session-snapshots/sess-1.json")).unwrap();
+    assert_eq!(record["compaction_count"], 2);
+    assert_eq!(record["last_compaction_trigger"], "auto");
+    assert_eq!(record["decisions"][0], "saved by /jkz:save");
+}
+
+#[test]
+fn pre_compact_survives_bad_input() {
+    let dir = Dir::new();
+    pipeline(&dir, 1, "building");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", Vec::new()),
+        ("invalid JSON", b"{\"session_id\": ".to_vec()),
+        (
+            "binary garbage",
+            (0..4096u32).map(|i| (i * 7919 % 256) as u8).collect(),
+        ),
+        ("not an object", b"[1,2,3]".to_vec()),
+        ("50 MB", {
+            let mut v = b"{\"session_id\":\"x\",\"pad\":\"".to_vec();
+            v.resize(50 * 1024 * 1024, b'a');
+            v
+        }),
+    ];
+    for (name, input) in cases {
+        // Run from the project directory: the implicit ./state exists.
+        let run = survives(&dir, &input);
+        assert!(
+            !run.stderr_str().is_empty(),
+            "{name}: a reason on stderr\n{}",
+            run.report()
+        );
+        assert!(
+            run.stdout_str().contains("decide 1"),
+            "{name}: still tells the summarizer\n{}",
+            run.report()
+        );
+    }
+}
+
+#[test]
+fn hostile_session_id_is_never_a_path() {
+    let dir = Dir::new();
+    pipeline(&dir, 1, "building");
+    for id in ["../../etc", "a/b", "..", "x\u{0}y", &"s".repeat(200)] {
+        let run = survives(&dir, event(&dir, id, json!({})));
+        assert!(
+            run.stderr_str().contains("invalid session id"),
+            "{}",
+            run.report()
+        );
+        let run = dir
+            .cmd("jkz-session-start")
+            .stdin(event(
+                &dir,
+                id,
+                json!({"hook_event_name": "SessionStart", "source": "compact"}),
+            ))
+            .run()
+            .success();
+        assert!(
+            run.stderr_str().contains("invalid session id"),
+            "{}",
+            run.report()
+        );
+    }
+    // Only snapshots and no session record were written.
+    let files: Vec<_> = dir
+        .files()
+        .into_iter()
+        .filter(|p| p.starts_with("state/session-snapshots"))
+        .collect();
+    assert_eq!(files, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn no_state_directory_means_nothing_written() {
+    let dir = Dir::new();
+    let run = pre_compact(&dir, event(&dir, "s", json!({}))).success();
+    assert!(
+        run.stdout_str().contains("No active pipeline"),
+        "{}",
+        run.report()
+    );
+    assert_eq!(dir.files(), Vec::<PathBuf>::new());
+    assert!(!dir.join("state").exists());
+    let run = dir
+        .cmd("jkz-session-start")
+        .stdin(event(&dir, "s", json!({"source": "compact"})))
+        .run()
+        .success();
+    assert!(
+        run.stdout_str().contains("No active pipeline"),
+        "{}",
+        run.report()
+    );
+    assert!(!dir.join("state").exists());
+}
+
+#[test]
+fn unwritable_state_directory_is_reported_not_fatal() {
+    // A state root that cannot be created (its parent is a file) …
+    let dir = Dir::new();
+    dir.write("afile", "x");
+    let run = dir
+        .cmd("jkz-pre-compact")
+        .env("JKZ_STATE_DIR", dir.join("afile/state"))
+        .stdin(event(&dir, "s", json!({})))
+        .run()
+        .success();
+    assert_eq!(run.stderr_str().lines().count(), 1, "{}", run.report());
+    assert!(
+        run.stdout_str().contains("jkz: decision-critical"),
+        "{}",
+        run.report()
+    );
+    assert_eq!(outside_state(&dir), [PathBuf::from("afile")]);
+
+    // … and a read-only one (root ignores modes; then the write succeeds,
+    // and either way the hook exits 0 with nothing outside state/).
+    let dir = Dir::new();
+    pipeline(&dir, 1, "building");
+    std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o500)).unwrap();
+    let run = survives(&dir, event(&dir, "s", json!({})));
+    assert!(run.stdout_str().contains("decide 1"), "{}", run.report());
+    std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700)).unwrap();
+}
+
+#[test]
+fn ten_thousand_pipeline_files() {
+    let dir = Dir::new();
+    std::fs::create_dir_all(dir.join("state/pipeline")).unwrap();
+    for n in 1..=10_000u32 {
+        let phase = if n % 2 == 0 { "done" } else { "building" };
+        std::fs::write(
+            dir.join(format!("state/pipeline/{n}.json")),
+            format!(r#"{{"{n}": {{"current_phase": "{phase}", "last_updated": "2025-01-01T00:00:00.{:03}Z"}}}}"#, n % 1000),
+        )
+        .unwrap();
+    }
+    let run = survives(&dir, event(&dir, "big", json!({})));
+    assert_eq!(run.stderr_str(), "");
+    let out = run.stdout_str();
+    assert!(
+        out.contains("Other active pipelines (4997)"),
+        "{}",
+        run.report()
+    );
+    assert!(out.chars().count() < 10_000);
+    let snap: Value =
+        serde_json::from_slice(&dir.read(format!("state/{}", snapshots(&dir)[0]))).unwrap();
+    assert_eq!(snap["pipelines"].as_array().unwrap().len(), 10_000);
+}
+
+#[test]
+fn old_snapshots_are_pruned_but_the_newest_twenty_kept() {
+    let dir = Dir::new();
+    pipeline(&dir, 1, "building");
+    let old = chrono::Utc::now() - chrono::Duration::days(30);
+    for i in 0..25 {
+        let t = old + chrono::Duration::minutes(i);
+        dir.write(
+            format!(
+                "state/pre-compact-{}-1.json",
+                t.format("%Y%m%dT%H%M%S%.3fZ")
+            ),
+            "{}",
+        );
+    }
+    let before = snapshots(&dir);
+    pre_compact(&dir, event(&dir, "s", json!({}))).success();
+    let after = snapshots(&dir);
+    assert_eq!(after.len(), 20);
+    // The oracle: everything before plus the new one, newest 20 by name.
+    let new: Vec<_> = after.iter().filter(|n| !before.contains(n)).collect();
+    assert_eq!(new.len(), 1);
+    let mut want = before.clone();
+    want.push(new[0].clone());
+    want.sort();
+    assert_eq!(after, want[want.len() - 20..]);
+}
+
+fn session_start(dir: &Dir, session: &str, source: &str) -> Run {
+    dir.cmd("jkz-session-start")
+        .stdin(event(
+            dir,
+            session,
+            json!({"hook_event_name": "SessionStart", "source": source}),
+        ))
+        .run()
+        .success()
+}
+
+fn context(run: &Run) -> String {
+    let v: Value =
+        serde_json::from_str(&run.stdout_str()).unwrap_or_else(|e| panic!("{e}\n{}", run.report()));
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.encode_utf16().count() < 4000, "{}", text.len());
+    text
+}
+
+#[test]
+fn session_start_answers_compact_and_resume_only() {
+    let dir = Dir::new();
+    pipeline(&dir, 3, "building");
+    for source in ["startup", "clear", "other"] {
+        let run = session_start(&dir, "s", source);
+        assert_eq!(run.stdout_str(), "", "{source}");
+    }
+    for source in ["compact", "resume"] {
+        let text = context(&session_start(&dir, "s", source));
+        assert!(
+            text.contains("live pipeline state; no pre-compact snapshot"),
+            "{text}"
+        );
+        assert!(text.contains("decide 3"), "{text}");
+    }
+    for bad in [&b""[..], b"{", b"\xff\x00"] {
+        let run = dir.cmd("jkz-session-start").stdin(bad).run().success();
+        assert_eq!(run.stdout_str(), "");
+        assert_eq!(run.stderr_str().lines().count(), 1, "{}", run.report());
+    }
+}
+
+#[test]
+fn session_start_prefers_the_sessions_snapshot_then_the_projects() {
+    let dir = Dir::new();
+    pipeline(&dir, 3, "building");
+    pre_compact(&dir, event(&dir, "mine", json!({}))).success();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // The live state moves on; the snapshot keeps what was compacted.
+    pipeline(&dir, 3, "reviewing");
+    let text = context(&session_start(&dir, "mine", "compact"));
+    assert!(text.contains("this session's snapshot"), "{text}");
+    assert!(text.contains("restored after compaction"), "{text}");
+    assert!(text.contains("Phase and iteration: building"), "{text}");
+    let text = context(&session_start(&dir, "someone-else", "resume"));
+    assert!(text.contains("the project's newest snapshot"), "{text}");
+    assert!(text.contains("restored on resume"), "{text}");
+}
+
+#[test]
+fn session_start_says_when_head_moved() {
+    let dir = Dir::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "one"]);
+    dir.write(".gitignore", "state/\n");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "a"]);
+    pipeline(&dir, 3, "building");
+    let run = pre_compact(&dir, event(&dir, "s", json!({}))).success();
+    assert!(
+        run.stdout_str().contains("Git state: branch one, HEAD"),
+        "{}",
+        run.report()
+    );
+    git(&["checkout", "-q", "-b", "two"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "b"]);
+    let text = context(&session_start(&dir, "s", "compact"));
+    assert!(
+        text.contains("the branch changed since the snapshot: one → two"),
+        "{text}"
+    );
+    assert!(text.contains("HEAD moved since the snapshot"), "{text}");
+    assert!(text.contains("Git state: branch two"), "{text}");
+}
+
+#[test]
+fn session_start_context_stays_under_4000_characters() {
+    let dir = Dir::new();
+    for n in 1..=5 {
+        pipeline(&dir, n, "building");
+        dir.write(
+            format!("state/pipeline/{n}-compact-plan.md"),
+            "plan line é😀\n".repeat(2000),
+        );
+    }
+    let text = context(&session_start(&dir, "s", "compact"));
+    assert!(text.contains("Approved plan (5-compact-plan.md)"), "{text}");
+    assert!(text.contains("Other active pipelines (2)"), "{text}");
+}
