@@ -7,7 +7,9 @@
 pub mod atomic;
 pub mod blocks;
 pub mod cli;
+pub mod cut;
 pub mod json_file;
 pub mod lines;
 pub mod session_id;
 pub mod state_dir;
+pub mod truncate;
