@@ -233,17 +233,26 @@ impl Streaming {
             self.spool(batch, settings, warnings);
         }
         self.buffer.push(batch);
-        self.newlines += count_newlines(batch);
         self.scanner.scan(batch, &mut self.events);
+        // Newlines are counted once per batch: blocks arrive ordered by
+        // end, so a cursor walks forward through the batch.
+        let mut cursor = (0usize, newlines_before);
         self.take_blocks(|end| {
-            let upto = (end - batch_start) as usize;
-            newlines_before + count_newlines(&batch[..upto])
+            let to = (end - batch_start) as usize;
+            if to >= cursor.0 {
+                cursor.1 += count_newlines(&batch[cursor.0..to]);
+            } else {
+                cursor.1 -= count_newlines(&batch[to..cursor.0]);
+            }
+            cursor.0 = to;
+            cursor.1
         });
+        self.newlines = cursor.1 + count_newlines(&batch[cursor.0..]);
     }
 
     /// Copies every block that could fit out of the window, with the
     /// newline count at its end given by `newlines_at`.
-    fn take_blocks(&mut self, newlines_at: impl Fn(u64) -> u64) {
+    fn take_blocks(&mut self, mut newlines_at: impl FnMut(u64) -> u64) {
         for event in self.events.drain(..) {
             let Event::Block(ProtectedBlock {
                 kind, start, end, ..

@@ -84,7 +84,7 @@ fn naive_pool(input: &[u8], cap: u64) -> Vec<Span> {
                 .map(|p| p.0)
                 .collect();
             bytes = pool.iter().map(|s| s.end - s.start).sum();
-            prune_at = (2 * cap).max(2 * bytes);
+            prune_at = bytes + 2 * cap;
         }
     }
     pool

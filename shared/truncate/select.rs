@@ -18,10 +18,10 @@
 //! before they leave the window. The [`Pool`] keeps the candidates: only
 //! blocks no longer than the cap are taken, and whenever the pool holds more
 //! than `prune_at` bytes it is cut down to what [`select`] would choose from
-//! it right now (with the smallest possible marker). `prune_at` is twice the
-//! cap, or twice what survived the last cut if that is more (nested blocks
-//! are stored once each), so pruning is amortized and the pool stays within a
-//! few caps. The final choice is [`select`] over the pool at the end of the
+//! it right now (with the smallest possible marker). `prune_at` is what
+//! survived the last cut plus twice the cap, so pruning is amortized (each
+//! cut follows two caps of new blocks) and the pool stays within about three
+//! caps (a little more when chosen blocks nest: each is stored whole). The final choice is [`select`] over the pool at the end of the
 //! input. A block pruned early is gone for good even if a later, higher block
 //! would have pushed out the one that beat it: the rule is "the greedy choice
 //! over the pool", and the pool is defined by this pruning schedule.
@@ -158,7 +158,7 @@ impl Pool {
         let mut flags = keep.into_iter();
         self.candidates.retain(|_| flags.next().unwrap_or(false));
         self.bytes = self.candidates.iter().map(|c| c.bytes.len() as u64).sum();
-        self.prune_at = (2 * self.cap).max(2 * self.bytes);
+        self.prune_at = self.bytes + 2 * self.cap;
     }
 
     pub fn candidates(&self) -> &[Candidate] {
