@@ -49,18 +49,17 @@ best_of3() {
   done
   printf '%-34s %6.3f s  %7.0f MiB/s  peak RSS %6d KiB\n' "$name" "$best" \
     "$(echo "512 / $best" | bc -l)" "$rss"
-  eval "time_$(echo "$name" | tr -c 'a-z0-9\n' '_')=$best"
+  last_best=$best
 }
 
 echo "cap $cap bytes; input $log (512 MiB)"
 best_of3 "tail -c $cap" tail -c "$cap"
+tail_t=$last_best
 best_of3 "jkz-truncate --no-full-output" "$bin" --no-full-output
+nofull_t=$last_best
 best_of3 "jkz-truncate (full output kept)" "$bin" --state-dir "$state"
+full_t=$last_best
 ls "$state/context-offload" | grep -q '^full-' || { echo "no full output was saved" >&2; exit 1; }
-
-tail_t=$time_tail__c_$cap
-nofull_t=$time_jkz_truncate___no_full_output
-full_t=$time_jkz_truncate__full_output_kept_
 printf 'throughput ratio vs tail -c: --no-full-output %.2fx (target >= 0.8x), full output kept %.2fx (target >= 0.5x)\n' \
   "$(echo "$tail_t / $nofull_t" | bc -l)" "$(echo "$tail_t / $full_t" | bc -l)"
 

@@ -2,4 +2,5 @@
 //! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
 //! the environment.
 
+mod truncate;
 mod util;
