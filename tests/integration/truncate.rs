@@ -261,7 +261,7 @@ fn modes_and_the_environment_set_the_cap() {
             .stdin(&input[..cap])
             .run()
             .success();
-        assert_eq!(run.stdout(), input[..cap].as_bytes(), "{mode}");
+        assert_eq!(run.stdout(), &input.as_bytes()[..cap], "{mode}");
     }
     // Default mode is primary.
     let run = dir.cmd("jkz-truncate").stdin(&input).run().success();
@@ -337,7 +337,7 @@ fn thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
