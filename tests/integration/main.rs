@@ -6,4 +6,5 @@ mod client;
 mod compress;
 mod hooks;
 mod state;
+mod truncate;
 mod util;
