@@ -34,7 +34,16 @@
 //! fence cannot hide a verdict printed later. Heading sections get the same
 //! bound. No block is ever longer than `BLOCK_BOUND + MAX_LINE` bytes.
 
+use std::sync::LazyLock;
+
 use memchr::{memchr, memmem};
+
+// Built once: constructing a searcher per line costs more than the search.
+static COMMENT_OPEN: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"<!--"));
+static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"-->"));
+static TAG_CLOSE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"</"));
 
 /// Lines longer than this are scanned in pieces of this many bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -181,6 +190,8 @@ pub struct BlockScanner {
     raw: Raw,
     /// Open protected heading sections, levels strictly increasing.
     sections: Vec<Section>,
+    /// Skip plain lines in bulk (off only in tests, as the oracle).
+    fast_path: bool,
 }
 
 impl Default for BlockScanner {
@@ -204,6 +215,7 @@ impl BlockScanner {
             line_start: 0,
             raw: Raw::None,
             sections: Vec::new(),
+            fast_path: true,
         }
     }
 
@@ -236,8 +248,18 @@ impl BlockScanner {
     /// Scans one batch, appending what it finds to `events`.
     pub fn scan(&mut self, batch: &[u8], events: &mut Vec<Event>) {
         let mut i = 0;
+        // Where the fast path's searches last found something (batch
+        // indices), so a stretch is searched once, not once per stop.
+        let mut found = Found::default();
         while i < batch.len() {
             let at_line_start = self.pos == self.line_start;
+            if self.fast_path && at_line_start && matches!(self.raw, Raw::None) {
+                let skipped = self.skip_plain_lines(batch, i, &mut found);
+                if skipped > 0 {
+                    i += skipped;
+                    continue;
+                }
+            }
             let done_in_line = (self.pos - self.line_start) as usize;
             let room = self.max_line - done_in_line % self.max_line;
             let window = &batch[i..batch.len().min(i + room)];
@@ -255,6 +277,67 @@ impl BlockScanner {
             self.enforce_bound(events);
             i += piece.len();
         }
+    }
+
+    /// The fast path: skips the whole lines at the start of `rest` in which
+    /// nothing can open, exactly as [`piece`] would, without its per-line
+    /// work. A line can open something only if it holds `<!--` or its first
+    /// non-blank byte is `` ` ``, `~`, `#` or `<`; those bytes are found with
+    /// SIMD searches over the whole stretch, so plain text costs no per-line
+    /// work at all. It stops before a heading section could reach
+    /// [`BLOCK_BOUND`], so bounds are still enforced at the same piece.
+    /// Returns the number of bytes skipped (always whole lines).
+    ///
+    /// [`piece`]: BlockScanner::piece
+    fn skip_plain_lines(&mut self, batch: &[u8], at: usize, found: &mut Found) -> usize {
+        // Skipped lines must end before the outermost open section's bound.
+        let limit = match self.sections.first() {
+            Some(s) => (s.start + BLOCK_BOUND)
+                .saturating_sub(self.pos + 1)
+                .min((batch.len() - at) as u64) as usize,
+            None => batch.len() - at,
+        };
+        let span_end = at + limit;
+        let mut from = at;
+        let stop = loop {
+            let mark = match found.mark {
+                Some(m) if m >= from => m,
+                _ => {
+                    let m = memchr::memchr3(b'`', b'~', b'#', &batch[from..])
+                        .map_or(batch.len(), |n| from + n);
+                    found.mark = Some(m);
+                    m
+                }
+            };
+            let lt = match found.lt {
+                Some(m) if m >= from => m,
+                _ => {
+                    let m = memchr(b'<', &batch[from..]).map_or(batch.len(), |n| from + n);
+                    found.lt = Some(m);
+                    m
+                }
+            };
+            let p = mark.min(lt);
+            if p >= span_end {
+                // Nothing can open here: skip every whole line.
+                break memchr::memrchr(b'\n', &batch[at..span_end]).map_or(at, |nl| at + nl + 1);
+            }
+            let mut q = p;
+            while q > at && matches!(batch[q - 1], b' ' | b'\t') {
+                q -= 1;
+            }
+            if q == at || batch[q - 1] == b'\n' {
+                break q; // a line whose first non-blank byte may open
+            }
+            if batch[p..].starts_with(b"<!--") {
+                break memchr::memrchr(b'\n', &batch[at..p]).map_or(at, |nl| at + nl + 1);
+            }
+            from = p + 1;
+        };
+        let skipped = stop - at;
+        self.pos += skipped as u64;
+        self.line_start = self.pos;
+        skipped
     }
 
     /// Ends the input: every open block is reported.
@@ -280,7 +363,7 @@ impl BlockScanner {
                 }
                 return;
             }
-            Raw::Comment { .. } => match memmem::find(piece, b"-->") {
+            Raw::Comment { .. } => match COMMENT_CLOSE.find(piece) {
                 Some(at) => {
                     let block = self.end_raw(end, true);
                     events.extend(block.map(Event::Block));
@@ -336,7 +419,7 @@ impl BlockScanner {
     /// Finds `<!-- jkz:` openers in `piece[from..]` (normal text), opening or
     /// completing comment blocks. Blocks start at the start of the line.
     fn scan_comments(&mut self, piece: &[u8], mut from: usize, end: u64, events: &mut Vec<Event>) {
-        while let Some(at) = memmem::find(&piece[from..], b"<!--") {
+        while let Some(at) = COMMENT_OPEN.find(&piece[from..]) {
             let open = from + at;
             let Some((kind, body)) = comment_opening(&piece[open + 4..]) else {
                 from = open + 4;
@@ -347,7 +430,7 @@ impl BlockScanner {
                 kind,
                 start: self.line_start,
             };
-            match memmem::find(&piece[body..], b"-->") {
+            match COMMENT_CLOSE.find(&piece[body..]) {
                 Some(close) => {
                     let block = self.end_raw(end, true);
                     events.extend(block.map(Event::Block));
@@ -399,6 +482,15 @@ impl BlockScanner {
             events.push(section_block(s, end, false));
         }
     }
+}
+
+/// The fast path's search results within one batch.
+#[derive(Default)]
+struct Found {
+    /// Next `` ` ``, `~` or `#` at or after where it was searched from.
+    mark: Option<usize>,
+    /// Next `<`.
+    lt: Option<usize>,
 }
 
 fn section_block(s: Section, end: u64, closed: bool) -> Event {
@@ -554,7 +646,7 @@ fn tag_opening(line: &[u8]) -> Option<(Kind, usize)> {
 fn find_closing_tag(s: &[u8], kind: Kind) -> Option<usize> {
     let name = kind.name().as_bytes();
     let mut from = 0;
-    while let Some(at) = memmem::find(&s[from..], b"</") {
+    while let Some(at) = TAG_CLOSE.find(&s[from..]) {
         let tag = from + at + 2;
         if s[tag..].starts_with(name) && s.get(tag + name.len()) == Some(&b'>') {
             return Some(tag + name.len() + 1);
@@ -746,6 +838,90 @@ mod tests {
         split.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
         assert_eq!(whole, split);
         assert_eq!(whole.len(), 5, "TL;DR section, two comments, fence, tag");
+    }
+
+    /// Scans `doc` in the given batches (each ending at a legal place).
+    fn events_of(doc: &[u8], max_line: usize, fast: bool, cuts: &[usize]) -> Vec<Event> {
+        let mut scanner = BlockScanner::with_max_line(max_line);
+        scanner.fast_path = fast;
+        let mut events = Vec::new();
+        let mut from = 0;
+        for &to in cuts.iter().chain([&doc.len()]) {
+            if to > from {
+                scanner.scan(&doc[from..to], &mut events);
+                from = to;
+            }
+        }
+        scanner.finish(&mut events);
+        events
+    }
+
+    /// Legal batch ends: after each `\n`, at piece boundaries of long lines.
+    fn legal_cuts(doc: &[u8], max_line: usize) -> Vec<usize> {
+        let mut cuts = Vec::new();
+        let mut line_start = 0;
+        for (i, &b) in doc.iter().enumerate() {
+            if b == b'\n' {
+                cuts.push(i + 1);
+                line_start = i + 1;
+            } else if (i + 1 - line_start) % max_line == 0 {
+                cuts.push(i + 1);
+            }
+        }
+        cuts
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(600))]
+
+        #[test]
+        fn fast_path_matches_the_line_by_line_scan(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "plain text\n", "  indented\n", "\tx\n", "\n", "   \n", "no newline",
+                "a long line that is longer than a piece\n", "x <!-- jkz:tldr a --> y\n",
+                "<!-- jkz:decisions\n", "-->\n", "```verdict-json\n", "```\n", "~~~tldr\n",
+                "~~~\n", "## TL;DR\n", "# Top\n", "### Decisions\n", "<compact-plan>\n",
+                "</compact-plan>\n", "  ## not\n", "<b>\n", "`code`\n", "<!-- plain -->\n",
+            ]), 0..50),
+            max_line in 4usize..40,
+            keep in proptest::collection::vec(proptest::bool::ANY, 0..64),
+        ) {
+            let doc = pieces.concat().into_bytes();
+            let legal = legal_cuts(&doc, max_line);
+            let cuts: Vec<usize> = legal
+                .iter()
+                .zip(keep.iter().cycle())
+                .filter(|(_, k)| **k)
+                .map(|(c, _)| *c)
+                .collect();
+            let slow = events_of(&doc, max_line, false, &[]);
+            proptest::prop_assert_eq!(&events_of(&doc, max_line, true, &cuts), &slow);
+            proptest::prop_assert_eq!(&events_of(&doc, max_line, true, &[]), &slow);
+        }
+    }
+
+    #[test]
+    fn fast_path_keeps_the_section_bound() {
+        // Every alignment of the bound against the 19-byte lines.
+        for pad in 0..19 {
+            let mut doc = b"# Top\n## TL;DR\n".to_vec();
+            doc.extend(std::iter::repeat_n(b'x', pad));
+            doc.push(b'\n');
+            while doc.len() < BLOCK_BOUND as usize + 300 {
+                doc.extend_from_slice(b"plain line of text\n");
+            }
+            doc.extend_from_slice(b"## Next\n");
+            let slow = events_of(&doc, MAX_LINE, false, &[]);
+            assert!(slow
+                .iter()
+                .any(|e| matches!(e, Event::Block(b) if !b.closed)));
+            assert_eq!(events_of(&doc, MAX_LINE, true, &[]), slow, "pad {pad}");
+            if pad == 0 {
+                let cuts: Vec<usize> = legal_cuts(&doc, 16).into_iter().step_by(997).collect();
+                let slow = events_of(&doc, 16, false, &[]);
+                assert_eq!(events_of(&doc, 16, true, &cuts), slow);
+            }
+        }
     }
 
     #[test]

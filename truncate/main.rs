@@ -1,5 +1,162 @@
-// Placeholder: replaced by the issue that builds this binary.
-fn main() -> std::process::ExitCode {
-    eprintln!("not built yet");
-    std::process::ExitCode::from(2)
+//! `jkz-truncate`: parse arguments, run the library, map the result to an
+//! exit code. Every rule lives in `jkz::truncate`.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::LazyLock;
+
+use clap::{Parser, ValueEnum};
+use jkz::cli::{self, Failure};
+use jkz::state_dir::StateDir;
+use jkz::truncate::{self, roles, Mode, Settings, EXIT_IO};
+
+const PROGRAM: &str = "jkz-truncate";
+
+/// Output buffer: large, so the kept slices go out in few writes.
+const STDOUT_BUFFER: usize = 1 << 20;
+
+static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
+Caps: --max-bytes N > JKZ_MAX_OUTPUT_BYTES > --mode (primary 307,200 bytes,
+fallback 102,400, agent 81,920). A cap of 0 passes the input through.
+Input no longer than the cap is printed unchanged. Longer input becomes:
+head, every protected block that fits and is not in head or tail (input
+order), tail, with one marker line per gap:
+  [jkz-truncate: 1,234,567 bytes (20,311 lines) omitted; full output: PATH]
+Protected blocks take the budget first (verdict-json, compact-plan,
+plan-digest, decisions, tldr, accumulated-patterns, other jkz: signals;
+within a kind the last occurrence first). The output never exceeds the
+cap; a cap too small for one marker line gets the head alone, no marker.
+
+Head share by role (--head-share overrides):
+{}
+Full output: when the input is truncated, it is saved whole to
+STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
+JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (./state only if it
+exists already). Failing to save it is a warning, never a lost output.
+
+Exit codes:
+  0  success, also when the reader of stdout went away (broken pipe)
+  1  the input could not be read or stdout could not be written
+  2  usage error (bad flag or value)",
+        roles::table()
+    )
+});
+
+/// Caps a stream to a byte budget, keeping its head and tail and every
+/// protected block that fits.
+#[derive(Parser, Debug)]
+#[command(name = PROGRAM, version, after_help = AFTER_HELP.as_str())]
+struct Cli {
+    /// Default cap when neither --max-bytes nor JKZ_MAX_OUTPUT_BYTES is set.
+    #[arg(long, value_enum, default_value_t = ModeArg::Primary)]
+    mode: ModeArg,
+
+    /// Pipeline role whose output this is; picks the head share (see below).
+    /// Unknown roles split evenly.
+    #[arg(long, value_name = "ROLE")]
+    role: Option<String>,
+
+    /// Output cap in bytes (0: no truncation).
+    #[arg(long, value_name = "N", env = "JKZ_MAX_OUTPUT_BYTES")]
+    max_bytes: Option<u64>,
+
+    /// Head's share of the head+tail budget, 0.0 to 1.0; overrides --role.
+    #[arg(long, value_name = "F", value_parser = parse_share)]
+    head_share: Option<f64>,
+
+    /// State directory for the full output (default: JKZ_STATE_DIR, then
+    /// $CLAUDE_PROJECT_DIR/state, then ./state if it exists).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+
+    /// Do not save the full input when truncating.
+    #[arg(long)]
+    no_full_output: bool,
+
+    /// Input file (default: stdin).
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModeArg {
+    /// 300 KiB: the main model's window.
+    Primary,
+    /// 100 KiB: a smaller fallback model.
+    Fallback,
+    /// 80 KiB: a sub-agent's reply.
+    Agent,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let f: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(format!("{s} is outside 0.0..=1.0"))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli::exit(PROGRAM, run(cli))
+}
+
+fn run(cli: Cli) -> Result<u8, Failure> {
+    let mode = match cli.mode {
+        ModeArg::Primary => Mode::Primary,
+        ModeArg::Fallback => Mode::Fallback,
+        ModeArg::Agent => Mode::Agent,
+    };
+    let head_share = cli.head_share.unwrap_or_else(|| {
+        cli.role
+            .as_deref()
+            .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share)
+    });
+    let settings = Settings {
+        cap: cli.max_bytes.unwrap_or(mode.cap()),
+        head_share,
+        full_output: (!cli.no_full_output)
+            .then(|| StateDir::resolve(cli.state_dir.as_deref(), None)),
+    };
+    let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
+    let mut stderr = io::stderr().lock();
+    match &cli.file {
+        Some(path) => {
+            let name = path.display().to_string();
+            let file = File::open(path)
+                .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
+            truncate::truncate(file, stdout, &settings, &name, &mut stderr)?;
+        }
+        None => {
+            truncate::truncate(io::stdin().lock(), stdout, &settings, "stdin", &mut stderr)?;
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn share_must_be_a_fraction() {
+        assert_eq!(parse_share("0.25"), Ok(0.25));
+        assert!(parse_share("1.5").is_err());
+        assert!(parse_share("-0.1").is_err());
+        assert!(parse_share("half").is_err());
+    }
 }

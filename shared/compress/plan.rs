@@ -42,6 +42,7 @@ use memchr::memchr;
 use super::marker::Marker;
 use super::source::Source;
 use crate::blocks::{BlockScanner, Event, Form, MAX_LINE};
+use crate::cut::{ceil_char_boundary, floor_char_boundary};
 use crate::lines::LineReader;
 
 /// A heading line at the start of an offloaded run stays inline up to this
@@ -518,29 +519,6 @@ pub fn excerpt_len(
     best.max(least)
 }
 
-// TODO(cut): replace these two with `jkz::cut` once it lands on main.
-fn is_continuation(b: u8) -> bool {
-    b & 0xC0 == 0x80
-}
-
-/// `n`, moved back (at most three bytes) so `s[..n]` does not end inside a
-/// UTF-8 sequence.
-fn floor_char_boundary(s: &[u8], n: usize) -> usize {
-    let n = n.min(s.len());
-    (n.saturating_sub(3)..=n)
-        .rev()
-        .find(|&k| k == 0 || k == s.len() || !is_continuation(s[k]))
-        .unwrap_or(n)
-}
-
-/// `n`, moved forward (at most three bytes) to a UTF-8 boundary.
-fn ceil_char_boundary(s: &[u8], n: usize) -> usize {
-    let n = n.min(s.len());
-    (n..=(n + 3).min(s.len()))
-        .find(|&k| k == s.len() || !is_continuation(s[k]))
-        .unwrap_or(n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,14 +559,5 @@ mod tests {
             HEADING_KEEP
         );
         assert_eq!(excerpt_len("éa\n".as_bytes(), true, false, 0, u64::MAX), 2);
-    }
-
-    #[test]
-    fn char_boundaries() {
-        let s = "aé€".as_bytes(); // 1 + 2 + 3 bytes
-        assert_eq!(floor_char_boundary(s, 2), 1);
-        assert_eq!(floor_char_boundary(s, 5), 3);
-        assert_eq!(ceil_char_boundary(s, 2), 3);
-        assert_eq!(ceil_char_boundary(s, 4), 6);
     }
 }

@@ -8,4 +8,5 @@ mod hooks;
 mod install;
 mod session;
 mod state;
+mod truncate;
 mod util;

@@ -1,0 +1,532 @@
+//! `jkz-truncate`: cap a stream to a byte budget, keeping its head and tail
+//! and every protected block that fits.
+//!
+//! The output is the head, then each chosen protected block not already in
+//! the head or tail (input order), then the tail; every gap between them is
+//! one marker line (see [`marker_line`]). Input no longer than the cap comes
+//! out byte for byte; longer input comes out at most cap bytes long, always.
+//!
+//! # Budget
+//!
+//! Let `M` be the longest marker this input could need (the input length
+//! written into both counts, plus the full-output path). Protected blocks are
+//! placed first ([`select`]), each with a marker's worth of room and one
+//! marker reserved for the head/tail gap. What remains is split between head
+//! and tail by the head share, and both are cut on line boundaries when that
+//! is cheap, on character boundaries otherwise ([`crate::cut`]). Every gap
+//! lies next to a chosen block or between head and tail, so the markers
+//! always fit in what was reserved. A budget used by a block that also lies
+//! in the head or tail is not handed back: the output may then be shorter
+//! than the cap.
+//!
+//! A cap smaller than `M` cannot hold even one marker: the output is then
+//! the head alone, cut to the cap, with no marker (the full output is still
+//! saved when a state directory is available).
+//!
+//! # Streaming
+//!
+//! The input is read in line batches ([`LineReader`]) and scanned for blocks
+//! by the one grammar ([`BlockScanner`]). Held in memory: the first `cap + 8`
+//! bytes, the last `cap + 256 KiB + 8` bytes (enough to copy out any block
+//! that could fit when it completes), and the candidate blocks
+//! ([`select::Pool`], a few caps at most). Nothing is written until the end
+//! of the input, because only then is it known whether the input fits.
+//! While the input is longer than the cap it is also spooled to the full
+//! output file ([`full_output`]).
+
+pub mod full_output;
+pub mod head_tail;
+pub mod roles;
+pub mod select;
+
+#[cfg(test)]
+mod prop_tests;
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use crate::blocks::{BlockScanner, Event, ProtectedBlock};
+use crate::cli::Failure;
+use crate::cut;
+use crate::lines::{self, LineReader};
+use crate::state_dir::StateDir;
+
+use self::full_output::FullOutput;
+use self::head_tail::{HeadTailBuffer, CHUNK};
+use self::select::{select, Candidate, Pool, Span};
+
+/// The byte budget chosen by `--mode` when neither `--max-bytes` nor
+/// `JKZ_MAX_OUTPUT_BYTES` is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The main model's window: 300 KiB.
+    #[default]
+    Primary,
+    /// A smaller fallback model: 100 KiB.
+    Fallback,
+    /// A sub-agent's reply: 80 KiB.
+    Agent,
+}
+
+impl Mode {
+    pub fn cap(self) -> u64 {
+        match self {
+            Mode::Primary => 307_200,
+            Mode::Fallback => 102_400,
+            Mode::Agent => 81_920,
+        }
+    }
+}
+
+/// How a run truncates.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Output cap in bytes; 0 disables truncation.
+    pub cap: u64,
+    /// The head's share (0.0..=1.0) of what blocks and markers leave.
+    pub head_share: f64,
+    /// Where to save the full input when truncating, if anywhere.
+    pub full_output: Option<StateDir>,
+}
+
+/// What a run did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Summary {
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+    pub truncated: bool,
+    /// The saved full input, when one was saved.
+    pub full_output: Option<PathBuf>,
+}
+
+/// Exit code for a read or write failure (usage errors are 2, from clap).
+pub const EXIT_IO: u8 = 1;
+
+/// Bytes of the first part of the stream kept beyond the cap: a head cut
+/// reads up to 3 bytes past its position.
+const HEAD_LOOKAHEAD: usize = 8;
+
+/// Truncates `input` into `output` (flushed before returning). `source`
+/// names the input in error messages; warnings (a full output that could not
+/// be saved) go to `warnings`.
+pub fn truncate(
+    input: impl Read,
+    output: impl Write,
+    settings: &Settings,
+    source: &str,
+    warnings: &mut dyn Write,
+) -> Result<Summary, Failure> {
+    truncate_with(input, output, settings, source, warnings, Tuning::default())
+}
+
+/// Buffer sizes; tests shrink them to reach every edge with small inputs.
+#[derive(Clone, Copy, Debug)]
+struct Tuning {
+    /// Read-batch capacity (at least `max_line`).
+    batch_capacity: usize,
+    /// Long lines are scanned in pieces of this size.
+    max_line: usize,
+    /// Tail chunk size.
+    chunk: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            batch_capacity: lines::DEFAULT_CAPACITY,
+            max_line: crate::blocks::MAX_LINE,
+            chunk: CHUNK,
+        }
+    }
+}
+
+/// [`truncate`] with given buffer sizes.
+fn truncate_with(
+    input: impl Read,
+    mut output: impl Write,
+    settings: &Settings,
+    source: &str,
+    warnings: &mut dyn Write,
+    tuning: Tuning,
+) -> Result<Summary, Failure> {
+    let reading = |e| Failure::io(EXIT_IO, format_args!("reading {source}"), e);
+    let writing = |e| Failure::io(EXIT_IO, "writing stdout", e);
+    if settings.cap == 0 {
+        let n = pass_through(input, &mut output).map_err(|e| match e {
+            Copy::Read(e) => reading(e),
+            Copy::Write(e) => writing(e),
+        })?;
+        output.flush().map_err(writing)?;
+        return Ok(Summary {
+            input_bytes: n,
+            output_bytes: n,
+            truncated: false,
+            full_output: None,
+        });
+    }
+    let mut run = Streaming::new(settings, tuning);
+    let mut reader = LineReader::with_capacity(input, tuning.batch_capacity, tuning.max_line);
+    while let Some(batch) = reader.next_batch().map_err(reading)? {
+        run.batch(batch, settings, warnings);
+    }
+    run.finish(output, settings, warnings).map_err(writing)
+}
+
+enum Copy {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+/// Cap 0: copy through in big slices, as it arrives.
+fn pass_through(mut input: impl Read, output: &mut impl Write) -> Result<u64, Copy> {
+    let mut buf = vec![0u8; lines::DEFAULT_CAPACITY];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Copy::Read(e)),
+        };
+        output.write_all(&buf[..n]).map_err(Copy::Write)?;
+        total += n as u64;
+    }
+}
+
+/// The state of one truncating run while the input streams.
+struct Streaming {
+    cap: u64,
+    scanner: BlockScanner,
+    events: Vec<Event>,
+    buffer: HeadTailBuffer,
+    pool: Pool,
+    /// Newlines seen so far.
+    newlines: u64,
+    /// Started once the input is known to exceed the cap.
+    full: Option<FullOutput>,
+    full_tried: bool,
+}
+
+impl Streaming {
+    fn new(settings: &Settings, tuning: Tuning) -> Streaming {
+        let cap = settings.cap;
+        let head_keep = cap as usize + HEAD_LOOKAHEAD;
+        // A block that can fit is at most `cap` long and ends inside the
+        // latest batch, so `cap + batch` bytes of window are enough to copy it.
+        let tail_keep = cap as usize + tuning.batch_capacity + HEAD_LOOKAHEAD;
+        Streaming {
+            cap,
+            scanner: BlockScanner::with_max_line(tuning.max_line),
+            events: Vec::new(),
+            buffer: HeadTailBuffer::new(head_keep, tail_keep, tuning.chunk),
+            pool: Pool::new(cap, marker_floor()),
+            newlines: 0,
+            full: None,
+            full_tried: false,
+        }
+    }
+
+    fn batch(&mut self, batch: &[u8], settings: &Settings, warnings: &mut dyn Write) {
+        let batch_start = self.buffer.len();
+        let newlines_before = self.newlines;
+        if batch_start + batch.len() as u64 > self.cap {
+            self.spool(batch, settings, warnings);
+        }
+        self.buffer.push(batch);
+        self.scanner.scan(batch, &mut self.events);
+        // Newlines are counted once per batch: blocks arrive ordered by
+        // end, so a cursor walks forward through the batch.
+        let mut cursor = (0usize, newlines_before);
+        self.take_blocks(|end| {
+            let to = (end - batch_start) as usize;
+            if to >= cursor.0 {
+                cursor.1 += count_newlines(&batch[cursor.0..to]);
+            } else {
+                cursor.1 -= count_newlines(&batch[to..cursor.0]);
+            }
+            cursor.0 = to;
+            cursor.1
+        });
+        self.newlines = cursor.1 + count_newlines(&batch[cursor.0..]);
+    }
+
+    /// Copies every block that could fit out of the window, with the
+    /// newline count at its end given by `newlines_at`.
+    fn take_blocks(&mut self, mut newlines_at: impl FnMut(u64) -> u64) {
+        for event in self.events.drain(..) {
+            let Event::Block(ProtectedBlock {
+                kind, start, end, ..
+            }) = event
+            else {
+                continue;
+            };
+            if !self.pool.wants(end - start) {
+                continue;
+            }
+            let mut bytes = Vec::with_capacity((end - start) as usize);
+            self.buffer.copy_range(start, end, &mut bytes);
+            let newlines_before = newlines_at(end) - count_newlines(&bytes);
+            self.pool.add(Candidate {
+                span: Span { kind, start, end },
+                newlines_before,
+                bytes,
+            });
+        }
+    }
+
+    /// Writes `batch` to the full output, starting it (with everything
+    /// before `batch`, all still in the head) on the first call.
+    fn spool(&mut self, batch: &[u8], settings: &Settings, warnings: &mut dyn Write) {
+        if !self.full_tried {
+            self.full_tried = true;
+            if let Some(dir) = &settings.full_output {
+                match FullOutput::start(dir) {
+                    Ok(Some(mut full)) => {
+                        let seen = self.buffer.len() as usize;
+                        full.write(&self.buffer.head()[..seen], warnings);
+                        self.full = Some(full);
+                    }
+                    Ok(None) => {}
+                    Err(e) => warn(warnings, &e),
+                }
+            }
+        }
+        if let Some(full) = &mut self.full {
+            full.write(batch, warnings);
+        }
+    }
+
+    fn finish(
+        mut self,
+        mut output: impl Write,
+        settings: &Settings,
+        warnings: &mut dyn Write,
+    ) -> io::Result<Summary> {
+        self.scanner.finish(&mut self.events);
+        let total = self.buffer.len();
+        let newlines = self.newlines;
+        self.take_blocks(|_| newlines);
+        if total <= self.cap {
+            output.write_all(self.buffer.head())?;
+            output.flush()?;
+            return Ok(Summary {
+                input_bytes: total,
+                output_bytes: total,
+                truncated: false,
+                full_output: None,
+            });
+        }
+        let saved = self.full.take().and_then(|f| f.commit(warnings));
+        let path = saved.as_ref().map(|p| p.display().to_string());
+        // A tail cut reads at most cap + 3 bytes.
+        let tail_from = total
+            .saturating_sub(self.cap + HEAD_LOOKAHEAD as u64)
+            .max(self.buffer.tail_start());
+        let mut tail_window = Vec::with_capacity((total - tail_from) as usize);
+        self.buffer.copy_range(tail_from, total, &mut tail_window);
+        let input = Input {
+            total,
+            newlines,
+            head: self.buffer.head(),
+            tail: &tail_window,
+            blocks: self.pool.candidates(),
+        };
+        let mut counter = Counter(&mut output, 0);
+        assemble(
+            &input,
+            self.cap,
+            settings.head_share,
+            path.as_deref(),
+            &mut counter,
+        )?;
+        let written = counter.1;
+        output.flush()?;
+        Ok(Summary {
+            input_bytes: total,
+            output_bytes: written,
+            truncated: true,
+            full_output: saved,
+        })
+    }
+}
+
+fn warn(warnings: &mut dyn Write, message: &dyn std::fmt::Display) {
+    // Nothing sensible is left to do if stderr itself fails.
+    let _ = writeln!(warnings, "jkz-truncate: warning: {message}");
+}
+
+fn count_newlines(bytes: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', bytes).count() as u64
+}
+
+/// What the assembly sees of an input longer than the cap.
+struct Input<'a> {
+    total: u64,
+    newlines: u64,
+    /// The input's first bytes (at least `cap + 3` of them).
+    head: &'a [u8],
+    /// The input's last bytes (at least `cap + 3` of them, or all).
+    tail: &'a [u8],
+    blocks: &'a [Candidate],
+}
+
+/// Writes the truncated output (see the module docs).
+fn assemble(
+    input: &Input,
+    cap: u64,
+    head_share: f64,
+    path: Option<&str>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let marker = marker_bound(input.total, path);
+    if marker > cap {
+        let h = cut::head_cut(input.head, cap as usize);
+        return out.write_all(&input.head[..h]);
+    }
+    let spans: Vec<Span> = input.blocks.iter().map(|c| c.span).collect();
+    let selection = select(&spans, cap, marker);
+    let (head_budget, tail_budget) = split(cap - selection.used, head_share);
+    let h = cut::head_cut(input.head, head_budget as usize);
+    let tail_from = cut::tail_cut(input.tail, tail_budget as usize);
+    let tail_base = input.total - input.tail.len() as u64;
+
+    // Every kept piece: (start, bytes, newlines before start).
+    let mut pieces: Vec<(u64, &[u8], u64)> = Vec::new();
+    pieces.push((0, &input.head[..h], 0));
+    for (c, chosen) in input.blocks.iter().zip(selection.chosen) {
+        if chosen {
+            pieces.push((c.span.start, &c.bytes, c.newlines_before));
+        }
+    }
+    let tail = &input.tail[tail_from..];
+    pieces.push((
+        tail_base + tail_from as u64,
+        tail,
+        input.newlines - count_newlines(tail),
+    ));
+    pieces.sort_by_key(|&(start, bytes, _)| (start, std::cmp::Reverse(bytes.len())));
+
+    let mut at = 0u64; // everything before `at` is written or omitted
+    let mut at_newlines = 0u64;
+    let mut last = None;
+    for (start, bytes, newlines_before) in pieces {
+        let end = start + bytes.len() as u64;
+        if end <= at {
+            continue;
+        }
+        if start > at {
+            let line = marker_line(start - at, newlines_before - at_newlines, path, last);
+            out.write_all(line.as_bytes())?;
+            last = Some(b'\n');
+        }
+        let from = at.saturating_sub(start) as usize;
+        let fresh = &bytes[from..];
+        if let Some(&b) = fresh.last() {
+            out.write_all(fresh)?;
+            last = Some(b);
+        }
+        at = end;
+        at_newlines = newlines_before + count_newlines(bytes);
+    }
+    if at < input.total {
+        let line = marker_line(input.total - at, input.newlines - at_newlines, path, last);
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Splits what is left for head and tail by the head share.
+fn split(rest: u64, head_share: f64) -> (u64, u64) {
+    let head = ((rest as f64) * head_share.clamp(0.0, 1.0)).floor() as u64;
+    let head = head.min(rest);
+    (head, rest - head)
+}
+
+/// One gap's marker line. It starts with a newline when the output so far
+/// does not end with one, so the marker is always a line of its own.
+pub fn marker_line(bytes: u64, lines: u64, path: Option<&str>, last: Option<u8>) -> String {
+    let lead = if last.is_some_and(|b| b != b'\n') {
+        "\n"
+    } else {
+        ""
+    };
+    let noun = if lines == 1 { "line" } else { "lines" };
+    let saved = path.map_or(String::new(), |p| format!("; full output: {p}"));
+    format!(
+        "{lead}[jkz-truncate: {} bytes ({} {noun}) omitted{saved}]\n",
+        thousands(bytes),
+        thousands(lines)
+    )
+}
+
+/// The longest marker an input of `total` bytes can need.
+fn marker_bound(total: u64, path: Option<&str>) -> u64 {
+    marker_line(total, total, path, Some(b'x')).len() as u64
+}
+
+/// The shortest marker there is; the pool prunes with it because the final
+/// marker length is known only at the end of the input.
+fn marker_floor() -> u64 {
+    marker_line(0, 0, None, None).len() as u64
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// Counts what passes through to a writer.
+struct Counter<W>(W, u64);
+
+impl<W: Write> Write for Counter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.1 += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn markers() {
+        assert_eq!(
+            marker_line(1_234_567, 20_311, Some("state/context-offload/x.txt"), None),
+            "[jkz-truncate: 1,234,567 bytes (20,311 lines) omitted; full output: state/context-offload/x.txt]\n"
+        );
+        assert_eq!(
+            marker_line(5, 1, None, Some(b'a')),
+            "\n[jkz-truncate: 5 bytes (1 line) omitted]\n"
+        );
+    }
+
+    #[test]
+    fn split_by_share() {
+        assert_eq!(split(100, 0.25), (25, 75));
+        assert_eq!(split(101, 1.0), (101, 0));
+        assert_eq!(split(7, 0.0), (0, 7));
+    }
+}
