@@ -3,6 +3,10 @@
 //! file or the new one, never half of one; two writers never corrupt each
 //! other (the last rename wins whole). Files are created owner-only (0600).
 //!
+//! The directory sync only makes the new name durable at once (see
+//! [`Durability`]); a writer whose file may be lost to a power loss, but
+//! must never be half there, can leave it out.
+//!
 //! Temp files are named `.<file name>.<random>.tmp`; one left behind by a
 //! killed process is removed by `jkz gc`.
 
@@ -23,6 +27,23 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 pub struct AtomicFile {
     tmp: NamedTempFile,
     dest: PathBuf,
+    durability: Durability,
+}
+
+/// What is on disk when a commit returns. Either way the content is synced
+/// before the rename, so after a power loss the destination holds the old
+/// file or the whole new one, never half of one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// The content and the new name (the directory is synced too): the
+    /// commit survives a power loss right after it returns.
+    #[default]
+    Full,
+    /// The content only: the rename reaches the disk with the filesystem's
+    /// next journal commit, so a power loss within seconds may undo the
+    /// commit (never half of it). Saves a directory sync, which on a busy
+    /// disk waits for a whole journal commit (milliseconds).
+    Content,
 }
 
 impl AtomicFile {
@@ -37,7 +58,17 @@ impl AtomicFile {
             .prefix(&format!(".{}.", name.to_string_lossy()))
             .suffix(TEMP_SUFFIX)
             .tempfile_in(dir)?;
-        Ok(AtomicFile { tmp, dest })
+        Ok(AtomicFile {
+            tmp,
+            dest,
+            durability: Durability::Full,
+        })
+    }
+
+    /// Sets what a commit makes durable (default [`Durability::Full`]).
+    pub fn durability(mut self, durability: Durability) -> AtomicFile {
+        self.durability = durability;
+        self
     }
 
     pub fn dest(&self) -> &Path {
@@ -49,7 +80,7 @@ impl AtomicFile {
         let dir = parent_dir(&self.dest).to_path_buf();
         self.tmp.as_file().sync_all()?;
         self.tmp.persist(&self.dest).map_err(|e| e.error)?;
-        sync_dir(&dir)
+        self.durability.sync_dir(&dir)
     }
 
     /// Like [`commit`](AtomicFile::commit), but keeps an existing destination
@@ -59,7 +90,7 @@ impl AtomicFile {
         self.tmp.as_file().sync_all()?;
         match self.tmp.persist_noclobber(&self.dest) {
             Ok(_) => {
-                sync_dir(&dir)?;
+                self.durability.sync_dir(&dir)?;
                 Ok(true)
             }
             Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -101,7 +132,12 @@ impl Write for AtomicFile {
 
 /// Replaces `dest` with `bytes`, atomically.
 pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = AtomicFile::create(dest)?;
+    write_atomic_with(dest, bytes, Durability::Full)
+}
+
+/// [`write_atomic`] with a chosen [`Durability`].
+pub fn write_atomic_with(dest: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    let mut file = AtomicFile::create(dest)?.durability(durability);
     file.write_all(bytes)?;
     file.commit()
 }
@@ -123,8 +159,13 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+impl Durability {
+    fn sync_dir(self, dir: &Path) -> io::Result<()> {
+        match self {
+            Durability::Full => File::open(dir)?.sync_all(),
+            Durability::Content => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

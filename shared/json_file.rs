@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::atomic::write_atomic;
+use crate::atomic::{write_atomic_with, Durability};
 
 /// Why an update could not be made.
 #[derive(Debug)]
@@ -84,6 +84,18 @@ pub fn update_object<T, E>(
 where
     E: From<UpdateError>,
 {
+    update_object_with(path, Durability::Full, edit)
+}
+
+/// [`update_object`] with a chosen [`Durability`] of the write.
+pub fn update_object_with<T, E>(
+    path: &Path,
+    durability: Durability,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<UpdateError>,
+{
     let _guard = lock(path).map_err(UpdateError::Io)?;
     let mut object = match std::fs::read(path) {
         Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
@@ -110,7 +122,7 @@ where
     let mut bytes =
         serde_json::to_vec_pretty(&Value::Object(object)).expect("a JSON map serializes");
     bytes.push(b'\n');
-    write_atomic(path, &bytes).map_err(UpdateError::Io)?;
+    write_atomic_with(path, &bytes, durability).map_err(UpdateError::Io)?;
     Ok(out)
 }
 

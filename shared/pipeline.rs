@@ -25,6 +25,8 @@ use serde_json::{Map, Value};
 use crate::json_file::{self, UpdateError};
 use crate::state_dir::StateDir;
 
+mod view;
+
 /// The subdirectory of the state directory holding pipeline files.
 pub const PIPELINE_DIR: &str = "pipeline";
 
@@ -229,19 +231,31 @@ impl Verdict {
 
 impl Normalized {
     pub fn of(doc: &PipelineDoc) -> Normalized {
-        let f = |name: &str| doc.field(name);
+        Normalized::from_fields(&doc.issue, |name| doc.field(name), |name| doc.sibling(name))
+    }
+
+    /// The view from a lookup of the issue's data fields and of the
+    /// siblings of the numeric key: the contract's coercion rules, in one
+    /// place for [`Normalized::of`] and for the direct route from a file's
+    /// bytes ([`load`]). Every name read here is listed in `view::VIEW_FIELDS`
+    /// or `view::VIEW_SIBLINGS`.
+    fn from_fields<'a>(
+        issue: &IssueNumber,
+        f: impl Fn(&str) -> Option<&'a Value>,
+        sibling: impl Fn(&str) -> Option<&'a Value>,
+    ) -> Normalized {
         let text = |name: &str| f(name).and_then(coerce_text);
         let review_passed = f("review_passed").and_then(coerce_flag);
         let qa_passed = f("qa_passed").and_then(coerce_flag);
         Normalized {
-            issue: doc.issue.clone(),
+            issue: issue.clone(),
             current_phase: text("current_phase").unwrap_or_else(|| "unknown".into()),
             active_agent: text("active_agent"),
             issue_type: text("issue_type").unwrap_or_else(|| "feature".into()),
             pr_number: f("pr_number").and_then(coerce_count),
             started_at: f("started_at").cloned().unwrap_or(Value::Null),
             last_updated: text("last_updated")
-                .or_else(|| doc.sibling("lastActivity").and_then(coerce_text)),
+                .or_else(|| sibling("lastActivity").and_then(coerce_text)),
             verdict: Verdict::combine(review_passed, qa_passed),
             review_passed,
             qa_passed,
@@ -258,7 +272,7 @@ impl Normalized {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
-            heartbeat_pid: doc.sibling("heartbeat_pid").and_then(coerce_count),
+            heartbeat_pid: sibling("heartbeat_pid").and_then(coerce_count),
         }
     }
 
@@ -564,67 +578,119 @@ pub fn read_bounded_text(path: &Path, max: u64) -> Option<String> {
 /// invalid rather than read (real pipeline files are a few KiB).
 pub const MAX_PIPELINE_FILE: u64 = 16 * 1024 * 1024;
 
-/// A pipeline file as read: its parsed document, or why it could not be.
+/// A pipeline file as read: its normalized view and its JSON text, or why
+/// it is not a pipeline document.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedPipeline {
     pub file: PipelineFile,
-    pub doc: Result<PipelineDoc, ParseError>,
-    /// The file's text when it was not valid JSON (lossy, bounded), so a
-    /// snapshot still records what was there.
-    pub raw_text: Option<String>,
+    pub view: Result<Normalized, ParseError>,
+    /// The file's JSON text, surrounding whitespace trimmed, when `view` is
+    /// `Ok` (then it is one valid JSON object, as strict as `serde_json`'s
+    /// `Value` is); else the text that was there (lossy UTF-8, at most 64 KiB),
+    /// or nothing when the file could not be read at all.
+    pub text: Option<Vec<u8>>,
+}
+
+impl LoadedPipeline {
+    /// The file's content as JSON, when it is a valid pipeline document.
+    pub fn json(&self) -> Option<&[u8]> {
+        self.view.as_ref().ok().and(self.text.as_deref())
+    }
+
+    /// What was in a file that is not valid JSON (lossy, bounded).
+    pub fn invalid_text(&self) -> Option<String> {
+        match (&self.view, &self.text) {
+            (Err(_), Some(text)) => Some(String::from_utf8_lossy(text).into_owned()),
+            _ => None,
+        }
+    }
 }
 
 /// Reads and parses one pipeline file.
 pub fn load(file: &PipelineFile) -> LoadedPipeline {
-    // Sized from the metadata so a small file is one read call, not a
-    // growing buffer's several (10,000 files make syscalls the cost).
-    let read = std::fs::File::open(&file.path).and_then(|f| {
-        let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut bytes = Vec::with_capacity(hint.min(MAX_PIPELINE_FILE) as usize + 1);
-        f.take(MAX_PIPELINE_FILE + 1).read_to_end(&mut bytes)?;
-        Ok(bytes)
-    });
-    let (doc, raw_text) = match read {
+    load_with(file, &mut Vec::new())
+}
+
+/// [`load`] with a read buffer kept across files: thousands of small files
+/// then cost one open, two reads and a close each, with no stat for a size
+/// hint and no buffer growth.
+fn load_with(file: &PipelineFile, buf: &mut Vec<u8>) -> LoadedPipeline {
+    buf.clear();
+    let read = std::fs::File::open(&file.path)
+        .and_then(|f| f.take(MAX_PIPELINE_FILE + 1).read_to_end(buf));
+    let (view, text) = match read {
         Err(e) => (Err(ParseError(format!("unreadable: {e}"))), None),
-        Ok(bytes) if bytes.len() as u64 > MAX_PIPELINE_FILE => (
+        Ok(n) if n as u64 > MAX_PIPELINE_FILE => (
             Err(ParseError(format!(
                 "larger than {MAX_PIPELINE_FILE} bytes: not read"
             ))),
             None,
         ),
-        Ok(bytes) => match PipelineDoc::parse(file.issue.clone(), &bytes) {
-            Ok(doc) => (Ok(doc), None),
-            Err(e) => {
-                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
-                (Err(e), Some(text.into_owned()))
-            }
+        Ok(_) => match view::normalized(&file.issue, buf) {
+            Some(view) => (Ok(view), Some(trim_json_whitespace(buf).to_vec())),
+            // Not a JSON object: the full parse says precisely why. (Were
+            // the two ever to disagree, the full parse wins.)
+            None => match PipelineDoc::parse(file.issue.clone(), buf) {
+                Ok(doc) => (
+                    Ok(doc.normalized()),
+                    Some(trim_json_whitespace(buf).to_vec()),
+                ),
+                Err(e) => (Err(e), Some(buf[..buf.len().min(64 * 1024)].to_vec())),
+            },
         },
     };
     LoadedPipeline {
         file: file.clone(),
-        doc,
-        raw_text,
+        view,
+        text,
     }
 }
 
-/// Reads every pipeline file, on up to two threads (the files are small and
-/// many; the open/read/close calls dominate).
+/// `bytes` without JSON's insignificant whitespace at either end.
+fn trim_json_whitespace(bytes: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let start = bytes.iter().position(|b| !ws(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !ws(b)).map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
+/// Reads every pipeline file, in order, on up to [`MAX_READ_THREADS`]
+/// threads: the files are small and many, so the open/read/close calls and
+/// the parse dominate, and both spread over the cores.
 pub fn load_all(files: &[PipelineFile]) -> Vec<LoadedPipeline> {
     const PARALLEL_FROM: usize = 256;
-    if files.len() < PARALLEL_FROM {
-        return files.iter().map(load).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_READ_THREADS);
+    if files.len() < PARALLEL_FROM || threads < 2 {
+        let mut buf = Vec::new();
+        return files.iter().map(|f| load_with(f, &mut buf)).collect();
     }
-    let (first, second) = files.split_at(files.len() / 2);
+    let load_chunk = |chunk: &[PipelineFile]| {
+        let mut buf = Vec::new();
+        chunk
+            .iter()
+            .map(|f| load_with(f, &mut buf))
+            .collect::<Vec<_>>()
+    };
+    let mut chunks = files.chunks(files.len().div_ceil(threads));
+    let first = chunks.next().unwrap_or_default();
     std::thread::scope(|s| {
-        let other = s.spawn(|| second.iter().map(load).collect::<Vec<_>>());
-        let mut out: Vec<_> = first.iter().map(load).collect();
-        match other.join() {
-            Ok(rest) => out.extend(rest),
-            Err(_) => out.extend(second.iter().map(load)),
+        let others: Vec<_> = chunks
+            .map(|chunk| (chunk, s.spawn(move || load_chunk(chunk))))
+            .collect();
+        let mut out = load_chunk(first);
+        for (chunk, handle) in others {
+            // A thread that could not finish (it panicked): its files are
+            // read again here, so the order and the count stay right.
+            out.extend(handle.join().unwrap_or_else(|_| load_chunk(chunk)));
         }
         out
     })
 }
+
+/// The most threads [`load_all`] reads with.
+pub const MAX_READ_THREADS: usize = 4;
 
 /// Why `set` could not be done.
 #[derive(Debug)]

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::atomic::Durability;
 use crate::json_file::{self, UpdateError};
 use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
@@ -45,12 +46,16 @@ pub struct CompactionNudge<'a> {
 
 /// Counts one compaction in the record at `path` (created when missing),
 /// leaving every other field untouched. Returns the new count.
+///
+/// Written with [`Durability::Content`]: a power loss within seconds may
+/// undo the nudge (the record is then one compaction behind, like its
+/// snapshot, which is written the same way), never leave half a record.
 pub fn nudge_compaction(
     path: &Path,
     session: &SessionId,
     nudge: &CompactionNudge,
 ) -> Result<u64, UpdateError> {
-    json_file::update_object(path, |record| {
+    json_file::update_object_with(path, Durability::Content, |record| {
         record
             .entry("session_id")
             .or_insert_with(|| Value::from(session.as_str()));

@@ -138,8 +138,8 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             })?;
             let mut views = Vec::new();
             for loaded in pipeline::load_all(&files) {
-                match loaded.doc {
-                    Ok(doc) => views.push(doc.normalized()),
+                match loaded.view {
+                    Ok(view) => views.push(view),
                     Err(e) => eprintln!("jkz state list: {}: {e}", loaded.file.path.display()),
                 }
             }

@@ -52,16 +52,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     };
     let loaded = pipeline::load_all(&files);
-    let views: Vec<_> = loaded
-        .iter()
-        .filter_map(|p| p.doc.as_ref().ok().map(|d| d.normalized()))
-        .collect();
 
     let git = match git {
         Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
         Started::Failed(state) => state,
     };
-    let digest = Digest::build(&views, &state.join(pipeline::PIPELINE_DIR), git.clone());
+    let views = loaded.iter().filter_map(|p| p.view.as_ref().ok());
+    let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
 
     let saved = save(
         &state,

@@ -123,8 +123,8 @@ fn live_digest(state: &StateDir, warnings: &mut Warnings) -> Digest {
         Vec::new()
     });
     let views: Vec<_> = pipeline::load_all(&files)
-        .iter()
-        .filter_map(|p| p.doc.as_ref().ok().map(|d| d.normalized()))
+        .into_iter()
+        .filter_map(|p| p.view.ok())
         .collect();
     Digest::build(
         &views,

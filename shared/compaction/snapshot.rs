@@ -12,7 +12,7 @@
 //! | `event_error` | why the event could not be read (only when it could not) |
 //! | `git` | branch, HEAD, dirty paths ([`GitState`]) |
 //! | `digest` | the decision-critical items the summarizer was given ([`Digest`]) |
-//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the parsed content) with `normalized`, or `error` with `raw_text` |
+//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the file's JSON, verbatim) with `normalized`, or `error` with `raw_text` |
 //!
 //! Retention: snapshots older than [`MAX_AGE_DAYS`] days are removed, but
 //! the newest [`KEEP_NEWEST`] are always kept. The timestamp in the name
@@ -22,12 +22,11 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::digest::Digest;
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Durability};
 use crate::git::GitState;
 use crate::pipeline::LoadedPipeline;
 
@@ -110,66 +109,78 @@ pub struct Snapshot<'a> {
     pub pipelines: &'a [LoadedPipeline],
 }
 
-/// The pipelines, serialized straight from the loaded documents (no copy
-/// of thousands of objects into one big `Value` first).
-struct Pipelines<'a>(&'a [LoadedPipeline]);
-
-struct PipelineEntry<'a>(&'a LoadedPipeline);
-
-impl Serialize for Pipelines<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for p in self.0 {
-            seq.serialize_element(&PipelineEntry(p))?;
+impl Snapshot<'_> {
+    /// Writes the snapshot as one compact JSON object, fields in the order of
+    /// the table above.
+    ///
+    /// Each pipeline's `raw` is the file's text copied verbatim: it was
+    /// validated as a JSON object when read, as strictly as a
+    /// `serde_json::Value` (see `pipeline::load`), so parsing it into a tree
+    /// and printing it again would change nothing but the time taken (most of
+    /// the hook's time, with thousands of files).
+    pub fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
+        fn json(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
+            serde_json::to_writer(out, value).map_err(io::Error::from)
         }
-        seq.end()
-    }
-}
-
-impl Serialize for PipelineEntry<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let p = self.0;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("issue", &p.file.issue)?;
-        map.serialize_entry("file", &p.file.issue.file_name())?;
-        match &p.doc {
-            Ok(doc) => {
-                map.serialize_entry("raw", &doc.object)?;
-                map.serialize_entry("normalized", &doc.normalized())?;
-            }
-            Err(e) => {
-                map.serialize_entry("error", &e.0)?;
-                map.serialize_entry("raw_text", &p.raw_text)?;
-            }
-        }
-        map.end()
-    }
-}
-
-impl Serialize for Snapshot<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("jkz_snapshot", &1)?;
-        map.serialize_entry("created_at", self.created_at)?;
-        map.serialize_entry("pid", &self.pid)?;
-        map.serialize_entry("session_id", &self.session_id)?;
-        map.serialize_entry("event", &self.event)?;
+        out.write_all(b"{\"jkz_snapshot\":1,\"created_at\":")?;
+        json(out, self.created_at)?;
+        out.write_all(b",\"pid\":")?;
+        json(out, &self.pid)?;
+        out.write_all(b",\"session_id\":")?;
+        json(out, &self.session_id)?;
+        out.write_all(b",\"event\":")?;
+        json(out, &self.event)?;
         if let Some(e) = self.event_error {
-            map.serialize_entry("event_error", e)?;
+            out.write_all(b",\"event_error\":")?;
+            json(out, e)?;
         }
-        map.serialize_entry("git", self.git)?;
-        map.serialize_entry("digest", self.digest)?;
-        map.serialize_entry("pipelines", &Pipelines(self.pipelines))?;
-        map.end()
+        out.write_all(b",\"git\":")?;
+        json(out, self.git)?;
+        out.write_all(b",\"digest\":")?;
+        json(out, self.digest)?;
+        out.write_all(b",\"pipelines\":[")?;
+        for (i, p) in self.pipelines.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(b"{\"issue\":")?;
+            json(out, &p.file.issue)?;
+            out.write_all(b",\"file\":")?;
+            json(out, &p.file.issue.file_name())?;
+            match &p.view {
+                Ok(view) => {
+                    out.write_all(b",\"raw\":")?;
+                    out.write_all(p.json().unwrap_or(b"null"))?;
+                    out.write_all(b",\"normalized\":")?;
+                    json(out, view)?;
+                }
+                Err(e) => {
+                    out.write_all(b",\"error\":")?;
+                    json(out, &e.0)?;
+                    out.write_all(b",\"raw_text\":")?;
+                    json(out, &p.invalid_text())?;
+                }
+            }
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"]}")
     }
 }
 
 /// Writes the snapshot as `state/<name>`, atomically and write-once.
+///
+/// Durability: the content is synced before the rename, so even after a
+/// power loss the snapshot is whole or absent, never half. The directory is
+/// not synced: the rename reaches the disk with the filesystem's next
+/// journal commit (seconds), and a snapshot lost to a power loss in that
+/// window is the same as a compaction the hook did not see, which every
+/// reader already handles. That sync cost more than the rest of the hook
+/// (milliseconds on a busy disk).
 pub fn write(state: &Path, name: &str, snapshot: &Snapshot) -> io::Result<PathBuf> {
     let path = state.join(name);
-    let file = AtomicFile::create(&path)?;
+    let file = AtomicFile::create(&path)?.durability(Durability::Content);
     let mut out = BufWriter::with_capacity(256 * 1024, file);
-    serde_json::to_writer(&mut out, snapshot).map_err(io::Error::other)?;
+    snapshot.write_json(&mut out)?;
     out.write_all(b"\n")?;
     let file = out.into_inner().map_err(|e| e.into_error())?;
     if !file.commit_new()? {
@@ -220,6 +231,59 @@ mod tests {
         ] {
             assert!(!is_snapshot_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn snapshot_holds_each_file_verbatim_or_its_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("pipeline");
+        std::fs::create_dir(&dir).unwrap();
+        let good = "\n {\"7\": {\"current_phase\": \"qa\", \"steps\": {\"a\": [1, 2.5e3]}},\n  \"zz\": null} \n";
+        std::fs::write(dir.join("7.json"), good).unwrap();
+        std::fs::write(dir.join("8.json"), "{\"8\": oops").unwrap();
+        let loaded = crate::pipeline::load_all(&crate::pipeline::list_in(&dir).unwrap());
+        let git = GitState::default();
+        let digest = Digest::default();
+        let event: Map<String, Value> = serde_json::from_str(r#"{"b": 1, "a": [2]}"#).unwrap();
+        let snap = Snapshot {
+            created_at: "T",
+            pid: 1,
+            session_id: None,
+            event: Some(&event),
+            event_error: None,
+            git: &git,
+            digest: &digest,
+            pipelines: &loaded,
+        };
+        let path = write(tmp.path(), "pre-compact-x.json", &snap).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(text.contains(good.trim()), "the file's text, verbatim");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "jkz_snapshot",
+                "created_at",
+                "pid",
+                "session_id",
+                "event",
+                "git",
+                "digest",
+                "pipelines"
+            ]
+        );
+        assert_eq!(v["event"].to_string(), r#"{"b":1,"a":[2]}"#);
+        let want: Value = serde_json::from_str(good).unwrap();
+        assert_eq!(v["pipelines"][0]["raw"], want);
+        assert_eq!(v["pipelines"][0]["normalized"]["current_phase"], "qa");
+        assert_eq!(v["pipelines"][1]["file"], "8.json");
+        assert!(v["pipelines"][1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid JSON"));
+        assert_eq!(v["pipelines"][1]["raw_text"], "{\"8\": oops");
+        assert_eq!(v["pipelines"][1].get("raw"), None);
     }
 
     #[test]
