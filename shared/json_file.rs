@@ -6,9 +6,8 @@
 //! Writes are atomic ([`crate::atomic`]); key order and unknown fields survive
 //! because the object is edited in place (`serde_json` with `preserve_order`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -64,12 +63,8 @@ pub struct FileLock {
 
 /// Blocks until the exclusive lock for `path` is held.
 pub fn lock(path: &Path) -> io::Result<FileLock> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(lock_path(path))?;
+    // Never through a link planted as the lock file (see state_dir).
+    let file = crate::state_dir::open_lock_file(&lock_path(path))?;
     file.lock()?;
     Ok(FileLock { _file: file })
 }
@@ -119,8 +114,20 @@ where
         Err(e) => return Err(UpdateError::Io(e).into()),
     };
     let out = edit(&mut object)?;
-    let mut bytes =
-        serde_json::to_vec_pretty(&Value::Object(object)).expect("a JSON map serializes");
+    let object = Value::Object(object);
+    // A file nested deeper than jkz parses would be lost to every later read.
+    let depth = crate::json_depth::depth(&object);
+    if depth > crate::json_depth::MAX_READABLE_DEPTH {
+        return Err(UpdateError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the new content nests {depth} levels, deeper than jkz reads back ({}); not written",
+                crate::json_depth::MAX_READABLE_DEPTH
+            ),
+        ))
+        .into());
+    }
+    let mut bytes = serde_json::to_vec_pretty(&object).expect("a JSON map serializes");
     bytes.push(b'\n');
     write_atomic_with(path, &bytes, durability).map_err(UpdateError::Io)?;
     Ok(out)
