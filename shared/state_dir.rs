@@ -327,7 +327,10 @@ mod tests {
             .custom_flags(O_NOFOLLOW)
             .open(&link)
             .unwrap_err();
-        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
         assert_eq!(err.raw_os_error(), Some(40), "ELOOP: {err}");
         assert!(!target.exists());
         // A plain file still opens with the flag.

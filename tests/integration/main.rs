@@ -5,6 +5,7 @@
 mod client;
 mod compress;
 mod hooks;
+mod hostile;
 mod install;
 mod session;
 mod state;
