@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::atomic::{write_atomic_with, Durability};
+use crate::state_dir::read_state_file;
 
 /// Why an update could not be made.
 #[derive(Debug)]
@@ -45,6 +46,9 @@ impl From<io::Error> for UpdateError {
         UpdateError::Io(e)
     }
 }
+
+/// The largest file [`update_object`] reads; jkz's objects are a few KiB.
+pub const MAX_OBJECT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The lock file guarding `path`.
 pub fn lock_path(path: &Path) -> PathBuf {
@@ -92,7 +96,14 @@ where
     E: From<UpdateError>,
 {
     let _guard = lock(path).map_err(UpdateError::Io)?;
-    let mut object = match std::fs::read(path) {
+    let mut object = match read_state_file(path, MAX_OBJECT_BYTES) {
+        Ok(bytes) if bytes.len() as u64 > MAX_OBJECT_BYTES => {
+            return Err(UpdateError::NotAnObject(format!(
+                "{}: larger than {MAX_OBJECT_BYTES} bytes: not read",
+                path.display()
+            ))
+            .into())
+        }
         Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => map,
             Ok(_) => {

@@ -16,7 +16,7 @@
 //! files; [`list`] skips them.
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -568,9 +568,8 @@ pub fn approved_plan(
 
 /// A file's text (lossy UTF-8) up to `max` bytes; none when unreadable.
 pub fn read_bounded_text(path: &Path, max: u64) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes).ok()?;
+    let mut bytes = crate::state_dir::read_state_file(path, max).ok()?;
+    bytes.truncate(max as usize);
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -616,8 +615,7 @@ pub fn load(file: &PipelineFile) -> LoadedPipeline {
 /// hint and no buffer growth.
 fn load_with(file: &PipelineFile, buf: &mut Vec<u8>) -> LoadedPipeline {
     buf.clear();
-    let read = std::fs::File::open(&file.path)
-        .and_then(|f| f.take(MAX_PIPELINE_FILE + 1).read_to_end(buf));
+    let read = crate::state_dir::read_state_file_into(&file.path, MAX_PIPELINE_FILE, buf);
     let (view, text) = match read {
         Err(e) => (Err(ParseError(format!("unreadable: {e}"))), None),
         Ok(n) if n as u64 > MAX_PIPELINE_FILE => (

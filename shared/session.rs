@@ -310,7 +310,8 @@ fn snapshots(state: &StateDir) -> Vec<Found> {
             continue;
         }
         let Ok(Ok(Value::Object(snap))) =
-            fs::read(e.path()).map(|b| serde_json::from_slice::<Value>(&b))
+            crate::state_dir::read_state_file(&e.path(), crate::session_snapshot::MAX_RECORD_BYTES)
+                .map(|b| serde_json::from_slice::<Value>(&b))
         else {
             continue;
         };

@@ -78,10 +78,13 @@ pub fn nudge_compaction(
     })
 }
 
+/// The most bytes read from a session record (real ones are a few KiB).
+pub const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The snapshot file name the record points at, if it is one of ours (a bare
 /// `pre-compact-….json` name; anything else is ignored).
 pub fn last_snapshot_name(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::state_dir::read_state_file(path, MAX_RECORD_BYTES).ok()?;
     let record: Value = serde_json::from_slice(&bytes).ok()?;
     let name = record.get("last_pre_compact_snapshot")?.as_str()?;
     crate::compaction::is_snapshot_name(name).then(|| name.to_string())

@@ -199,7 +199,17 @@ fn no_state_dir(state: &StateDir) -> Failure {
 
 fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {
     let path = pipeline::pipeline_path(state, issue);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match crate::state_dir::read_state_file(&path, pipeline::MAX_PIPELINE_FILE) {
+        Ok(b) if b.len() as u64 > pipeline::MAX_PIPELINE_FILE => {
+            return Err(Failure::new(
+                1,
+                format!(
+                    "{}: larger than {} bytes: not a pipeline file",
+                    path.display(),
+                    pipeline::MAX_PIPELINE_FILE
+                ),
+            ))
+        }
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Failure::new(

@@ -200,6 +200,62 @@ pub fn is_real_dir(path: &Path) -> io::Result<bool> {
     }
 }
 
+/// `open(2)`'s `O_NONBLOCK`: opening a FIFO returns at once instead of
+/// waiting for a writer. Regular files ignore it. (No libc crate: the Linux
+/// value, the same on the architectures jkz is built for.)
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+)))]
+const O_NONBLOCK: i32 = 0;
+
+/// Opens a file under `state/` for reading, refusing anything but a regular
+/// file. A FIFO planted as `state/pipeline/7.json` would otherwise block a
+/// hook forever on `open` (no writer) or `read`; a device could stream
+/// without end. Checked before opening, opened with `O_NONBLOCK`, and
+/// checked again on the open file, so a swap in between is caught too.
+pub fn open_state_file(path: &Path) -> io::Result<File> {
+    if !fs::metadata(path)?.is_file() {
+        return Err(not_a_regular_file());
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_a_regular_file());
+    }
+    Ok(file)
+}
+
+/// Reads a state file (see [`open_state_file`]), at most `max + 1` bytes so
+/// the caller can tell a file larger than `max` from one of exactly `max`.
+pub fn read_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    read_state_file_into(path, max, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_state_file`] into a buffer the caller reuses; returns the length.
+pub fn read_state_file_into(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
+    use std::io::Read;
+    open_state_file(path)?
+        .take(max.saturating_add(1))
+        .read_to_end(buf)
+}
+
+fn not_a_regular_file() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file: jkz reads only regular files in the state directory",
+    )
+}
+
 /// Opens (creating it owner-only if missing) a lock file for writing,
 /// refusing to follow a symbolic link in its place: a link planted as
 /// `.<name>.lock` would otherwise make jkz create or open its target.
@@ -303,6 +359,28 @@ mod tests {
             let mode = std::fs::metadata(dir).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("7.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Without a writer, a plain open would block forever here.
+        let err = read_state_file(&fifo, 1024).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        let regular = tmp.path().join("8.json");
+        std::fs::write(&regular, b"{}").unwrap();
+        assert_eq!(read_state_file(&regular, 1024).unwrap(), b"{}");
+        assert_eq!(
+            read_state_file(&regular, 1).unwrap().len(),
+            2,
+            "max + 1 bytes"
+        );
     }
 
     #[test]

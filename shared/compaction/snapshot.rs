@@ -18,7 +18,7 @@
 //! the newest [`KEEP_NEWEST`] are always kept. The timestamp in the name
 //! (`20250131T235959.123Z`) sorts like time, so "newest" is "greatest name".
 
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -202,9 +202,7 @@ pub struct SnapshotHead {
 
 /// Reads a snapshot's head; none when missing or not a snapshot.
 pub fn read_head(path: &Path) -> Option<SnapshotHead> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SNAPSHOT_READ).read_to_end(&mut bytes).ok()?;
+    let bytes = crate::state_dir::read_state_file(path, MAX_SNAPSHOT_READ).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

@@ -951,3 +951,69 @@ fn every_file_under_state_is_owner_only() {
         .iter()
         .any(|(p, _)| p.to_string_lossy().ends_with(".lock")));
 }
+
+/// Runs `cmd` with a watchdog: a process still running after 60 s fails the
+/// test (a hook must answer, not hang).
+fn within_deadline(cmd: Cmd) -> Run {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(cmd.run());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the command hung on a FIFO in state/ (gave up after 60 s)")
+}
+
+/// A named pipe planted where jkz reads a data file used to block the hooks
+/// forever in `open` (no writer ever comes).
+#[test]
+fn a_fifo_in_state_never_hangs_a_hook() {
+    let world = World::new();
+    world.pipeline(6, json!({}));
+    let state = world.state();
+    std::fs::create_dir_all(state.join("session-snapshots")).unwrap();
+    let fifos = [
+        state.join("pipeline/7.json"),
+        state.join("pipeline/6-compact-plan.md"),
+        state.join("session-snapshots/fifo-session.json"),
+        state.join("pre-compact-20991231T235959.999Z-1.json"),
+    ];
+    for fifo in &fifos {
+        let status = std::process::Command::new("mkfifo")
+            .arg(fifo)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mkfifo {}", fifo.display());
+    }
+    let before = world.outside_state();
+    let input = serde_json::to_vec(&event(&world, "fifo-session")).unwrap();
+    let run = within_deadline(world.cmd("jkz-pre-compact").stdin(&input)).success();
+    assert!(run.stdout_str().contains("decide"), "{}", run.report());
+    let mut start = event(&world, "fifo-session");
+    start["hook_event_name"] = json!("SessionStart");
+    start["source"] = json!("compact");
+    let start = serde_json::to_vec(&start).unwrap();
+    within_deadline(world.cmd("jkz-session-start").stdin(&start)).success();
+    // `jkz state`'s table: 2 when the state could not be read.
+    let run = within_deadline(world.cmd("jkz").args(["state", "show", "7"]));
+    assert_eq!(run.code(), Some(2), "{}", run.report());
+    assert!(
+        run.stderr_str().contains("not a regular file"),
+        "{}",
+        run.report()
+    );
+    within_deadline(
+        world
+            .cmd("jkz-session")
+            .args(["--session", "other", "load"]),
+    )
+    .success();
+    assert_eq!(before, world.outside_state());
+    for fifo in &fifos {
+        let kind = std::fs::symlink_metadata(fifo).unwrap().file_type();
+        assert!(
+            std::os::unix::fs::FileTypeExt::is_fifo(&kind),
+            "{} replaced",
+            fifo.display()
+        );
+    }
+}
