@@ -128,8 +128,8 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
     let files = pipeline::list(state).unwrap_or_default();
     let mut views: Vec<Value> = pipeline::load_all(&files)
         .into_iter()
-        .map(|loaded| match loaded.doc {
-            Ok(doc) => serde_json::to_value(doc.normalized()).expect("a view serializes"),
+        .map(|loaded| match loaded.view {
+            Ok(view) => serde_json::to_value(view).expect("a view serializes"),
             Err(e) => serde_json::json!({"issue": loaded.file.issue.as_str(), "error": e.0}),
         })
         .collect();
