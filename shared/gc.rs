@@ -64,8 +64,13 @@ struct Entry {
     accessed: SystemTime,
 }
 
+/// The regular files in `dir`. A `dir` that is a symbolic link yields none:
+/// gc removes files, and must never remove them outside the state directory.
 fn entries(dir: &Path) -> Vec<Entry> {
     let mut out = Vec::new();
+    if !crate::state_dir::is_real_dir(dir).unwrap_or(false) {
+        return out;
+    }
     for e in fs::read_dir(dir).into_iter().flatten().flatten() {
         let Ok(meta) = e.metadata() else { continue };
         if !meta.is_file() {
@@ -231,6 +236,15 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
     let say = |out: &mut dyn Write, line: std::fmt::Arguments| {
         writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
     };
+    if state.path().exists() && !state.exists() {
+        return Err(Failure::new(
+            1,
+            format!(
+                "{} is not a directory: nothing to collect (move it away, or name another state directory)",
+                state.path().display()
+            ),
+        ));
+    }
     if !state.exists() {
         say(
             out,

@@ -11,9 +11,8 @@
 //! the next writer a clear error, not a hang. A holder that dies releases the
 //! lock with its last descriptor; the empty lock file left behind is harmless.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -122,12 +121,8 @@ pub fn lock_within(path: &Path, wait: Duration) -> io::Result<FileLock> {
 }
 
 fn open_lock(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(lock_path(path))
+    // Never through a link planted as the lock file (see state_dir).
+    crate::state_dir::open_lock_file(&lock_path(path))
 }
 
 /// Reads the object at `path` (empty when the file does not exist), lets `edit`
@@ -188,8 +183,20 @@ where
         Err(e) => return Err(UpdateError::Io(e).into()),
     };
     let out = edit(&mut object)?;
-    let mut bytes =
-        serde_json::to_vec_pretty(&Value::Object(object)).expect("a JSON map serializes");
+    let object = Value::Object(object);
+    // A file nested deeper than jkz parses would be lost to every later read.
+    let depth = crate::json_depth::depth(&object);
+    if depth > crate::json_depth::MAX_READABLE_DEPTH {
+        return Err(UpdateError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the new content nests {depth} levels, deeper than jkz reads back ({}); not written",
+                crate::json_depth::MAX_READABLE_DEPTH
+            ),
+        ))
+        .into());
+    }
+    let mut bytes = serde_json::to_vec_pretty(&object).expect("a JSON map serializes");
     bytes.push(b'\n');
     write_atomic_with(path, &bytes, durability).map_err(UpdateError::Io)?;
     Ok(out)

@@ -14,6 +14,7 @@ pub mod gc;
 pub mod git;
 pub mod hook;
 pub mod hook_input;
+pub mod json_depth;
 pub mod json_file;
 pub mod lines;
 pub mod pipeline;

@@ -740,6 +740,14 @@ pub fn set_field(
     if let Some(why) = field_problem(field, &value) {
         return Err(SetError::Refused(format!("{field}: {why}")));
     }
+    // The file nests the value two levels down (object, issue data).
+    let max = crate::json_depth::MAX_READABLE_DEPTH - 2;
+    let depth = crate::json_depth::depth(&value);
+    if depth > max {
+        return Err(SetError::Refused(format!(
+            "{field}: the value nests {depth} levels; at most {max} fit in a pipeline file jkz can read back"
+        )));
+    }
     json_file::update_object(path, |object| {
         let data = object
             .entry(issue.as_str())

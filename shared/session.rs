@@ -129,7 +129,21 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
     let mut views: Vec<Value> = pipeline::load_all(&files)
         .into_iter()
         .map(|loaded| match loaded.view {
-            Ok(view) => serde_json::to_value(view).expect("a view serializes"),
+            Ok(view) => {
+                let view = serde_json::to_value(view).expect("a view serializes");
+                // The record nests each view two levels down (object,
+                // `pipeline` array): a deeper one would make the record
+                // unreadable, and lose every note saved in it.
+                let depth = crate::json_depth::depth(&view);
+                if depth > crate::json_depth::MAX_READABLE_DEPTH - 2 {
+                    serde_json::json!({
+                        "issue": loaded.file.issue.as_str(),
+                        "error": format!("a field nests {depth} levels; not recorded"),
+                    })
+                } else {
+                    view
+                }
+            }
             Err(e) => serde_json::json!({"issue": loaded.file.issue.as_str(), "error": e.0}),
         })
         .collect();
@@ -140,7 +154,11 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 
 /// Runs a parsed command line with the process environment.
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
-    let (id, explicit) = resolve_session(cli.session.as_deref(), |k| std::env::var(k).ok())?;
+    // Lossy, not `env::var`: a value that is not UTF-8 must be refused as an
+    // invalid id, not skipped as if unset (saving into another session).
+    let (id, explicit) = resolve_session(cli.session.as_deref(), |k| {
+        std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+    })?;
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
     let now = Utc::now();
     let code = match &cli.command {

@@ -95,7 +95,13 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
         } => {
             let value = if json {
                 serde_json::from_str(&value).map_err(|e| {
-                    Failure::new(1, format!("--json: VALUE is not JSON ({e}): {value}"))
+                    Failure::new(
+                        1,
+                        format!(
+                            "--json: VALUE is not JSON ({e}): {}",
+                            pipeline::shorten(&value, 80)
+                        ),
+                    )
                 })?
             } else {
                 Value::String(value)

@@ -6,12 +6,51 @@
 //! it. The last two are implicit: they are used only when `state/` already
 //! exists (a project opts in with `jkz install`), so a tool run in a random
 //! directory never leaves a `state/` behind.
+//!
+//! Symbolic links: the root itself may be one (`state -> /big/disk/state`,
+//! or a `--state-dir` naming a link) — where state lives is the user's
+//! choice. Below the root, jkz never writes through a link: a subdirectory
+//! ([`StateDir::ensure_subdir`]) or a lock file ([`open_lock_file`]) that is
+//! a link is refused with an error, never followed, so a link planted in
+//! `state/` cannot make jkz create or change files elsewhere. Files are
+//! replaced by rename, which replaces a link rather than its target.
+//! (`state/` is owner-only, 0700: only its owner can plant a link there, so
+//! checking before use, without a race-free `openat` walk, is enough.)
 
 use std::ffi::OsString;
-use std::fs::DirBuilder;
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
+/// symbolic link in the last path component. std has no constant for it and
+/// the libc crate is not a dependency, so the kernel ABI values are spelled
+/// out here (Linux: `asm-generic/fcntl.h`, except the architectures whose
+/// `asm/fcntl.h` moves it; BSDs and macOS: `sys/fcntl.h`).
+/// `o_nofollow_refuses_a_link` proves the value on the machine under test.
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    any(
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "powerpc",
+        target_arch = "powerpc64"
+    )
+))]
+pub const O_NOFOLLOW: i32 = 0o100000;
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(any(
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "powerpc",
+        target_arch = "powerpc64"
+    ))
+))]
+pub const O_NOFOLLOW: i32 = 0o400000;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub const O_NOFOLLOW: i32 = 0x0100;
 
 /// How the state directory was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,9 +132,18 @@ impl StateDir {
 
     /// The directory ready for writing: created (owner-only) when the root is
     /// explicit, `None` when it is implicit and the project has not opted in.
+    /// Something other than a directory in its place (a file, a link to a
+    /// file) is an error whatever the source: it says what is wrong, where
+    /// "no state directory" would send the user to `jkz install` in vain.
     pub fn ensure(&self) -> io::Result<Option<&Path>> {
-        if self.exists() {
-            return Ok(Some(&self.path));
+        // The root may be a link (the user's choice): metadata follows it.
+        match fs::metadata(&self.path) {
+            Ok(meta) if meta.is_dir() => return Ok(Some(&self.path)),
+            Ok(_) => return Err(not_a_directory()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            // E.g. a parent that is a file: nothing opted in here.
+            Err(_) if !self.source.is_explicit() => return Ok(None),
+            Err(e) => return Err(e),
         }
         if !self.source.is_explicit() {
             return Ok(None);
@@ -104,17 +152,87 @@ impl StateDir {
         Ok(Some(&self.path))
     }
 
-    /// `state/<rel>` ready for writing (see [`StateDir::ensure`]).
+    /// `state/<rel>` ready for writing (see [`StateDir::ensure`]). Each
+    /// component below the root is created owner-only when missing; one that
+    /// is a symbolic link or not a directory is an error, never followed.
     pub fn ensure_subdir(&self, rel: impl AsRef<Path>) -> io::Result<Option<PathBuf>> {
         let Some(root) = self.ensure()? else {
             return Ok(None);
         };
-        let dir = root.join(rel);
-        if !dir.is_dir() {
-            create_private_dir(&dir)?;
+        let mut dir = root.to_path_buf();
+        for part in rel.as_ref().components() {
+            let Component::Normal(name) = part else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{}: not a plain path below the state directory",
+                        rel.as_ref().display()
+                    ),
+                ));
+            };
+            dir.push(name);
+            if !is_real_dir(&dir)? {
+                match DirBuilder::new().mode(0o700).create(&dir) {
+                    Ok(()) => {}
+                    // Another process made it meanwhile: check what it is.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        if !is_real_dir(&dir)? {
+                            return Err(e);
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Ok(Some(dir))
     }
+}
+
+/// True when `path` is a directory itself (not a link to one); false when
+/// it does not exist; an error when something else is in its place.
+pub fn is_real_dir(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(true),
+        Ok(meta) if meta.file_type().is_symlink() => Err(symbolic_link()),
+        Ok(_) => Err(not_a_directory()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Opens (creating it owner-only if missing) a lock file for writing,
+/// refusing to follow a symbolic link in its place: a link planted as
+/// `.<name>.lock` would otherwise make jkz create or open its target.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link {
+                symbolic_link()
+            } else {
+                e
+            }
+        })
+}
+
+fn symbolic_link() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a symbolic link inside the state directory: jkz never writes through one (remove the link)",
+    )
+}
+
+fn not_a_directory() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotADirectory,
+        "exists but is not a directory (move it away, or name another state directory)",
+    )
 }
 
 /// Creates `dir` and its missing parents with mode 0700.
@@ -178,5 +296,90 @@ mod tests {
         assert!(sub.is_dir());
         let mode = std::fs::metadata(r.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+        let mode = std::fs::metadata(&sub).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let nested = r.ensure_subdir("a/b").unwrap().unwrap();
+        for dir in [r.join("a"), nested] {
+            let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+    }
+
+    #[test]
+    fn o_nofollow_refuses_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        // Without the flag, opening the dangling link creates its target …
+        let plain = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&link);
+        assert!(plain.is_ok() && target.exists());
+        std::fs::remove_file(&target).unwrap();
+        // … with it, the kernel refuses (ELOOP) and creates nothing.
+        let err = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(O_NOFOLLOW)
+            .open(&link)
+            .unwrap_err();
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
+        assert_eq!(err.raw_os_error(), Some(40), "ELOOP: {err}");
+        assert!(!target.exists());
+        // A plain file still opens with the flag.
+        let plain = tmp.path().join("plain");
+        open_lock_file(&plain).unwrap();
+        let err = open_lock_file(&link).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(!target.exists());
+    }
+
+    #[test]
+    fn subdirectory_links_and_files_are_refused_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let state = tmp.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&outside, state.join("context-offload")).unwrap();
+        std::fs::write(state.join("pipeline"), "x").unwrap();
+        let r = StateDir::at(&state);
+        let err = r.ensure_subdir("context-offload").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let err = r.ensure_subdir("context-offload/x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        let err = r.ensure_subdir("pipeline").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotADirectory);
+        assert!(r.ensure_subdir("../escape").is_err());
+        assert!(!tmp.path().join("escape").exists());
+    }
+
+    #[test]
+    fn a_root_link_is_followed_a_root_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("state")).unwrap();
+        let r = StateDir::resolve_with(None, Some(tmp.path()), env(&[]));
+        let sub = r.ensure_subdir("pipeline").unwrap().unwrap();
+        assert!(sub.is_dir() && real.join("pipeline").is_dir());
+
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("state"), "x").unwrap();
+        for r in [
+            StateDir::resolve_with(None, Some(tmp.path()), env(&[])),
+            StateDir::at(tmp.path().join("state")),
+        ] {
+            let err = r.ensure().unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::NotADirectory);
+        }
     }
 }

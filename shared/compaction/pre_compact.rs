@@ -79,7 +79,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
 fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<SessionId> {
     let raw = event
         .and_then(|e| e.text("session_id").map(str::to_string))
-        .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())?;
+        // Lossy, so a value that is not UTF-8 is reported, not ignored.
+        .or_else(|| {
+            std::env::var_os("CLAUDE_CODE_SESSION_ID")
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned())
+        })?;
     match SessionId::parse(&raw) {
         Ok(id) => Some(id),
         Err(e) => {

@@ -6,6 +6,7 @@ mod client;
 mod compress;
 mod faults;
 mod hooks;
+mod hostile;
 mod install;
 mod session;
 mod state;
