@@ -5,10 +5,16 @@
 //! which is replaced by rename and so is a different inode after each write).
 //! Writes are atomic ([`crate::atomic`]); key order and unknown fields survive
 //! because the object is edited in place (`serde_json` with `preserve_order`).
+//!
+//! The wait for the lock is bounded ([`LOCK_WAIT`], a hook [`HOOK_LOCK_WAIT`]):
+//! a holder that is frozen (stopped with ^Z, stuck on a slow disk) must cost
+//! the next writer a clear error, not a hang. A holder that dies releases the
+//! lock with its last descriptor; the empty lock file left behind is harmless.
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
@@ -65,12 +71,62 @@ pub struct FileLock {
     _file: File,
 }
 
+/// How long a writer waits for another's lock before it gives up: a
+/// read-modify-write holds it for milliseconds, so ten seconds is a frozen
+/// holder, not a busy one. `JKZ_LOCK_WAIT_MS` overrides it.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a hook waits: it must answer promptly, and what it writes under
+/// a lock (the compaction nudge) may be skipped with a warning.
+pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// [`LOCK_WAIT`], or `JKZ_LOCK_WAIT_MS` milliseconds when set.
+pub fn lock_wait() -> Duration {
+    std::env::var("JKZ_LOCK_WAIT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(LOCK_WAIT, Duration::from_millis)
+}
+
 /// Blocks until the exclusive lock for `path` is held.
 pub fn lock(path: &Path) -> io::Result<FileLock> {
-    // Never through a link planted as the lock file (see state_dir).
-    let file = crate::state_dir::open_lock_file(&lock_path(path))?;
+    let file = open_lock(path)?;
     file.lock()?;
     Ok(FileLock { _file: file })
+}
+
+/// Takes the exclusive lock for `path`, waiting at most `wait`; past it, an
+/// error (`TimedOut`) naming the lock file.
+pub fn lock_within(path: &Path, wait: Duration) -> io::Result<FileLock> {
+    let file = open_lock(path)?;
+    let deadline = Instant::now() + wait;
+    // Polled: a blocking lock cannot be given up on.
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(FileLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{} is held by another process; gave up after {:.1}s",
+                    lock_path(path).display(),
+                    wait.as_secs_f64()
+                ),
+            ));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+fn open_lock(path: &Path) -> io::Result<File> {
+    // Never through a link planted as the lock file (see state_dir).
+    crate::state_dir::open_lock_file(&lock_path(path))
 }
 
 /// Reads the object at `path` (empty when the file does not exist), lets `edit`
@@ -95,7 +151,20 @@ pub fn update_object_with<T, E>(
 where
     E: From<UpdateError>,
 {
-    let _guard = lock(path).map_err(UpdateError::Io)?;
+    update_object_within(path, durability, lock_wait(), edit)
+}
+
+/// [`update_object_with`], waiting at most `wait` for the lock.
+pub fn update_object_within<T, E>(
+    path: &Path,
+    durability: Durability,
+    wait: Duration,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<UpdateError>,
+{
+    let _guard = lock_within(path, wait).map_err(UpdateError::Io)?;
     let mut object = match read_state_file(path, MAX_OBJECT_BYTES) {
         Ok(bytes) if bytes.len() as u64 > MAX_OBJECT_BYTES => {
             return Err(UpdateError::NotAnObject(format!(
@@ -174,6 +243,39 @@ mod tests {
         let r = update_object::<(), UpdateError>(&path, |_| Ok(()));
         assert!(matches!(r, Err(UpdateError::NotAnObject(_))));
         assert_eq!(std::fs::read(&path).unwrap(), b"[1]");
+    }
+
+    #[test]
+    fn a_held_lock_is_waited_for_a_bounded_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("p.json");
+        let held = lock(&path).unwrap();
+        let started = Instant::now();
+        let r = update_object_within::<_, UpdateError>(
+            &path,
+            Durability::Full,
+            Duration::from_millis(50),
+            |_| Ok(()),
+        );
+        let Err(UpdateError::Io(e)) = r else {
+            panic!("updated under a held lock")
+        };
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains(".p.json.lock"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!path.exists());
+        drop(held);
+        update_object_within::<_, UpdateError>(
+            &path,
+            Durability::Full,
+            Duration::from_millis(50),
+            |o| {
+                o.insert("k".into(), Value::from(1));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(path.exists());
     }
 
     #[test]

@@ -55,27 +55,33 @@ pub fn nudge_compaction(
     session: &SessionId,
     nudge: &CompactionNudge,
 ) -> Result<u64, UpdateError> {
-    json_file::update_object_with(path, Durability::Content, |record| {
-        record
-            .entry("session_id")
-            .or_insert_with(|| Value::from(session.as_str()));
-        let count = record
-            .get("compaction_count")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            + 1;
-        record.insert("compaction_count".into(), Value::from(count));
-        record.insert("last_compaction_at".into(), Value::from(nudge.at));
-        record.insert(
-            "last_compaction_trigger".into(),
-            nudge.trigger.map(Value::from).unwrap_or(Value::Null),
-        );
-        record.insert(
-            "last_pre_compact_snapshot".into(),
-            nudge.snapshot.map(Value::from).unwrap_or(Value::Null),
-        );
-        Ok::<_, UpdateError>(count)
-    })
+    // Bounded wait: a frozen holder must not hold up compaction.
+    json_file::update_object_within(
+        path,
+        Durability::Content,
+        json_file::HOOK_LOCK_WAIT,
+        |record| {
+            record
+                .entry("session_id")
+                .or_insert_with(|| Value::from(session.as_str()));
+            let count = record
+                .get("compaction_count")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                + 1;
+            record.insert("compaction_count".into(), Value::from(count));
+            record.insert("last_compaction_at".into(), Value::from(nudge.at));
+            record.insert(
+                "last_compaction_trigger".into(),
+                nudge.trigger.map(Value::from).unwrap_or(Value::Null),
+            );
+            record.insert(
+                "last_pre_compact_snapshot".into(),
+                nudge.snapshot.map(Value::from).unwrap_or(Value::Null),
+            );
+            Ok::<_, UpdateError>(count)
+        },
+    )
 }
 
 /// The most bytes read from a session record (real ones are a few KiB).

@@ -4,6 +4,7 @@
 
 mod client;
 mod compress;
+mod faults;
 mod hooks;
 mod hostile;
 mod install;
