@@ -5,11 +5,18 @@
 # stored.
 #
 #   bench/truncate.sh            (takes a few minutes on 2 cores)
+#   REPS=5 bench/truncate.sh     (more rounds)
+#   JKZ_TRUNCATE_BIN=/path/to/jkz-truncate bench/truncate.sh   (another build)
 #
 # Needs python3 and GNU time (/usr/bin/time; `apt-get install time`).
 # Every command reads through a pipe (`cat log | …`): `tail -c` on a regular
 # file seeks to the end, which is not what a pipe allows.
-# Throughput is the best of 3 runs; peak RSS is the jkz process's own.
+# Every measured command runs REPS times (default 3; `REPS=5 bench/truncate.sh`),
+# interleaved (one of each per round) so that load from elsewhere hits them
+# alike; the best and the median wall time are reported, and the ratios of
+# both. Peak RSS is the jkz process's own (last round). Two floor rows come
+# from bench/pipe_floor.rs: a program that only reads the pipe, and one that
+# also writes the copy to a file as the full output does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +25,7 @@ if [ ! -x /usr/bin/time ]; then
   exit 1
 fi
 
+reps=${REPS:-3}
 cap=307200 # primary mode's cap
 out=bench/out
 log="$out/log-512M.txt"
@@ -27,41 +35,70 @@ if [ ! -f "$log" ] || [ "$(stat -c %s "$log")" -ne $((512 << 20)) ]; then
   python3 bench/gen_log.py 512M > "$log.tmp"
   mv "$log.tmp" "$log"
 fi
-cargo build --release --locked --bin jkz-truncate 2>&1 | tail -1
-bin="$PWD/target/release/jkz-truncate"
+if [ -n "${JKZ_TRUNCATE_BIN:-}" ]; then
+  bin="$JKZ_TRUNCATE_BIN"
+else
+  cargo build --release --locked --bin jkz-truncate 2>&1 | tail -1
+  bin="$PWD/target/release/jkz-truncate"
+fi
+rustc --edition 2021 -C opt-level=3 bench/pipe_floor.rs -o "$out/pipe_floor"
+floor="$PWD/$out/pipe_floor"
 state="$(mktemp -d)"
 trap 'rm -rf "$state"' EXIT
 
-# best_of3 NAME COMMAND…: best wall time of 3 runs, and the last run's peak
-# RSS of the measured process (its command runs under /usr/bin/time).
-best_of3() {
-  local name="$1"; shift
-  local best="" rss=""
-  for _ in 1 2 3; do
-    rm -rf "$state/context-offload"
-    local t0 t1
-    t0=$(date +%s.%N)
-    cat "$log" | /usr/bin/time -f "%M" -o "$out/rss.txt" "$@" > /dev/null
-    t1=$(date +%s.%N)
-    local t; t=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc -l)" = 1 ]; then best=$t; fi
-    rss=$(cat "$out/rss.txt")
-  done
-  printf '%-34s %6.3f s  %7.0f MiB/s  peak RSS %6d KiB\n' "$name" "$best" \
-    "$(echo "512 / $best" | bc -l)" "$rss"
-  last_best=$best
+names=(tail nofull full floor_read floor_copy)
+declare -A label=(
+  [tail]="tail -c $cap"
+  [nofull]="jkz-truncate --no-full-output"
+  [full]="jkz-truncate (full output kept)"
+  [floor_read]="floor: read the pipe only"
+  [floor_copy]="floor: read + write the copy"
+)
+declare -A times rss
+
+# run NAME: one timed run of the command NAME names, reading the log
+# through a pipe; appends its wall time to times[NAME].
+run() {
+  local name="$1" t0 t1
+  rm -rf "$state/context-offload" "$state/copy"
+  local cmd
+  case "$name" in
+    tail) cmd=(tail -c "$cap") ;;
+    nofull) cmd=("$bin" --no-full-output) ;;
+    full) cmd=("$bin" --state-dir "$state") ;;
+    floor_read) cmd=("$floor" read) ;;
+    floor_copy) cmd=("$floor" copy "$state/copy") ;;
+  esac
+  t0=$(date +%s.%N)
+  cat "$log" | /usr/bin/time -f "%M" -o "$out/rss.txt" "${cmd[@]}" > /dev/null
+  t1=$(date +%s.%N)
+  if [ "$name" = full ]; then
+    ls "$state/context-offload" | grep -q '^full-' || { echo "no full output was saved" >&2; exit 1; }
+  fi
+  times[$name]+="$(echo "$t1 - $t0" | bc -l) "
+  rss[$name]=$(cat "$out/rss.txt")
 }
 
-echo "cap $cap bytes; input $log (512 MiB)"
-best_of3 "tail -c $cap" tail -c "$cap"
-tail_t=$last_best
-best_of3 "jkz-truncate --no-full-output" "$bin" --no-full-output
-nofull_t=$last_best
-best_of3 "jkz-truncate (full output kept)" "$bin" --state-dir "$state"
-full_t=$last_best
-ls "$state/context-offload" | grep -q '^full-' || { echo "no full output was saved" >&2; exit 1; }
-printf 'throughput ratio vs tail -c: --no-full-output %.2fx (target >= 0.8x), full output kept %.2fx (target >= 0.5x)\n' \
-  "$(echo "$tail_t / $nofull_t" | bc -l)" "$(echo "$tail_t / $full_t" | bc -l)"
+echo "cap $cap bytes; input $log (512 MiB); $reps interleaved rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for _ in $(seq "$reps"); do
+  for name in "${names[@]}"; do run "$name"; done
+done
+
+declare -A best median
+for name in "${names[@]}"; do
+  sorted=$(echo "${times[$name]}" | tr ' ' '\n' | grep . | sort -g)
+  best[$name]=$(echo "$sorted" | head -1)
+  median[$name]=$(echo "$sorted" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+  printf '%-34s best %6.3f s (%5.0f MiB/s)  median %6.3f s  peak RSS %6d KiB\n' "${label[$name]}" \
+    "${best[$name]}" "$(echo "512 / ${best[$name]}" | bc -l)" "${median[$name]}" "${rss[$name]}"
+done
+ratio() { echo "$1 / $2" | bc -l; }
+printf 'ratio vs tail -c, best (median): --no-full-output %.2fx (%.2fx), target >= 0.8x; full output kept %.2fx (%.2fx), target >= 0.5x\n' \
+  "$(ratio "${best[tail]}" "${best[nofull]}")" "$(ratio "${median[tail]}" "${median[nofull]}")" \
+  "$(ratio "${best[tail]}" "${best[full]}")" "$(ratio "${median[tail]}" "${median[full]}")"
+printf 'floors vs tail -c, best (median): read only %.2fx (%.2fx); read + write the copy %.2fx (%.2fx)\n' \
+  "$(ratio "${best[tail]}" "${best[floor_read]}")" "$(ratio "${median[tail]}" "${median[floor_read]}")" \
+  "$(ratio "${best[tail]}" "${best[floor_copy]}")" "$(ratio "${median[tail]}" "${median[floor_copy]}")"
 
 limit_kib=$(( (3 * cap + (16 << 20)) / 1024 ))
 echo "4 GiB stream (generated on the fly):"

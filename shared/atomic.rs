@@ -83,6 +83,18 @@ impl AtomicFile {
         self.durability.sync_dir(&dir)
     }
 
+    /// Renames into place like [`commit`](AtomicFile::commit), without
+    /// forcing anything to disk. For bulky copies that are records, not
+    /// state (the full output `jkz-truncate` keeps): while the system runs,
+    /// a reader still sees the whole file or none under its name; after a
+    /// power loss the file may be missing or short.
+    pub fn commit_unsynced(self) -> io::Result<()> {
+        self.tmp
+            .persist(&self.dest)
+            .map(|_| ())
+            .map_err(|e| e.error)
+    }
+
     /// Like [`commit`](AtomicFile::commit), but keeps an existing destination
     /// (write-once content-addressed files). Returns false when it existed.
     pub fn commit_new(self) -> io::Result<bool> {
@@ -208,6 +220,20 @@ mod tests {
         assert_eq!(std::fs::read(tmp.path().join("abc.md")).unwrap(), b"abc");
         let f = AtomicFile::create(tmp.path().join("pending")).unwrap();
         assert!(f.commit_new_as(tmp.path().join("sub/abc.md")).is_err());
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn unsynced_commit_replaces_whole_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("full.txt");
+        write_atomic(&dest, b"old").unwrap();
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.write_all(b"new ").unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"old", "not before commit");
+        f.write_all(b"copy").unwrap();
+        f.commit_unsynced().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new copy");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 

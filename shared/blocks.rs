@@ -253,8 +253,14 @@ impl BlockScanner {
         let mut found = Found::default();
         while i < batch.len() {
             let at_line_start = self.pos == self.line_start;
-            if self.fast_path && at_line_start && matches!(self.raw, Raw::None) {
-                let skipped = self.skip_plain_lines(batch, i, &mut found);
+            if self.fast_path && at_line_start {
+                let skipped = match self.raw {
+                    Raw::None => self.skip_plain_lines(batch, i, &mut found),
+                    Raw::Fence { marker, start, .. } => {
+                        self.skip_fence_lines(batch, i, marker, start)
+                    }
+                    Raw::Comment { .. } | Raw::Tag { .. } => 0,
+                };
                 if skipped > 0 {
                     i += skipped;
                     continue;
@@ -290,14 +296,7 @@ impl BlockScanner {
     ///
     /// [`piece`]: BlockScanner::piece
     fn skip_plain_lines(&mut self, batch: &[u8], at: usize, found: &mut Found) -> usize {
-        // Skipped lines must end before the outermost open section's bound.
-        let limit = match self.sections.first() {
-            Some(s) => (s.start + BLOCK_BOUND)
-                .saturating_sub(self.pos + 1)
-                .min((batch.len() - at) as u64) as usize,
-            None => batch.len() - at,
-        };
-        let span_end = at + limit;
+        let span_end = at + self.skip_limit(None, batch.len() - at);
         let mut from = at;
         let stop = loop {
             let mark = match found.mark {
@@ -338,6 +337,60 @@ impl BlockScanner {
         self.pos += skipped as u64;
         self.line_start = self.pos;
         skipped
+    }
+
+    /// How many of the `available` bytes from the current position lines
+    /// may be skipped in without running the per-piece bound check: skipped
+    /// lines must end before the bound of the open raw block (which started
+    /// at `raw_start`) and of the outermost open section.
+    fn skip_limit(&self, raw_start: Option<u64>, available: usize) -> usize {
+        let oldest = match (raw_start, self.sections.first()) {
+            (Some(r), Some(s)) => Some(r.min(s.start)),
+            (r, s) => r.or(s.map(|s| s.start)),
+        };
+        match oldest {
+            Some(start) => (start + BLOCK_BOUND)
+                .saturating_sub(self.pos + 1)
+                .min(available as u64) as usize,
+            None => available,
+        }
+    }
+
+    /// The fast path inside a fence that opened at `start` with `marker`:
+    /// skips the whole lines at the start of `batch[at..]` that cannot close
+    /// it, exactly as [`piece`] would. Only a line whose first non-blank
+    /// byte is the fence's marker can close a fence, so one SIMD search for
+    /// that byte covers the stretch; an unterminated fence (megabytes of
+    /// text until its bound) then costs no per-line work. Returns the number
+    /// of bytes skipped (always whole lines).
+    ///
+    /// [`piece`]: BlockScanner::piece
+    fn skip_fence_lines(&mut self, batch: &[u8], at: usize, marker: u8, start: u64) -> usize {
+        let span = &batch[at..at + self.skip_limit(Some(start), batch.len() - at)];
+        let whole_lines_before =
+            |p: usize| memchr::memrchr(b'\n', &span[..p]).map_or(0, |nl| nl + 1);
+        let mut from = 0;
+        let stop = loop {
+            let Some(n) = memchr(marker, &span[from..]) else {
+                break whole_lines_before(span.len());
+            };
+            let p = from + n;
+            let mut q = p;
+            while q > 0 && matches!(span[q - 1], b' ' | b'\t') {
+                q -= 1;
+            }
+            if q == 0 || span[q - 1] == b'\n' {
+                break q; // a line that may close the fence
+            }
+            // The marker is not first on its line: go on after the line.
+            match memchr(b'\n', &span[p..]) {
+                Some(nl) => from = p + nl + 1,
+                None => break whole_lines_before(p),
+            }
+        };
+        self.pos += stop as u64;
+        self.line_start = self.pos;
+        stop
     }
 
     /// Ends the input: every open block is reported.
@@ -598,18 +651,27 @@ fn heading_kind(text: &[u8]) -> Option<Kind> {
     if text.len() > 256 {
         return None;
     }
-    let mut norm: Vec<u8> = text
+    // Most headings in a log are not protected: a first letter that starts
+    // no name settles it before any normalizing.
+    let first = text
         .iter()
-        .filter(|&&b| b != b'*' && b != b'_')
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
+        .find(|&&b| !(b.is_ascii_whitespace() || b == b'*' || b == b'_'));
+    if !first.is_some_and(|b| b"tdacpv".contains(&b.to_ascii_lowercase())) {
+        return None;
+    }
+    // Normalized on the stack: every heading line of a log passes here.
+    let mut buf = [0u8; 256];
+    let mut len = 0;
+    for &b in text.iter().filter(|&&b| b != b'*' && b != b'_') {
+        buf[len] = b.to_ascii_lowercase();
+        len += 1;
+    }
+    let mut norm = buf[..len].trim_ascii_end();
     // An optional closing sequence of `#`s, then blanks.
-    let trimmed = norm.trim_ascii_end().len();
-    norm.truncate(trimmed);
     let hashes = norm.iter().rev().take_while(|&&b| b == b'#').count();
     if hashes > 0 && (hashes == norm.len() || matches!(norm[norm.len() - hashes - 1], b' ' | b'\t'))
     {
-        norm.truncate(norm.len() - hashes);
+        norm = &norm[..norm.len() - hashes];
     }
     let norm = norm.trim_ascii();
     NAMES.iter().find_map(|&(name, kind)| {
@@ -882,6 +944,7 @@ mod tests {
                 "<!-- jkz:decisions\n", "-->\n", "```verdict-json\n", "```\n", "~~~tldr\n",
                 "~~~\n", "## TL;DR\n", "# Top\n", "### Decisions\n", "<compact-plan>\n",
                 "</compact-plan>\n", "  ## not\n", "<b>\n", "`code`\n", "<!-- plain -->\n",
+                "  ```\n", "x ``` y\n", "````\n", " ~~~ \n", "a ~ b\n", "``\n",
             ]), 0..50),
             max_line in 4usize..40,
             keep in proptest::collection::vec(proptest::bool::ANY, 0..64),
@@ -920,6 +983,36 @@ mod tests {
                 let cuts: Vec<usize> = legal_cuts(&doc, 16).into_iter().step_by(997).collect();
                 let slow = events_of(&doc, 16, false, &[]);
                 assert_eq!(events_of(&doc, 16, true, &cuts), slow);
+            }
+        }
+    }
+
+    #[test]
+    fn fast_path_keeps_the_fence_bound() {
+        // An unterminated fence, alone and inside a protected section that
+        // opened earlier (whose bound then comes first), at every alignment
+        // of the bound against the 19-byte lines; a marker byte mid-line on
+        // every line so the in-fence search stops often.
+        for prefix in [&b""[..], b"## TL;DR\nsummary line\n"] {
+            for pad in 0..19 {
+                let mut doc = prefix.to_vec();
+                doc.extend_from_slice(b"```tldr\n");
+                doc.extend(std::iter::repeat_n(b'x', pad));
+                doc.push(b'\n');
+                while doc.len() < BLOCK_BOUND as usize + 300 {
+                    doc.extend_from_slice(b"fenced ` text line\n");
+                }
+                doc.extend_from_slice(b"```\n## Next\n");
+                let slow = events_of(&doc, MAX_LINE, false, &[]);
+                assert!(slow
+                    .iter()
+                    .any(|e| matches!(e, Event::Block(b) if !b.closed)));
+                assert_eq!(events_of(&doc, MAX_LINE, true, &[]), slow, "pad {pad}");
+                if pad == 0 {
+                    let cuts: Vec<usize> = legal_cuts(&doc, 16).into_iter().step_by(997).collect();
+                    let slow = events_of(&doc, 16, false, &[]);
+                    assert_eq!(events_of(&doc, 16, true, &cuts), slow);
+                }
             }
         }
     }

@@ -22,9 +22,7 @@ pub struct LineReader<R> {
     /// `buf[start..end]` holds bytes read but not yet handed out.
     start: usize,
     end: usize,
-    /// Bytes of the current line already handed out in earlier batches.
-    line_done: usize,
-    max_line: usize,
+    cut: BatchCut,
     eof: bool,
 }
 
@@ -41,8 +39,7 @@ impl<R: Read> LineReader<R> {
             buf: vec![0; capacity],
             start: 0,
             end: 0,
-            line_done: 0,
-            max_line,
+            cut: BatchCut::new(max_line),
             eof: false,
         }
     }
@@ -52,26 +49,11 @@ impl<R: Read> LineReader<R> {
     /// current line, or at the end of the input.
     pub fn next_batch(&mut self) -> io::Result<Option<&[u8]>> {
         loop {
-            let data = &self.buf[self.start..self.end];
-            // Room left in the current line's current piece.
-            let room = self.max_line - self.line_done % self.max_line;
-            if let Some(last_nl) = memchr::memrchr(b'\n', data) {
-                let n = last_nl + 1;
-                // Bytes after the last newline start a fresh line.
-                self.line_done = 0;
+            if let Some(n) = self.cut.next(&self.buf[self.start..self.end], self.eof) {
                 return Ok(Some(self.take(n)));
-            }
-            if data.len() >= room {
-                self.line_done += room;
-                return Ok(Some(self.take(room)));
             }
             if self.eof {
-                if data.is_empty() {
-                    return Ok(None);
-                }
-                let n = data.len();
-                self.line_done += n;
-                return Ok(Some(self.take(n)));
+                return Ok(None);
             }
             self.fill()?;
         }
@@ -101,6 +83,52 @@ impl<R: Read> LineReader<R> {
             }
             return Ok(());
         }
+    }
+}
+
+/// The rule for where a batch may end, for readers that manage their own
+/// buffers ([`LineReader`], the truncator's chunked window): at the last
+/// `\n` of what is pending, else at the current line's next piece boundary
+/// once that many bytes are pending, else (at the end of the input) at the
+/// end.
+#[derive(Clone, Debug)]
+pub struct BatchCut {
+    /// Bytes of the current line already handed out in earlier batches.
+    line_done: usize,
+    max_line: usize,
+}
+
+impl BatchCut {
+    pub fn new(max_line: usize) -> BatchCut {
+        assert!(max_line > 0);
+        BatchCut {
+            line_done: 0,
+            max_line,
+        }
+    }
+
+    /// The length of the next batch at the start of `pending` (bytes read
+    /// but not yet handed out), which the caller must then hand out; `None`
+    /// when more input is needed first, or, at the end of the input (`eof`),
+    /// when nothing is left. Without a newline, fewer than `max_line` bytes
+    /// are ever pending while more input is needed.
+    pub fn next(&mut self, pending: &[u8], eof: bool) -> Option<usize> {
+        // Room left in the current line's current piece.
+        let room = self.max_line - self.line_done % self.max_line;
+        if let Some(last_nl) = memchr::memrchr(b'\n', pending) {
+            // Bytes after the last newline start a fresh line.
+            self.line_done = 0;
+            return Some(last_nl + 1);
+        }
+        let n = if pending.len() >= room {
+            room
+        } else if eof && !pending.is_empty() {
+            pending.len()
+        } else {
+            return None;
+        };
+        self.line_done += n;
+        Some(n)
     }
 }
 

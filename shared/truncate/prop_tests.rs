@@ -4,7 +4,7 @@
 //! chooses with a byte-mask greedy (no interval arithmetic), cuts with
 //! [`crate::cut`] on the whole input, and assembles by walking a coverage
 //! mask. The streaming side reads through a reader that returns random chunk
-//! sizes down to 1 byte, with tiny line pieces, batches and tail chunks so
+//! sizes down to 1 byte, with tiny line pieces and tail chunks (and so batches) so
 //! the window's eviction and the pool's pruning are reached by small inputs.
 
 use std::cmp::Reverse;
@@ -223,10 +223,9 @@ fn document() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn tuning() -> impl Strategy<Value = Tuning> {
-    (MAX_LINE..4 * MAX_LINE, 1usize..40).prop_map(|(batch_capacity, chunk)| Tuning {
-        batch_capacity,
-        max_line: MAX_LINE,
+    (MAX_LINE..4 * MAX_LINE).prop_map(|chunk| Tuning {
         chunk,
+        max_line: MAX_LINE,
     })
 }
 
@@ -276,6 +275,43 @@ proptest! {
                 prop_assert!(memchr::memmem::find(&got, bytes).is_some(), "top block missing");
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The full output is the input, byte for byte, whatever the chunk size
+    /// and read sizes (chunks reach the writer as they leave the window and
+    /// at the end), and nothing at all when the input fits.
+    #[test]
+    fn full_output_is_the_whole_input(
+        input in prop::collection::vec(piece(), 0..120).prop_map(|v| v.concat()),
+        cap in 1u64..300,
+        sizes in prop::collection::vec(1usize..40, 1..8),
+        tuning in tuning(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            cap,
+            head_share: 0.5,
+            full_output: Some(StateDir::at(dir.path().join("state"))),
+        };
+        let reader = Chunked { data: &input, sizes, next: 0 };
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning)
+            .unwrap();
+        prop_assert!(warnings.is_empty(), "{}", String::from_utf8_lossy(&warnings));
+        let offload = dir.path().join("state").join(full_output::SUBDIR);
+        if input.len() as u64 <= cap {
+            prop_assert_eq!(summary.full_output, None);
+            prop_assert!(!offload.exists());
+            return Ok(());
+        }
+        let saved = summary.full_output.expect("saved");
+        prop_assert_eq!(std::fs::read(&saved).unwrap(), input);
+        prop_assert_eq!(std::fs::read_dir(&offload).unwrap().count(), 1, "no temp file left");
     }
 }
 

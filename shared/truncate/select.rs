@@ -52,26 +52,68 @@ pub struct Selection {
 /// Chooses blocks for a budget of `cap` bytes with markers of `marker`
 /// bytes (see the module docs for the rule).
 pub fn select(spans: &[Span], cap: u64, marker: u64) -> Selection {
-    let mut order: Vec<usize> = (0..spans.len()).collect();
-    order.sort_by_key(|&i| {
-        let s = spans[i];
-        (s.kind, Reverse(s.start), Reverse(s.end))
-    });
+    let overlaps = overlapping(spans);
     let mut chosen = vec![false; spans.len()];
     let mut covered = Coverage::default();
     let mut used = marker;
-    for i in order {
+    for i in precedence(spans) {
         let s = spans[i];
-        let new = covered.uncovered(s.start, s.end);
+        // Only a block that overlaps another needs the interval arithmetic:
+        // in a log most blocks overlap nothing.
+        let new = if overlaps[i] {
+            covered.uncovered(s.start, s.end)
+        } else {
+            s.end - s.start
+        };
         if new == 0 {
             chosen[i] = true;
         } else if used + new + marker <= cap {
             chosen[i] = true;
             used += new + marker;
-            covered.insert(s.start, s.end);
+            if overlaps[i] {
+                covered.insert(s.start, s.end);
+            }
         }
     }
     Selection { chosen, used }
+}
+
+/// Indices of `spans` in precedence order: kind, then later start first,
+/// then longer first. The pool calls this on every prune, so it is built
+/// to be cheap on the pool's order (arrival order, which is by end): one
+/// bucket per kind, each reversed, is then already (nearly) sorted, and the
+/// adaptive stable sort only checks it. The keys are unique for distinct
+/// spans, so the result does not depend on the input order.
+fn precedence(spans: &[Span]) -> Vec<usize> {
+    let mut order: Vec<usize> = Vec::with_capacity(spans.len());
+    for kind in Kind::ALL {
+        order.extend((0..spans.len()).rev().filter(|&i| spans[i].kind == kind));
+    }
+    order.sort_by_key(|&i| {
+        let s = spans[i];
+        (s.kind, Reverse(s.start), Reverse(s.end))
+    });
+    order
+}
+
+/// For each span, whether it shares a byte with another span. With the
+/// spans ordered by end, span `i` overlaps an earlier one exactly when the
+/// previous end is past its start, and a later one exactly when the
+/// smallest later start is before its end.
+fn overlapping(spans: &[Span]) -> Vec<bool> {
+    let mut by_end: Vec<usize> = (0..spans.len()).collect();
+    if !by_end.is_sorted_by_key(|&i| spans[i].end) {
+        by_end.sort_by_key(|&i| spans[i].end);
+    }
+    let mut overlaps = vec![false; spans.len()];
+    let mut min_later_start = u64::MAX;
+    for (k, &i) in by_end.iter().enumerate().rev() {
+        let s = spans[i];
+        let earlier = k > 0 && spans[by_end[k - 1]].end > s.start;
+        overlaps[i] = earlier || min_later_start < s.end;
+        min_later_start = min_later_start.min(s.start);
+    }
+    overlaps
 }
 
 /// Disjoint covered ranges, start → end.
@@ -91,14 +133,11 @@ impl Coverage {
     }
 
     fn insert(&mut self, mut start: u64, mut end: u64) {
-        let overlapping: Vec<(u64, u64)> = self
-            .0
-            .range(..=end)
-            .rev()
-            .take_while(|&(_, &e)| e >= start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
+        // Merge with every range that overlaps or touches, last one first.
+        while let Some((&s, &e)) = self.0.range(..=end).next_back() {
+            if e < start {
+                break;
+            }
             self.0.remove(&s);
             start = start.min(s);
             end = end.max(e);
@@ -205,6 +244,26 @@ mod tests {
         assert_eq!(sel.chosen, vec![true, true, true]);
         // 1 + (10 + 1) + (30 + 1) + (10 + 1): union 10..60 is 50 bytes.
         assert_eq!(sel.used, 1 + 50 + 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn overlap_flags_match_pairwise_checks(
+            raw in proptest::collection::vec((0u64..60, 1u64..20), 0..30),
+        ) {
+            let spans: Vec<Span> = raw
+                .iter()
+                .map(|&(start, len)| span(Kind::Tldr, start, start + len))
+                .collect();
+            let naive: Vec<bool> = (0..spans.len())
+                .map(|i| {
+                    (0..spans.len()).any(|j| {
+                        j != i && spans[j].start < spans[i].end && spans[i].start < spans[j].end
+                    })
+                })
+                .collect();
+            proptest::prop_assert_eq!(overlapping(&spans), naive);
+        }
     }
 
     #[test]

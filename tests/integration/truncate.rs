@@ -422,6 +422,28 @@ fn full_output_is_saved_only_where_allowed() {
 }
 
 #[test]
+fn full_output_of_a_long_stream_is_whole() {
+    // Several MiB: most of it leaves the window while the input streams and
+    // is written beside the reading, the rest at the end.
+    let input = filler("long", 5 << 20);
+    let dir = Dir::new();
+    let run = dir
+        .cmd("jkz-truncate")
+        .args(["--max-bytes", "2000", "--state-dir", "st"])
+        .stdin(&input)
+        .run()
+        .success();
+    let files = dir.files();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        dir.read(&files[0]) == input.as_bytes(),
+        "saved copy differs"
+    );
+    assert!(run.stdout().len() <= 2000);
+    assert!(run.stdout_str().ends_with(&input[input.len() - 500..]));
+}
+
+#[test]
 fn failing_to_save_the_full_output_still_prints() {
     let dir = Dir::new();
     dir.write("st", "a file where the state directory should be");
