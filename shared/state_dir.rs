@@ -220,17 +220,25 @@ const O_NONBLOCK: i32 = 0;
 /// without end. Checked before opening, opened with `O_NONBLOCK`, and
 /// checked again on the open file, so a swap in between is caught too.
 pub fn open_state_file(path: &Path) -> io::Result<File> {
-    if !fs::metadata(path)?.is_file() {
+    open_regular(path).map(|(file, _)| file)
+}
+
+/// [`open_state_file`], also returning the file's size.
+fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    // Where O_NONBLOCK is known, the open itself cannot block; elsewhere
+    // look first (a swap in between is still caught below).
+    if O_NONBLOCK == 0 && !fs::metadata(path)?.is_file() {
         return Err(not_a_regular_file());
     }
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(not_a_regular_file());
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 /// Reads a state file (see [`open_state_file`]), at most `max + 1` bytes so
@@ -244,9 +252,12 @@ pub fn read_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 /// [`read_state_file`] into a buffer the caller reuses; returns the length.
 pub fn read_state_file_into(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
-    open_state_file(path)?
-        .take(max.saturating_add(1))
-        .read_to_end(buf)
+    let (file, len) = open_regular(path)?;
+    let limit = max.saturating_add(1);
+    // Room for the whole file (and the probe for its end) up front: one read
+    // instead of a series of growing ones. The size is a hint; the limit rules.
+    buf.reserve(len.min(limit) as usize + 1);
+    file.take(limit).read_to_end(buf)
 }
 
 fn not_a_regular_file() -> io::Error {
