@@ -10,7 +10,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | no such file or field (`get`, `show`), a refused value (`set`), problems found (`validate`) |
+//! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
 //! | 2 | usage error, or the state could not be read or written |
 
 use std::io::Write;
@@ -61,6 +61,15 @@ pub enum StateCommand {
         /// Print the normalized views as a JSON array instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Print the PR number to act on for issue N: PR when it is a number,
+    /// else $JKZ_PR_NUMBER when it is one, else the issue's pr_number field
+    /// (exit 1 when none of them is).
+    Pr {
+        #[arg(value_parser = IssueNumber::parse)]
+        issue: IssueNumber,
+        /// An explicit PR number; it wins over the others.
+        pr: Option<String>,
     },
     /// Check pipeline files against the contract (all of them when no FILE).
     Validate {
@@ -155,6 +164,26 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             } else {
                 write_table(out, &views).map_err(write_err)?;
             }
+        }
+        StateCommand::Pr { issue, pr } => {
+            let env = std::env::var("JKZ_PR_NUMBER").ok();
+            // The file is read only when the first two levels give nothing.
+            let resolved = match pipeline::resolve_pr_number(pr.as_deref(), env.as_deref(), None) {
+                Some(n) => Some(n),
+                None => {
+                    let doc = read_doc(state, &issue)?;
+                    pipeline::resolve_pr_number(None, None, Some(&doc.normalized()))
+                }
+            };
+            let Some(n) = resolved else {
+                return Err(Failure::new(
+                    1,
+                    format!(
+                        "no PR number for issue {issue}: none given, JKZ_PR_NUMBER unset or not a number, and its pr_number field empty or not a number"
+                    ),
+                ));
+            };
+            writeln!(out, "{n}").map_err(write_err)?;
         }
         StateCommand::Validate { files } => {
             let targets: Vec<PathBuf> = if files.is_empty() {

@@ -291,3 +291,42 @@ fn help_documents_every_flag() {
     assert!(run.stdout_str().contains("--json"));
     assert!(run.stdout_str().contains("--state-dir"));
 }
+
+#[test]
+fn pr_resolves_argument_then_environment_then_field() {
+    let dir = Dir::new();
+    state(&dir)
+        .args(["set", "7", "pr_number", "42"])
+        .run()
+        .success();
+    let pr = |args: &[&str], env: Option<&str>| {
+        let mut cmd = state(&dir).arg("pr").args(args.iter().copied());
+        if let Some(v) = env {
+            cmd = cmd.env("JKZ_PR_NUMBER", v);
+        }
+        cmd.run()
+    };
+    assert_eq!(pr(&["7"], None).success().stdout_str(), "42\n");
+    assert_eq!(pr(&["7"], Some("9")).success().stdout_str(), "9\n");
+    assert_eq!(pr(&["7", "5"], Some("9")).success().stdout_str(), "5\n");
+    // A level that is not a number is skipped.
+    assert_eq!(pr(&["7", "x"], Some("y")).success().stdout_str(), "42\n");
+    // No file needed when a level above the field answers.
+    assert_eq!(pr(&["8"], Some("3")).success().stdout_str(), "3\n");
+    let run = pr(&["8"], None).expect_code(1);
+    assert!(
+        run.stderr_str().contains("no pipeline state for issue 8"),
+        "{}",
+        run.report()
+    );
+    state(&dir)
+        .args(["set", "9", "current_phase", "planning"])
+        .run()
+        .success();
+    let run = pr(&["9"], None).expect_code(1);
+    assert!(
+        run.stderr_str().contains("no PR number for issue 9"),
+        "{}",
+        run.report()
+    );
+}
