@@ -3,8 +3,26 @@
 //!
 //! Exit codes: 0, always (a hook never blocks the session).
 
+const LONG_ABOUT: &str = "\
+Claude Code's SessionStart hook (register it for the sources compact and
+resume). Reads the hook event (JSON) on stdin and prints
+{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}
+with the decision-critical items (under 4,000 characters) from the newest
+snapshot of this session, else of the project, else the live pipeline state;
+says when the branch or HEAD moved since. Prints nothing for other sources.
+
+State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
+event's cwd + /state (only if it exists).
+
+Exit code: 0, always; a problem is one line on stderr.";
+
 fn main() -> std::process::ExitCode {
-    jkz::hook::main("jkz-session-start", |warnings| {
+    let cli = jkz::hook::command(
+        "jkz-session-start",
+        "Re-inject the decision-critical pipeline state after compaction or on resume",
+        LONG_ABOUT,
+    );
+    jkz::hook::main(cli, |warnings| {
         jkz::compaction::session_start::run(std::io::stdin().lock(), warnings)
     })
 }

@@ -9,16 +9,41 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// A hook's command line: no options of its own, only `--help` and
+/// `--version`. `about` is the one-line summary, `long_about` the rest of
+/// the help (what it reads, what it writes, its one exit code).
+pub fn command(
+    program: &'static str,
+    about: &'static str,
+    long_about: &'static str,
+) -> clap::Command {
+    clap::Command::new(program)
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(about)
+        .long_about(long_about)
+}
+
 /// Runs a hook body: its warnings go to stderr one line each (prefixed with
 /// `program`), a panic is caught and reported in one line, and the exit code
-/// is always 0.
-pub fn main(program: &str, body: impl FnOnce(&mut Warnings)) -> ExitCode {
+/// is always 0. `--help` and `--version` print and exit; any other argument
+/// is reported in one line and ignored, so a mistyped registration still
+/// never blocks the host.
+pub fn main(cli: clap::Command, body: impl FnOnce(&mut Warnings)) -> ExitCode {
     // The default panic message spans lines and names source files; the
     // catch below reports one line instead.
     panic::set_hook(Box::new(|_| {}));
     let mut warnings = Warnings {
-        program: program.to_string(),
+        program: cli.get_name().to_string(),
     };
+    if let Err(e) = cli.try_get_matches() {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        warnings.warn(format!("arguments ignored: {first}"));
+    }
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(&mut warnings)));
     if let Err(payload) = outcome {
         let why = payload
@@ -66,5 +91,15 @@ pub fn print(text: &str, warnings: &mut Warnings) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             warnings.warn(format!("writing stdout: {e}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_cli() {
+        command("jkz-hook", "about", "long about").debug_assert();
     }
 }

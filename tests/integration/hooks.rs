@@ -420,3 +420,47 @@ fn session_start_context_stays_under_4000_characters() {
     assert!(text.contains("Approved plan (5-compact-plan.md)"), "{text}");
     assert!(text.contains("Other active pipelines (2)"), "{text}");
 }
+
+/// The hooks used to ignore `--help`: they read stdin and ran, printing a
+/// digest instead of their usage.
+#[test]
+fn every_binary_answers_help_and_writes_nothing() {
+    let dir = Dir::new();
+    for name in [
+        "jkz",
+        "jkz-truncate",
+        "jkz-compress",
+        "jkz-pre-compact",
+        "jkz-session-start",
+        "jkz-session",
+    ] {
+        let run = dir.cmd(name).arg("--help").run().success();
+        assert!(run.stdout_str().contains("Usage:"), "{}", run.report());
+        let run = dir.cmd(name).arg("--version").run().success();
+        assert!(run.stdout_str().starts_with(name), "{}", run.report());
+    }
+    assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
+
+#[test]
+fn a_hook_with_unknown_arguments_still_runs_and_exits_0() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.join("state")).unwrap();
+    let input = json!({"session_id": "s", "cwd": dir.path(), "hook_event_name": "PreCompact", "trigger": "manual"});
+    let run = dir
+        .cmd("jkz-pre-compact")
+        .arg("--bogus")
+        .stdin(input.to_string())
+        .run()
+        .success();
+    assert!(
+        run.stderr_str().contains("arguments ignored"),
+        "{}",
+        run.report()
+    );
+    assert!(
+        run.stdout_str().contains("decision-critical"),
+        "{}",
+        run.report()
+    );
+}
