@@ -259,40 +259,32 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
     let mut freed = 0;
     let mut removed = 0;
     for d in &doomed {
-        if args.dry_run {
-            say(
-                out,
-                format_args!(
-                    "would remove {} ({}; {})",
-                    d.path.display(),
-                    human(d.bytes),
-                    d.why
-                ),
-            )?;
-            freed += d.bytes;
-            removed += 1;
-            continue;
-        }
-        match fs::remove_file(&d.path) {
-            Ok(()) => {
-                say(
-                    out,
-                    format_args!(
-                        "removed {} ({}; {})",
-                        d.path.display(),
-                        human(d.bytes),
-                        d.why
-                    ),
-                )?;
-                freed += d.bytes;
-                removed += 1;
-            }
-            // Another gc, or the owner, got there first.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Failure::io(1, format!("removing {}", d.path.display()), e));
+        if !args.dry_run {
+            match fs::remove_file(&d.path) {
+                Ok(()) => {}
+                // Another gc, or the owner, got there first.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(Failure::io(1, format!("removing {}", d.path.display()), e));
+                }
             }
         }
+        let verb = if args.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
+        say(
+            out,
+            format_args!(
+                "{verb} {} ({}; {})",
+                d.path.display(),
+                human(d.bytes),
+                d.why
+            ),
+        )?;
+        freed += d.bytes;
+        removed += 1;
     }
     let verb = if args.dry_run { "would free" } else { "freed" };
     say(
