@@ -563,6 +563,12 @@ pub fn find_blocks(doc: &[u8]) -> Vec<ProtectedBlock> {
     let mut events = Vec::new();
     scanner.scan(doc, &mut events);
     scanner.finish(&mut events);
+    in_order(events)
+}
+
+/// The blocks among `events`, ordered by `start` (ties: the enclosing block
+/// first), the order [`find_blocks`] returns.
+pub fn in_order(events: impl IntoIterator<Item = Event>) -> Vec<ProtectedBlock> {
     let mut blocks: Vec<ProtectedBlock> = events
         .into_iter()
         .filter_map(|e| match e {
@@ -890,15 +896,7 @@ mod tests {
             scanner.scan(line.as_bytes(), &mut events);
         }
         scanner.finish(&mut events);
-        let mut split: Vec<_> = events
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::Block(b) => Some(b),
-                _ => None,
-            })
-            .collect();
-        split.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
-        assert_eq!(whole, split);
+        assert_eq!(whole, in_order(events));
         assert_eq!(whole.len(), 5, "TL;DR section, two comments, fence, tag");
     }
 

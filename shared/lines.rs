@@ -132,12 +132,13 @@ impl BatchCut {
     }
 }
 
+/// What the unit tests of the streaming code share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_io {
+    use std::io::{self, Read};
 
-    /// Reads in chunks of at most `n` bytes.
-    struct Trickle<'a>(&'a [u8], usize);
+    /// Reads in chunks of at most `n` bytes, to reach every buffer edge.
+    pub(crate) struct Trickle<'a>(pub &'a [u8], pub usize);
 
     impl Read for Trickle<'_> {
         fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
@@ -147,6 +148,13 @@ mod tests {
             Ok(n)
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::test_io::Trickle;
 
     fn batches(input: &[u8], chunk: usize, cap: usize, max_line: usize) -> Vec<Vec<u8>> {
         let mut r = LineReader::with_capacity(Trickle(input, chunk), cap, max_line);

@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use jkz::blocks::{BlockScanner, Event, ProtectedBlock};
+use jkz::blocks::{in_order, BlockScanner};
 use jkz::lines::LineReader;
 use libfuzzer_sys::fuzz_target;
 
@@ -20,18 +20,6 @@ impl Read for Chunked<'_> {
     }
 }
 
-fn blocks(events: Vec<Event>) -> Vec<ProtectedBlock> {
-    let mut b: Vec<_> = events
-        .into_iter()
-        .filter_map(|e| match e {
-            Event::Block(b) => Some(b),
-            Event::Heading { .. } => None,
-        })
-        .collect();
-    b.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
-    b
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&knob, doc)) = data.split_first() else {
         return;
@@ -43,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let mut expected = Vec::new();
     whole.scan(doc, &mut expected);
     whole.finish(&mut expected);
-    let expected = blocks(expected);
+    let expected = in_order(expected);
 
     let mut reader = LineReader::with_capacity(Chunked(doc, chunk), max_line * 2, max_line);
     let mut scanner = BlockScanner::with_max_line(max_line);
@@ -55,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     }
     scanner.finish(&mut events);
     assert_eq!(seen, doc, "batches must concatenate to the input");
-    assert_eq!(blocks(events), expected, "streaming must equal whole-input scanning");
+    assert_eq!(in_order(events), expected, "streaming must equal whole-input scanning");
 
     for b in &expected {
         let (s, e) = (b.start as usize, b.end as usize);

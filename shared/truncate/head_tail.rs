@@ -247,17 +247,7 @@ impl HeadTailBuffer {
 mod tests {
     use super::*;
 
-    /// Reads in pieces of at most `n` bytes.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
+    use crate::lines::test_io::Trickle;
 
     #[test]
     fn keeps_head_and_enough_tail_with_tiny_chunks() {
