@@ -75,6 +75,12 @@ impl AtomicFile {
         &self.dest
     }
 
+    /// Syncs what was written so far to disk now, so that a later commit
+    /// (which syncs again) finds little or nothing left to write.
+    pub fn sync_content(&self) -> io::Result<()> {
+        self.tmp.as_file().sync_data()
+    }
+
     /// Flushes, syncs and renames into place, replacing any existing file.
     pub fn commit(self) -> io::Result<()> {
         let dir = parent_dir(&self.dest).to_path_buf();

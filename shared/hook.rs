@@ -75,11 +75,17 @@ impl Warnings {
 /// The project directory a hook works for: `CLAUDE_PROJECT_DIR`, else the
 /// hook input's `cwd`, else the current directory.
 pub fn project_dir(hook_cwd: Option<PathBuf>) -> PathBuf {
+    env_project_dir()
+        .or(hook_cwd)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `CLAUDE_PROJECT_DIR`, when set: the project directory, known before the
+/// hook input is read.
+pub fn env_project_dir() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_PROJECT_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or(hook_cwd)
-        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Writes `text` to stdout and flushes; a closed stdout is not an error

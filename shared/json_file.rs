@@ -12,13 +12,13 @@
 //! lock with its last descriptor; the empty lock file left behind is harmless.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::atomic::{write_atomic_with, Durability};
+use crate::atomic::{write_atomic_with, AtomicFile, Durability};
 use crate::state_dir::read_state_file;
 
 /// Why an update could not be made.
@@ -164,7 +164,67 @@ pub fn update_object_within<T, E>(
 where
     E: From<UpdateError>,
 {
-    let _guard = lock_within(path, wait).map_err(UpdateError::Io)?;
+    let (_guard, out, bytes) = edit_locked(path, wait, edit)?;
+    write_atomic_with(path, &bytes, durability).map_err(UpdateError::Io)?;
+    Ok(out)
+}
+
+/// An update written and synced beside its file but not yet in place: the
+/// file's lock is held until it is committed or dropped (dropped, it leaves
+/// the file as it was). For a writer whose change must not show before
+/// something else is in place, and that wants the writing done meanwhile.
+#[derive(Debug)]
+pub struct PendingUpdate {
+    file: AtomicFile,
+    _guard: FileLock,
+}
+
+impl PendingUpdate {
+    /// Puts the update in place (a rename) and releases the lock.
+    pub fn commit(self) -> io::Result<()> {
+        self.file.commit()
+    }
+}
+
+/// [`update_object_within`] up to the last step: the new content is written
+/// to a temp file and synced; [`PendingUpdate::commit`] renames it into place.
+pub fn prepare_update_within<T, E>(
+    path: &Path,
+    durability: Durability,
+    wait: Duration,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<T, E>,
+) -> Result<(T, PendingUpdate), E>
+where
+    E: From<UpdateError>,
+{
+    let (guard, out, bytes) = edit_locked(path, wait, edit)?;
+    let prepared = AtomicFile::create(path).and_then(|mut file| {
+        file.write_all(&bytes)?;
+        file.sync_content()?;
+        Ok(file.durability(durability))
+    });
+    let file = prepared.map_err(UpdateError::Io)?;
+    Ok((
+        out,
+        PendingUpdate {
+            file,
+            _guard: guard,
+        },
+    ))
+}
+
+/// Takes the lock of `path`, reads its object (empty when the file does not
+/// exist), applies `edit`, and returns the lock with `edit`'s result and the
+/// new content.
+fn edit_locked<T, E>(
+    path: &Path,
+    wait: Duration,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<T, E>,
+) -> Result<(FileLock, T, Vec<u8>), E>
+where
+    E: From<UpdateError>,
+{
+    let guard = lock_within(path, wait).map_err(UpdateError::Io)?;
     let mut object = match read_state_file(path, MAX_OBJECT_BYTES) {
         Ok(bytes) if bytes.len() as u64 > MAX_OBJECT_BYTES => {
             return Err(UpdateError::NotAnObject(format!(
@@ -209,13 +269,52 @@ where
     }
     let mut bytes = serde_json::to_vec_pretty(&object).expect("a JSON map serializes");
     bytes.push(b'\n');
-    write_atomic_with(path, &bytes, durability).map_err(UpdateError::Io)?;
-    Ok(out)
+    Ok((guard, out, bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prepared_update_shows_only_once_committed_and_holds_the_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        std::fs::write(&path, r#"{"z":1}"#).unwrap();
+        let add = |o: &mut Map<String, Value>| {
+            o.insert("n".into(), Value::from(2));
+            Ok::<_, UpdateError>(7)
+        };
+        let (out, pending) =
+            prepare_update_within(&path, Durability::Content, HOOK_LOCK_WAIT, add).unwrap();
+        assert_eq!(out, 7);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), r#"{"z":1}"#);
+        let held = lock_within(&path, Duration::ZERO).unwrap_err();
+        assert_eq!(held.kind(), io::ErrorKind::TimedOut);
+        pending.commit().unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!({"z": 1, "n": 2}));
+        lock_within(&path, Duration::ZERO).expect("released by the commit");
+
+        // Dropped: the file as it was, no temp file left, the lock free.
+        let (_, pending) = prepare_update_within(&path, Durability::Content, HOOK_LOCK_WAIT, |o| {
+            o.clear();
+            Ok::<_, UpdateError>(())
+        })
+        .unwrap();
+        drop(pending);
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!({"z": 1, "n": 2}));
+        let temps = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(crate::atomic::TEMP_SUFFIX)
+            })
+            .count();
+        assert_eq!(temps, 0);
+        lock_within(&path, Duration::ZERO).expect("released by the drop");
+    }
 
     #[test]
     fn keeps_unknown_fields_and_order() {

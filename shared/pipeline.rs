@@ -25,7 +25,12 @@ use serde_json::{Map, Value};
 use crate::json_file::{self, UpdateError};
 use crate::state_dir::StateDir;
 
+mod read;
 mod view;
+
+pub use read::{
+    load_all, visit_all, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,
+};
 
 /// The subdirectory of the state directory holding pipeline files.
 pub const PIPELINE_DIR: &str = "pipeline";
@@ -231,7 +236,11 @@ impl Verdict {
 
 impl Normalized {
     pub fn of(doc: &PipelineDoc) -> Normalized {
-        Normalized::from_fields(&doc.issue, |name| doc.field(name), |name| doc.sibling(name))
+        Normalized::from_fields(
+            &doc.issue,
+            |name| doc.field(name).map(Field::from),
+            |name| doc.sibling(name).map(Field::from),
+        )
     }
 
     /// The view from a lookup of the issue's data fields and of the
@@ -241,19 +250,23 @@ impl Normalized {
     /// or `view::VIEW_SIBLINGS`.
     fn from_fields<'a>(
         issue: &IssueNumber,
-        f: impl Fn(&str) -> Option<&'a Value>,
-        sibling: impl Fn(&str) -> Option<&'a Value>,
+        f: impl Fn(&str) -> Option<Field<'a>>,
+        sibling: impl Fn(&str) -> Option<Field<'a>>,
     ) -> Normalized {
         let text = |name: &str| f(name).and_then(coerce_text);
         let review_passed = f("review_passed").and_then(coerce_flag);
         let qa_passed = f("qa_passed").and_then(coerce_flag);
+        let array = |name: &str| match f(name) {
+            Some(Field::Other(Value::Array(items))) => Some(items),
+            _ => None,
+        };
         Normalized {
             issue: issue.clone(),
             current_phase: text("current_phase").unwrap_or_else(|| "unknown".into()),
             active_agent: text("active_agent"),
             issue_type: text("issue_type").unwrap_or_else(|| "feature".into()),
             pr_number: f("pr_number").and_then(coerce_count),
-            started_at: f("started_at").cloned().unwrap_or(Value::Null),
+            started_at: f("started_at").map_or(Value::Null, Field::to_value),
             last_updated: text("last_updated")
                 .or_else(|| sibling("lastActivity").and_then(coerce_text)),
             verdict: Verdict::combine(review_passed, qa_passed),
@@ -262,16 +275,12 @@ impl Normalized {
             plan_iterations: f("plan_iterations").and_then(coerce_count),
             review_fix_count: f("review_fix_count").and_then(coerce_count),
             qa_fix_count: f("qa_fix_count").and_then(coerce_count),
-            pending_decisions: f("pending_decisions")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(coerce_text).collect())
+            pending_decisions: array("pending_decisions")
+                .map(|a| a.iter().map(Field::from).filter_map(coerce_text).collect())
                 .unwrap_or_default(),
             failure_context: text("failure_context"),
             approved_plan: f("approved_plan").and_then(coerce_plan),
-            sub_issues: f("sub_issues")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
+            sub_issues: array("sub_issues").cloned().unwrap_or_default(),
             heartbeat_pid: sibling("heartbeat_pid").and_then(coerce_count),
         }
     }
@@ -285,33 +294,62 @@ impl Normalized {
     }
 }
 
+/// A field's value as the coercions read it: a string, borrowed from
+/// wherever it was read (a parsed document, or a file's bytes when no escape
+/// had to be undone), or any other JSON value. The view straight from a
+/// file's bytes keeps its strings this way and builds no `Value` for them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Field<'a> {
+    Str(&'a str),
+    /// Never a string: those are always [`Field::Str`].
+    Other(&'a Value),
+}
+
+impl<'a> From<&'a Value> for Field<'a> {
+    fn from(v: &'a Value) -> Field<'a> {
+        match v {
+            Value::String(s) => Field::Str(s),
+            other => Field::Other(other),
+        }
+    }
+}
+
+impl Field<'_> {
+    fn to_value(self) -> Value {
+        match self {
+            Field::Str(s) => Value::from(s),
+            Field::Other(v) => v.clone(),
+        }
+    }
+}
+
 /// A non-empty scalar as text: strings as they are (empty → none), numbers
 /// and booleans spelled out; null, arrays and objects → none.
-fn coerce_text(v: &Value) -> Option<String> {
+fn coerce_text(v: Field) -> Option<String> {
     match v {
-        Value::String(s) if s.is_empty() => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+        Field::Str("") => None,
+        Field::Str(s) => Some(s.to_string()),
+        Field::Other(Value::Number(n)) => Some(n.to_string()),
+        Field::Other(Value::Bool(b)) => Some(b.to_string()),
+        Field::Other(_) => None,
     }
 }
 
 /// `"true"`/`"false"` (or a JSON boolean); anything else → none.
-fn coerce_flag(v: &Value) -> Option<bool> {
+fn coerce_flag(v: Field) -> Option<bool> {
     match v {
-        Value::String(s) if s == "true" => Some(true),
-        Value::String(s) if s == "false" => Some(false),
-        Value::Bool(b) => Some(*b),
+        Field::Str("true") => Some(true),
+        Field::Str("false") => Some(false),
+        Field::Other(Value::Bool(b)) => Some(*b),
         _ => None,
     }
 }
 
 /// A non-negative integer from a string of digits (surrounding blanks
 /// ignored) or a JSON integer; anything else → none.
-fn coerce_count(v: &Value) -> Option<u64> {
+fn coerce_count(v: Field) -> Option<u64> {
     match v {
-        Value::String(s) => {
+        Field::Str(s) => {
             let s = s.trim();
             if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
                 s.parse().ok()
@@ -319,18 +357,18 @@ fn coerce_count(v: &Value) -> Option<u64> {
                 None
             }
         }
-        Value::Number(n) => n.as_u64(),
-        _ => None,
+        Field::Other(Value::Number(n)) => n.as_u64(),
+        Field::Other(_) => None,
     }
 }
 
 /// An approved plan given inline: a string, or any JSON rendered compactly.
-fn coerce_plan(v: &Value) -> Option<String> {
+fn coerce_plan(v: Field) -> Option<String> {
     match v {
-        Value::Null => None,
-        Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
+        Field::Other(Value::Null) => None,
+        Field::Str(s) if s.trim().is_empty() => None,
+        Field::Str(s) => Some(s.to_string()),
+        Field::Other(other) => Some(other.to_string()),
     }
 }
 
@@ -341,7 +379,7 @@ pub fn resolve_pr_number(
     env: Option<&str>,
     state: Option<&Normalized>,
 ) -> Option<u64> {
-    let parse = |s: &str| coerce_count(&Value::String(s.to_string()));
+    let parse = |s: &str| coerce_count(Field::Str(s));
     explicit
         .and_then(parse)
         .or_else(|| env.and_then(parse))
@@ -411,7 +449,7 @@ pub fn validate_doc(file: &str, doc: &PipelineDoc) -> Vec<Problem> {
             n if n == key => None,
             "lastActivity" => (!matches!(value, Value::String(_) | Value::Null))
                 .then(|| expected("a string", value)),
-            "heartbeat_pid" => (coerce_count(value).is_none() && !value.is_null())
+            "heartbeat_pid" => (coerce_count(value.into()).is_none() && !value.is_null())
                 .then(|| expected("a process id (integer)", value)),
             n if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Some(format!(
                 "unexpected issue key: this file holds issue {key} only"
@@ -434,13 +472,13 @@ pub fn field_problem(field: &str, value: &Value) -> Option<String> {
         return Some(expected("a string (scalars are stored as strings)", value));
     }
     let s = value.as_str().unwrap_or_default();
-    if COUNT_FIELDS.contains(&field) && !s.is_empty() && coerce_count(value).is_none() {
+    if COUNT_FIELDS.contains(&field) && !s.is_empty() && coerce_count(value.into()).is_none() {
         return Some(expected("a count as a string of digits, e.g. \"2\"", value));
     }
-    if FLAG_FIELDS.contains(&field) && !s.is_empty() && coerce_flag(value).is_none() {
+    if FLAG_FIELDS.contains(&field) && !s.is_empty() && coerce_flag(value.into()).is_none() {
         return Some(expected("\"true\" or \"false\"", value));
     }
-    if field == "pr_number" && !s.is_empty() && coerce_count(value).is_none() {
+    if field == "pr_number" && !s.is_empty() && coerce_count(value.into()).is_none() {
         return Some(expected(
             "a PR number as a string of digits, e.g. \"42\"",
             value,
@@ -490,6 +528,9 @@ pub fn shorten(s: &str, max: usize) -> String {
 pub struct PipelineFile {
     pub issue: IssueNumber,
     pub path: PathBuf,
+    /// The directory listing said it is a regular file (not a symbolic
+    /// link, FIFO, device or directory), so reading it needs no `stat`.
+    pub regular: bool,
 }
 
 /// The issue number of a pipeline file name (`<N>.json`); companions and
@@ -523,6 +564,9 @@ pub fn list_in(dir: &Path) -> io::Result<Vec<PipelineFile>> {
         files.push(PipelineFile {
             issue,
             path: entry.path(),
+            // From the entry's type in the listing: no extra call where the
+            // filesystem reports it (ext4, xfs, btrfs, tmpfs all do).
+            regular: entry.file_type().is_ok_and(|t| t.is_file()),
         });
     }
     files.sort_by(|a, b| a.issue.cmp(&b.issue));
@@ -572,123 +616,6 @@ pub fn read_bounded_text(path: &Path, max: u64) -> Option<String> {
     bytes.truncate(max as usize);
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
-
-/// The most bytes read from one pipeline file; a larger one is reported as
-/// invalid rather than read (real pipeline files are a few KiB).
-pub const MAX_PIPELINE_FILE: u64 = 16 * 1024 * 1024;
-
-/// A pipeline file as read: its normalized view and its JSON text, or why
-/// it is not a pipeline document.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LoadedPipeline {
-    pub file: PipelineFile,
-    pub view: Result<Normalized, ParseError>,
-    /// The file's JSON text, surrounding whitespace trimmed, when `view` is
-    /// `Ok` (then it is one valid JSON object, as strict as `serde_json`'s
-    /// `Value` is); else the text that was there (lossy UTF-8, at most 64 KiB),
-    /// or nothing when the file could not be read at all.
-    pub text: Option<Vec<u8>>,
-}
-
-impl LoadedPipeline {
-    /// The file's content as JSON, when it is a valid pipeline document.
-    pub fn json(&self) -> Option<&[u8]> {
-        self.view.as_ref().ok().and(self.text.as_deref())
-    }
-
-    /// What was in a file that is not valid JSON (lossy, bounded).
-    pub fn invalid_text(&self) -> Option<String> {
-        match (&self.view, &self.text) {
-            (Err(_), Some(text)) => Some(String::from_utf8_lossy(text).into_owned()),
-            _ => None,
-        }
-    }
-}
-
-/// Reads and parses one pipeline file.
-pub fn load(file: &PipelineFile) -> LoadedPipeline {
-    load_with(file, &mut Vec::new())
-}
-
-/// [`load`] with a read buffer kept across files: thousands of small files
-/// then cost one open, two reads and a close each, with no stat for a size
-/// hint and no buffer growth.
-fn load_with(file: &PipelineFile, buf: &mut Vec<u8>) -> LoadedPipeline {
-    buf.clear();
-    let read = crate::state_dir::read_state_file_into(&file.path, MAX_PIPELINE_FILE, buf);
-    let (view, text) = match read {
-        Err(e) => (Err(ParseError(format!("unreadable: {e}"))), None),
-        Ok(n) if n as u64 > MAX_PIPELINE_FILE => (
-            Err(ParseError(format!(
-                "larger than {MAX_PIPELINE_FILE} bytes: not read"
-            ))),
-            None,
-        ),
-        Ok(_) => match view::normalized(&file.issue, buf) {
-            Some(view) => (Ok(view), Some(trim_json_whitespace(buf).to_vec())),
-            // Not a JSON object: the full parse says precisely why. (Were
-            // the two ever to disagree, the full parse wins.)
-            None => match PipelineDoc::parse(file.issue.clone(), buf) {
-                Ok(doc) => (
-                    Ok(doc.normalized()),
-                    Some(trim_json_whitespace(buf).to_vec()),
-                ),
-                Err(e) => (Err(e), Some(buf[..buf.len().min(64 * 1024)].to_vec())),
-            },
-        },
-    };
-    LoadedPipeline {
-        file: file.clone(),
-        view,
-        text,
-    }
-}
-
-/// `bytes` without JSON's insignificant whitespace at either end.
-fn trim_json_whitespace(bytes: &[u8]) -> &[u8] {
-    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    let start = bytes.iter().position(|b| !ws(b)).unwrap_or(bytes.len());
-    let end = bytes.iter().rposition(|b| !ws(b)).map_or(start, |e| e + 1);
-    &bytes[start..end]
-}
-
-/// Reads every pipeline file, in order, on up to [`MAX_READ_THREADS`]
-/// threads: the files are small and many, so the open/read/close calls and
-/// the parse dominate, and both spread over the cores.
-pub fn load_all(files: &[PipelineFile]) -> Vec<LoadedPipeline> {
-    const PARALLEL_FROM: usize = 256;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_READ_THREADS);
-    if files.len() < PARALLEL_FROM || threads < 2 {
-        let mut buf = Vec::new();
-        return files.iter().map(|f| load_with(f, &mut buf)).collect();
-    }
-    let load_chunk = |chunk: &[PipelineFile]| {
-        let mut buf = Vec::new();
-        chunk
-            .iter()
-            .map(|f| load_with(f, &mut buf))
-            .collect::<Vec<_>>()
-    };
-    let mut chunks = files.chunks(files.len().div_ceil(threads));
-    let first = chunks.next().unwrap_or_default();
-    std::thread::scope(|s| {
-        let others: Vec<_> = chunks
-            .map(|chunk| (chunk, s.spawn(move || load_chunk(chunk))))
-            .collect();
-        let mut out = load_chunk(first);
-        for (chunk, handle) in others {
-            // A thread that could not finish (it panicked): its files are
-            // read again here, so the order and the count stay right.
-            out.extend(handle.join().unwrap_or_else(|_| load_chunk(chunk)));
-        }
-        out
-    })
-}
-
-/// The most threads [`load_all`] reads with.
-pub const MAX_READ_THREADS: usize = 4;
 
 /// Why `set` could not be done.
 #[derive(Debug)]

@@ -18,10 +18,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::atomic::Durability;
-use crate::json_file::{self, UpdateError};
+use crate::json_file::{self, PendingUpdate, UpdateError};
 use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
 
@@ -60,28 +60,53 @@ pub fn nudge_compaction(
         path,
         Durability::Content,
         json_file::HOOK_LOCK_WAIT,
-        |record| {
-            record
-                .entry("session_id")
-                .or_insert_with(|| Value::from(session.as_str()));
-            let count = record
-                .get("compaction_count")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                + 1;
-            record.insert("compaction_count".into(), Value::from(count));
-            record.insert("last_compaction_at".into(), Value::from(nudge.at));
-            record.insert(
-                "last_compaction_trigger".into(),
-                nudge.trigger.map(Value::from).unwrap_or(Value::Null),
-            );
-            record.insert(
-                "last_pre_compact_snapshot".into(),
-                nudge.snapshot.map(Value::from).unwrap_or(Value::Null),
-            );
-            Ok::<_, UpdateError>(count)
-        },
+        |record| Ok::<_, UpdateError>(count_compaction(record, session, nudge)),
     )
+}
+
+/// [`nudge_compaction`] written and synced, but put in place only by
+/// [`PendingUpdate::commit`]: the hook prepares it while the snapshot it
+/// names is being written, and commits it once that snapshot is in place,
+/// so the record never names a snapshot that is not there. The record's
+/// lock is held until then.
+pub fn prepare_nudge(
+    path: &Path,
+    session: &SessionId,
+    nudge: &CompactionNudge,
+) -> Result<(u64, PendingUpdate), UpdateError> {
+    json_file::prepare_update_within(
+        path,
+        Durability::Content,
+        json_file::HOOK_LOCK_WAIT,
+        |record| Ok::<_, UpdateError>(count_compaction(record, session, nudge)),
+    )
+}
+
+/// Counts one compaction in `record`; returns the new count.
+fn count_compaction(
+    record: &mut Map<String, Value>,
+    session: &SessionId,
+    nudge: &CompactionNudge,
+) -> u64 {
+    record
+        .entry("session_id")
+        .or_insert_with(|| Value::from(session.as_str()));
+    let count = record
+        .get("compaction_count")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        + 1;
+    record.insert("compaction_count".into(), Value::from(count));
+    record.insert("last_compaction_at".into(), Value::from(nudge.at));
+    record.insert(
+        "last_compaction_trigger".into(),
+        nudge.trigger.map(Value::from).unwrap_or(Value::Null),
+    );
+    record.insert(
+        "last_pre_compact_snapshot".into(),
+        nudge.snapshot.map(Value::from).unwrap_or(Value::Null),
+    );
+    count
 }
 
 /// The most bytes read from a session record (real ones are a few KiB).

@@ -260,6 +260,64 @@ pub fn read_state_file_into(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Res
     file.take(limit).read_to_end(buf)
 }
 
+/// Reads many small state files, one after another, into one buffer it
+/// keeps: the reading loop of `jkz-pre-compact`, which reads thousands.
+///
+/// For a file its directory listing already reported regular, a read is one
+/// `open`, one `read` and one `close`: a read that returns less than asked
+/// is the end of the file (it is, for a regular file on Linux), so there is
+/// neither a `stat` for the size nor a second read to see the end. The open
+/// still uses `O_NONBLOCK`, so a FIFO swapped in after the listing cannot
+/// block it, and the bound holds against a device. Any other file goes the
+/// way of [`read_state_file`]: checked to be regular, read to its end.
+#[derive(Default)]
+pub struct SmallFileReader {
+    /// Zero-filled once, then reused: its length is its usable size.
+    buf: Vec<u8>,
+}
+
+impl SmallFileReader {
+    /// What a read starts with; it grows (doubling) up to `max + 1`.
+    const FIRST_SIZE: usize = 64 * 1024;
+
+    /// Reads the file at `path`: at most `max + 1` bytes, so the caller can
+    /// tell a file larger than `max` from one of exactly `max`.
+    /// `listed_regular` says the directory listing reported it a regular file.
+    pub fn read(&mut self, path: &Path, listed_regular: bool, max: u64) -> io::Result<&[u8]> {
+        use std::io::Read;
+        let mut file = if listed_regular {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(O_NONBLOCK)
+                .open(path)?
+        } else {
+            open_regular(path)?.0
+        };
+        let limit = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
+        let mut len = 0;
+        loop {
+            if len == self.buf.len() {
+                if len >= limit {
+                    break;
+                }
+                let size = (len * 2).max(Self::FIRST_SIZE).min(limit);
+                self.buf.resize(size, 0);
+            }
+            let room = self.buf.len() - len;
+            let n = match file.read(&mut self.buf[len..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            len += n;
+            if n == 0 || (listed_regular && n < room) {
+                break;
+            }
+        }
+        Ok(&self.buf[..len])
+    }
+}
+
 fn not_a_regular_file() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
@@ -392,6 +450,55 @@ mod tests {
             2,
             "max + 1 bytes"
         );
+    }
+
+    #[test]
+    fn the_small_file_reader_reads_every_size_whole_and_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut reader = SmallFileReader::default();
+        let first = SmallFileReader::FIRST_SIZE;
+        // Sizes around each buffer size the reader passes through.
+        for size in [
+            0,
+            1,
+            2,
+            first - 1,
+            first,
+            first + 1,
+            2 * first,
+            3 * first + 7,
+        ] {
+            let path = tmp.path().join(format!("{size}.json"));
+            let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            std::fs::write(&path, &bytes).unwrap();
+            for listed_regular in [true, false] {
+                let read = reader.read(&path, listed_regular, 1 << 20).unwrap();
+                assert!(read == bytes, "size {size}, listed {listed_regular}");
+                // Bounded at max + 1: enough to tell "more than max".
+                let max = size.saturating_sub(1) as u64;
+                let read = reader.read(&path, listed_regular, max).unwrap();
+                assert_eq!(read.len(), size.min(max as usize + 1), "size {size}");
+                assert_eq!(read, &bytes[..read.len()]);
+            }
+        }
+    }
+
+    #[test]
+    fn the_small_file_reader_never_blocks_on_a_fifo() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("7.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut reader = SmallFileReader::default();
+        // Not listed as regular: checked, and refused.
+        let err = reader.read(&fifo, false, 1024).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        // Swapped in after a listing that said regular: read without a
+        // writer, it is empty at once (the caller finds no JSON there).
+        assert_eq!(reader.read(&fifo, true, 1024).unwrap(), b"");
     }
 
     #[test]

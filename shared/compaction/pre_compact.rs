@@ -1,22 +1,38 @@
 //! The `jkz-pre-compact` hook: runs just before Claude Code compacts.
 //!
-//! 1. Reads the event (bounded; bad input is reported and the rest goes on).
-//! 2. Starts `git status` at once, so it runs while the pipeline files are read.
-//! 3. Reads every `state/pipeline/<N>.json` and builds the [`Digest`].
-//! 4. When a state directory is available (never created implicitly): writes
-//!    the snapshot, nudges the session record, prunes old snapshots.
-//! 5. Prints the summarizer instructions on stdout: the client appends a
+//! Compaction waits for the hook, so its steps overlap wherever they can:
+//!
+//! 1. `git status` starts first (before the event is read, when
+//!    `CLAUDE_PROJECT_DIR` names the project), so it runs while the rest is
+//!    done.
+//! 2. The event is read (bounded; bad input is reported and the rest goes on).
+//! 3. When a state directory is available (never created implicitly), a side
+//!    thread prepares the session record's nudge (written and synced beside
+//!    the record, not yet in place), while
+//! 4. every `state/pipeline/<N>.json` is read, on all cores, each file
+//!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
+//!    keeping only the active views for the [`Digest`].
+//! 5. With git's answer: the digest, then the snapshot, written in one go;
+//!    then old snapshots are pruned.
+//! 6. Once the snapshot is in place, the nudge is (a rename): the record
+//!    never names a snapshot that is not there. If the snapshot could not be
+//!    written, the prepared nudge is dropped and the record nudged without one.
+//! 7. The summarizer instructions go to stdout: the client appends a
 //!    PreCompact hook's stdout to the summarizing request.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use chrono::Utc;
+
 use super::digest::{summarizer_instructions, Digest};
-use super::snapshot::{self, Snapshot};
-use crate::git::{GitProbe, GitState, Started};
+use super::snapshot::{self, PipelineEntries, Snapshot};
+use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
-use crate::pipeline::{self, LoadedPipeline};
+use crate::json_file::PendingUpdate;
+use crate::pipeline::{self, FileContent, Normalized, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_snapshot::{self, CompactionNudge};
 use crate::state_dir::StateDir;
@@ -27,6 +43,7 @@ pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Runs the hook with `stdin` as the event; prints the instructions.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let started = Instant::now();
+    let early_git = hook::env_project_dir().map(|dir| GitProbe::start(&dir));
     let input = HookInput::read(stdin);
     let (event, event_error) = match input {
         Ok(input) => (Some(input), None),
@@ -36,44 +53,178 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     };
     let cwd = event.as_ref().and_then(HookInput::cwd);
-    let git = GitProbe::start(&hook::project_dir(cwd.clone()));
+    let git = early_git.unwrap_or_else(|| GitProbe::start(&hook::project_dir(cwd.clone())));
     let state = StateDir::resolve(None, cwd.as_deref());
-
     let session = session_id(event.as_ref(), warnings);
+    let root = state_root(&state, warnings);
+    let now = Utc::now();
+    let name = snapshot::snapshot_name(now, std::process::id());
+    let created_at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let nudge = CompactionNudge {
+        at: &created_at,
+        trigger: event.as_ref().and_then(HookInput::trigger),
+        snapshot: Some(&name),
+    };
 
-    let files = match pipeline::list(&state) {
-        Ok(files) => files,
+    let (instructions, written, pending, side_warnings) = std::thread::scope(|s| {
+        let side = root.as_ref().and(session.as_ref()).map(|session| {
+            let (state, nudge) = (&state, &nudge);
+            s.spawn(move || prepare_nudge(state, Some(session), nudge))
+        });
+        let files = match pipeline::list(&state) {
+            Ok(files) => files,
+            Err(e) => {
+                warnings.warn(format!(
+                    "reading {}: {e}",
+                    state.join(pipeline::PIPELINE_DIR).display()
+                ));
+                Vec::new()
+            }
+        };
+        let runs = pipeline::visit_all(&files, Run::default, Run::add);
+        std::mem::forget(files); // see the views below
+        let git = match git {
+            Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
+            Started::Failed(state) => state,
+        };
+        let views = runs.iter().flat_map(|r| &r.active);
+        let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
+        let (entries, views): (Vec<_>, Vec<_>) =
+            runs.into_iter().map(|r| (r.entries, r.active)).unzip();
+        // The process ends right after: freeing thousands of views one
+        // allocation at a time would cost milliseconds the exit does at once.
+        std::mem::forget(views);
+        let written = root.as_deref().and_then(|root| {
+            let snap = Snapshot {
+                created_at: &created_at,
+                pid: std::process::id(),
+                session_id: session.as_ref().map(SessionId::as_str),
+                event: event.as_ref().map(|e| &e.raw),
+                event_error: event_error.as_deref(),
+                git: &git,
+                digest: &digest,
+                pipelines: &entries,
+            };
+            let written = match snapshot::write(root, &name, &snap) {
+                Ok(path) => Some(path.display().to_string()),
+                Err(e) => {
+                    warnings.warn(format!(
+                        "writing snapshot {}: {e}",
+                        root.join(&name).display()
+                    ));
+                    None
+                }
+            };
+            // After the write, so the newest twenty kept include this one.
+            if let Err(e) = snapshot::prune(root, now) {
+                warnings.warn(format!("pruning old snapshots in {}: {e}", root.display()));
+            }
+            written
+        });
+        let (pending, side_warnings) = side.and_then(|t| t.join().ok()).unwrap_or_default();
+        let instructions = summarizer_instructions(&digest, written.as_deref());
+        std::mem::forget(entries); // as the views above
+        (instructions, written.is_some(), pending, side_warnings)
+    });
+    for w in side_warnings {
+        warnings.warn(w);
+    }
+    // No pending nudge: no session, or it could not be prepared (reported).
+    if let (Some(pending), Some(session)) = (pending, &session) {
+        let nudged = if written {
+            pending.commit().map_err(|e| e.to_string())
+        } else {
+            drop(pending); // and its lock with it
+            let unsaved = CompactionNudge {
+                snapshot: None,
+                ..nudge
+            };
+            nudge_now(&state, session, &unsaved)
+        };
+        if let Err(e) = nudged {
+            warnings.warn(format!("updating the session record of {session}: {e}"));
+        }
+    }
+    hook::print(&instructions, warnings);
+}
+
+/// What one reading thread keeps of its run of pipeline files.
+#[derive(Default)]
+struct Run {
+    /// The files' snapshot entries.
+    entries: PipelineEntries,
+    /// The views the digest reads: active pipelines only.
+    active: Vec<Normalized>,
+}
+
+impl Run {
+    fn add(&mut self, file: &PipelineFile, content: FileContent) {
+        self.entries.push(file, &content);
+        if let FileContent::Valid { view, .. } = content {
+            if view.is_active() {
+                self.active.push(view);
+            }
+        }
+    }
+}
+
+/// The state directory to write in; none when the project did not opt in
+/// (no `state/`) or it cannot be created.
+fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
+    match state.ensure() {
+        Ok(root) => root.map(Path::to_path_buf),
         Err(e) => {
             warnings.warn(format!(
-                "reading {}: {e}",
-                state.join(pipeline::PIPELINE_DIR).display()
+                "creating {}: {e}; no snapshot written",
+                state.path().display()
             ));
-            Vec::new()
+            None
         }
-    };
-    let loaded = pipeline::load_all(&files);
+    }
+}
 
-    let git = match git {
-        Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
-        Started::Failed(state) => state,
-    };
-    let views = loaded.iter().filter_map(|p| p.view.as_ref().ok());
-    let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
+/// The side thread: prepares the session record's nudge. Returns it (none
+/// without a session, or when it could not be prepared) and its warnings.
+fn prepare_nudge(
+    state: &StateDir,
+    session: Option<&SessionId>,
+    nudge: &CompactionNudge,
+) -> (Option<PendingUpdate>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let pending = session.and_then(|session| {
+        let prepared = record_path(state, session).and_then(|record| match record {
+            Some(record) => session_snapshot::prepare_nudge(&record, session, nudge)
+                .map(|(_, pending)| Some(pending))
+                .map_err(|e| e.to_string()),
+            None => Ok(None),
+        });
+        prepared.unwrap_or_else(|e| {
+            warnings.push(format!("updating the session record of {session}: {e}"));
+            None
+        })
+    });
+    (pending, warnings)
+}
 
-    let saved = save(
-        &state,
-        event.as_ref(),
-        event_error.as_deref(),
-        session.as_ref(),
-        &git,
-        &digest,
-        &loaded,
-        warnings,
-    );
-    hook::print(
-        &summarizer_instructions(&digest, saved.as_deref()),
-        warnings,
-    );
+/// Nudges the session record at once (when there is no prepared nudge to
+/// commit).
+fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> Result<(), String> {
+    match record_path(state, session)? {
+        Some(record) => session_snapshot::nudge_compaction(&record, session, nudge)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// The session's record, its directory made when missing; none when the
+/// state directory is not there.
+fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>, String> {
+    match state.ensure_subdir(session_snapshot::SESSION_SNAPSHOT_DIR) {
+        Ok(Some(_)) => Ok(Some(session_snapshot::record_path(state, session))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<SessionId> {
@@ -92,80 +243,4 @@ fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<Sess
             None
         }
     }
-}
-
-/// Writes the snapshot, nudges the session record and prunes. Returns the
-/// snapshot's path as shown to the summarizer (`state/<name>`).
-#[allow(clippy::too_many_arguments)]
-fn save(
-    state: &StateDir,
-    event: Option<&HookInput>,
-    event_error: Option<&str>,
-    session: Option<&SessionId>,
-    git: &GitState,
-    digest: &Digest,
-    loaded: &[LoadedPipeline],
-    warnings: &mut Warnings,
-) -> Option<String> {
-    let root = match state.ensure() {
-        Ok(Some(root)) => root.to_path_buf(),
-        Ok(None) => return None, // the project did not opt in: write nothing
-        Err(e) => {
-            warnings.warn(format!(
-                "creating {}: {e}; no snapshot written",
-                state.path().display()
-            ));
-            return None;
-        }
-    };
-    let now = chrono::Utc::now();
-    let created_at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
-    let name = snapshot::snapshot_name(now, std::process::id());
-    let snap = Snapshot {
-        created_at: &created_at,
-        pid: std::process::id(),
-        session_id: session.map(SessionId::as_str),
-        event: event.map(|e| &e.raw),
-        event_error,
-        git,
-        digest,
-        pipelines: loaded,
-    };
-    let written = match snapshot::write(&root, &name, &snap) {
-        Ok(path) => Some(path.display().to_string()),
-        Err(e) => {
-            warnings.warn(format!(
-                "writing snapshot {}: {e}",
-                root.join(&name).display()
-            ));
-            None
-        }
-    };
-    if let Some(session) = session {
-        let nudge = CompactionNudge {
-            at: &created_at,
-            trigger: event.and_then(HookInput::trigger),
-            snapshot: written.as_ref().map(|_| name.as_str()),
-        };
-        let result = state
-            .ensure_subdir(session_snapshot::SESSION_SNAPSHOT_DIR)
-            .map_err(|e| e.to_string())
-            .and_then(|dir| match dir {
-                Some(_) => session_snapshot::nudge_compaction(
-                    &session_snapshot::record_path(state, session),
-                    session,
-                    &nudge,
-                )
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-                None => Ok(()),
-            });
-        if let Err(e) = result {
-            warnings.warn(format!("updating the session record of {session}: {e}"));
-        }
-    }
-    if let Err(e) = snapshot::prune(&root, now) {
-        warnings.warn(format!("pruning old snapshots in {}: {e}", root.display()));
-    }
-    written
 }

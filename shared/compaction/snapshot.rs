@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use super::digest::Digest;
 use crate::atomic::{AtomicFile, Durability};
 use crate::git::GitState;
-use crate::pipeline::LoadedPipeline;
+use crate::pipeline::{FileContent, PipelineFile};
 
 pub const PREFIX: &str = "pre-compact-";
 pub const KEEP_NEWEST: usize = 20;
@@ -106,22 +106,15 @@ pub struct Snapshot<'a> {
     pub event_error: Option<&'a str>,
     pub git: &'a GitState,
     pub digest: &'a Digest,
-    pub pipelines: &'a [LoadedPipeline],
+    /// The `pipelines` entries, in runs (see [`PipelineEntries`]).
+    pub pipelines: &'a [PipelineEntries],
 }
 
 impl Snapshot<'_> {
     /// Writes the snapshot as one compact JSON object, fields in the order of
-    /// the table above.
-    ///
-    /// Each pipeline's `raw` is the file's text copied verbatim: it was
-    /// validated as a JSON object when read, as strictly as a
-    /// `serde_json::Value` (see `pipeline::load`), so parsing it into a tree
-    /// and printing it again would change nothing but the time taken (most of
-    /// the hook's time, with thousands of files).
+    /// the table above. The `pipelines` entries were rendered as the files
+    /// were read; here they are only copied out.
     pub fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
-        fn json(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
-            serde_json::to_writer(out, value).map_err(io::Error::from)
-        }
         out.write_all(b"{\"jkz_snapshot\":1,\"created_at\":")?;
         json(out, self.created_at)?;
         out.write_all(b",\"pid\":")?;
@@ -139,31 +132,70 @@ impl Snapshot<'_> {
         out.write_all(b",\"digest\":")?;
         json(out, self.digest)?;
         out.write_all(b",\"pipelines\":[")?;
-        for (i, p) in self.pipelines.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for run in self.pipelines.iter().filter(|r| !r.json.is_empty()) {
+            if !std::mem::take(&mut first) {
                 out.write_all(b",")?;
             }
-            out.write_all(b"{\"issue\":")?;
-            json(out, &p.file.issue)?;
-            out.write_all(b",\"file\":")?;
-            json(out, &p.file.issue.file_name())?;
-            match &p.view {
-                Ok(view) => {
-                    out.write_all(b",\"raw\":")?;
-                    out.write_all(p.json().unwrap_or(b"null"))?;
-                    out.write_all(b",\"normalized\":")?;
-                    json(out, view)?;
-                }
-                Err(e) => {
-                    out.write_all(b",\"error\":")?;
-                    json(out, &e.0)?;
-                    out.write_all(b",\"raw_text\":")?;
-                    json(out, &p.invalid_text())?;
-                }
-            }
-            out.write_all(b"}")?;
+            out.write_all(&run.json)?;
         }
         out.write_all(b"]}")
+    }
+}
+
+fn json(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
+    serde_json::to_writer(out, value).map_err(io::Error::from)
+}
+
+/// A run of the snapshot's `pipelines` entries, rendered as JSON (without
+/// the brackets) while the files are read, on the thread that read them.
+///
+/// Each entry's `raw` is the file's text copied verbatim: it was checked to
+/// be one JSON object when read, as strictly as a `serde_json::Value` would
+/// be (see `pipeline::FileContent`), so parsing it into a tree and printing
+/// it again would change nothing but the time taken (most of the hook's
+/// time, with thousands of files).
+#[derive(Debug, Default)]
+pub struct PipelineEntries {
+    json: Vec<u8>,
+}
+
+impl PipelineEntries {
+    /// Appends the entry of one file.
+    pub fn push(&mut self, file: &PipelineFile, content: &FileContent) {
+        // Writing to a Vec cannot fail, nor can serializing these types.
+        let _ = self.render(file, content);
+    }
+
+    fn render(&mut self, file: &PipelineFile, content: &FileContent) -> io::Result<()> {
+        let out = &mut self.json;
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        // An issue number is ASCII digits: nothing to escape.
+        let issue = file.issue.as_str().as_bytes();
+        debug_assert!(issue.iter().all(u8::is_ascii_digit));
+        out.extend_from_slice(b"{\"issue\":\"");
+        out.extend_from_slice(issue);
+        out.extend_from_slice(b"\",\"file\":\"");
+        out.extend_from_slice(issue);
+        out.extend_from_slice(b".json\"");
+        match content {
+            FileContent::Valid { view, json: raw } => {
+                out.extend_from_slice(b",\"raw\":");
+                out.extend_from_slice(raw);
+                out.extend_from_slice(b",\"normalized\":");
+                json(out, view)?;
+            }
+            FileContent::Invalid { error, text } => {
+                out.extend_from_slice(b",\"error\":");
+                json(out, &error.0)?;
+                out.extend_from_slice(b",\"raw_text\":");
+                json(out, &text.map(String::from_utf8_lossy))?;
+            }
+        }
+        out.push(b'}');
+        Ok(())
     }
 }
 
@@ -239,7 +271,10 @@ mod tests {
         let good = "\n {\"7\": {\"current_phase\": \"qa\", \"steps\": {\"a\": [1, 2.5e3]}},\n  \"zz\": null} \n";
         std::fs::write(dir.join("7.json"), good).unwrap();
         std::fs::write(dir.join("8.json"), "{\"8\": oops").unwrap();
-        let loaded = crate::pipeline::load_all(&crate::pipeline::list_in(&dir).unwrap());
+        let mut entries = PipelineEntries::default();
+        for loaded in crate::pipeline::load_all(&crate::pipeline::list_in(&dir).unwrap()) {
+            entries.push(&loaded.file, &loaded.content());
+        }
         let git = GitState::default();
         let digest = Digest::default();
         let event: Map<String, Value> = serde_json::from_str(r#"{"b": 1, "a": [2]}"#).unwrap();
@@ -251,7 +286,11 @@ mod tests {
             event_error: None,
             git: &git,
             digest: &digest,
-            pipelines: &loaded,
+            pipelines: &[
+                PipelineEntries::default(),
+                entries,
+                PipelineEntries::default(),
+            ],
         };
         let path = write(tmp.path(), "pre-compact-x.json", &snap).unwrap();
         let text = std::fs::read_to_string(path).unwrap();

@@ -19,10 +19,13 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::{IssueNumber, Normalized};
+use super::{Field, IssueNumber, Normalized};
 
 /// The fields of the issue's data that [`Normalized::from_fields`] reads.
 pub(super) const VIEW_FIELDS: [&str; 15] = [
@@ -46,19 +49,35 @@ pub(super) const VIEW_FIELDS: [&str; 15] = [
 /// The siblings of the numeric key that [`Normalized::from_fields`] reads.
 pub(super) const VIEW_SIBLINGS: [&str; 2] = ["lastActivity", "heartbeat_pid"];
 
-type DataFields = [Option<Value>; VIEW_FIELDS.len()];
-
-/// What the view needs of one file.
-struct Fields {
-    /// `None` when the numeric key is missing or not an object.
-    data: Option<DataFields>,
-    siblings: [Option<Value>; VIEW_SIBLINGS.len()],
+/// A wanted field's value as read: strings borrowed from the file's bytes
+/// (copied only when an escape had to be undone), anything else a `Value`.
+enum Kept<'de> {
+    Str(Cow<'de, str>),
+    Other(Value),
 }
 
-fn lookup<'a>(names: &[&str], values: &'a [Option<Value>], name: &str) -> Option<&'a Value> {
+impl Kept<'_> {
+    fn field(&self) -> Field<'_> {
+        match self {
+            Kept::Str(s) => Field::Str(s),
+            Kept::Other(v) => Field::from(v),
+        }
+    }
+}
+
+type DataFields<'de> = [Option<Kept<'de>>; VIEW_FIELDS.len()];
+
+/// What the view needs of one file.
+struct Fields<'de> {
+    /// `None` when the numeric key is missing or not an object.
+    data: Option<DataFields<'de>>,
+    siblings: [Option<Kept<'de>>; VIEW_SIBLINGS.len()],
+}
+
+fn lookup<'a>(names: &[&str], values: &'a [Option<Kept>], name: &str) -> Option<Field<'a>> {
     let i = names.iter().position(|n| *n == name);
     debug_assert!(i.is_some(), "{name} missing from the view's field list");
-    values[i?].as_ref()
+    values[i?].as_ref().map(Kept::field)
 }
 
 /// The normalized view of a pipeline file's bytes; `None` when they are not
@@ -114,13 +133,13 @@ struct TopVisitor<'i> {
 }
 
 impl<'de> Visitor<'de> for TopVisitor<'_> {
-    type Value = Fields;
+    type Value = Fields<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
         let names = [self.issue, VIEW_SIBLINGS[0], VIEW_SIBLINGS[1]];
         let mut fields = Fields {
             data: None,
@@ -129,7 +148,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
         while let Some(key) = map.next_key_seed(KeySeed(&names))? {
             match key {
                 Some(0) => fields.data = map.next_value_seed(DataSeed)?,
-                Some(i) => fields.siblings[i - 1] = Some(map.next_value()?),
+                Some(i) => fields.siblings[i - 1] = Some(map.next_value_seed(KeptSeed)?),
                 None => map.next_value::<Skip>().map(|_| ())?,
             }
         }
@@ -142,7 +161,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
 struct DataSeed;
 
 impl<'de> DeserializeSeed<'de> for DataSeed {
-    type Value = Option<DataFields>;
+    type Value = Option<DataFields<'de>>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
@@ -150,7 +169,7 @@ impl<'de> DeserializeSeed<'de> for DataSeed {
 }
 
 impl<'de> Visitor<'de> for DataSeed {
-    type Value = Option<DataFields>;
+    type Value = Option<DataFields<'de>>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
@@ -160,7 +179,7 @@ impl<'de> Visitor<'de> for DataSeed {
         let mut data: DataFields = Default::default();
         while let Some(key) = map.next_key_seed(KeySeed(&VIEW_FIELDS))? {
             match key {
-                Some(i) => data[i] = Some(map.next_value()?),
+                Some(i) => data[i] = Some(map.next_value_seed(KeptSeed)?),
                 None => map.next_value::<Skip>().map(|_| ())?,
             }
         }
@@ -193,6 +212,68 @@ impl<'de> Visitor<'de> for DataSeed {
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
+    }
+}
+
+/// A wanted field's value, read as a `Value` would read it (the same
+/// `deserialize_any` entry point, so the same checks), but with strings kept
+/// borrowed.
+struct KeptSeed;
+
+impl<'de> DeserializeSeed<'de> for KeptSeed {
+    type Value = Kept<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Kept<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeptSeed {
+    type Value = Kept<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Kept<'de>, E> {
+        Ok(Kept::Str(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Kept<'de>, E> {
+        Ok(Kept::Str(Cow::Owned(s.to_string())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Kept<'de>, E> {
+        Ok(Kept::Str(Cow::Owned(s)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kept<'de>, A::Error> {
+        Value::deserialize(MapAccessDeserializer::new(map)).map(Kept::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Kept<'de>, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Kept::Other)
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Kept<'de>, E> {
+        Ok(Kept::Other(Value::Bool(b)))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Kept<'de>, E> {
+        Ok(Kept::Other(Value::from(n)))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Kept<'de>, E> {
+        Ok(Kept::Other(Value::from(n)))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Kept<'de>, E> {
+        // As a `Value` does: a number that is not finite is null.
+        Ok(Kept::Other(Value::from(n)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Kept<'de>, E> {
+        Ok(Kept::Other(Value::Null))
     }
 }
 
