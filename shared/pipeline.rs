@@ -29,7 +29,8 @@ mod read;
 mod view;
 
 pub use read::{
-    load_all, visit_all, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,
+    load_all, visit_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE,
+    MAX_READ_THREADS,
 };
 
 /// The subdirectory of the state directory holding pipeline files.

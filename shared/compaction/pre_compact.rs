@@ -11,9 +11,11 @@
 //!    the record, not yet in place), while
 //! 4. every `state/pipeline/<N>.json` is read, on all cores, each file
 //!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
-//!    keeping only the active views for the [`Digest`].
-//! 5. With git's answer: the digest, then the snapshot, written in one go;
-//!    then old snapshots are pruned.
+//!    keeping only the active views for the [`Digest`]. The snapshot's
+//!    header and these entries are written out run by run as they come
+//!    ([`SnapshotWriter`]), while later runs are still being read.
+//! 5. With git's answer: the digest; the snapshot's last fields, then the
+//!    sync and the rename; then old snapshots are pruned.
 //! 6. Once the snapshot is in place, the nudge is (a rename): the record
 //!    never names a snapshot that is not there. If the snapshot could not be
 //!    written, the prepared nudge is dropped and the record nudged without one.
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Digest};
-use super::snapshot::{self, PipelineEntries, Snapshot};
+use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -81,31 +83,34 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                 Vec::new()
             }
         };
-        let runs = pipeline::visit_all(&files, Run::default, Run::add);
-        std::mem::forget(files); // see the views below
+        let header = SnapshotHeader {
+            created_at: &created_at,
+            pid: std::process::id(),
+            session_id: session.as_ref().map(SessionId::as_str),
+            event: event.as_ref().map(|e| &e.raw),
+            event_error: event_error.as_deref(),
+        };
+        let mut writer = root
+            .as_deref()
+            .map(|root| SnapshotWriter::create(root, &name, &header));
+        let mut active = Vec::new();
+        pipeline::visit_in_order(&files, Run::default, Run::add, |run| {
+            if let Some(writer) = &mut writer {
+                writer.pipelines(&run.entries);
+            }
+            active.extend(run.active);
+        });
+        // The process ends right after: freeing thousands of allocations
+        // one at a time would cost milliseconds the exit does at once.
+        std::mem::forget(files);
         let git = match git {
             Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
             Started::Failed(state) => state,
         };
-        let views = runs.iter().flat_map(|r| &r.active);
-        let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
-        let (entries, views): (Vec<_>, Vec<_>) =
-            runs.into_iter().map(|r| (r.entries, r.active)).unzip();
-        // The process ends right after: freeing thousands of views one
-        // allocation at a time would cost milliseconds the exit does at once.
-        std::mem::forget(views);
-        let written = root.as_deref().and_then(|root| {
-            let snap = Snapshot {
-                created_at: &created_at,
-                pid: std::process::id(),
-                session_id: session.as_ref().map(SessionId::as_str),
-                event: event.as_ref().map(|e| &e.raw),
-                event_error: event_error.as_deref(),
-                git: &git,
-                digest: &digest,
-                pipelines: &entries,
-            };
-            let written = match snapshot::write(root, &name, &snap) {
+        let digest = Digest::build(&active, &state.join(pipeline::PIPELINE_DIR), git.clone());
+        std::mem::forget(active); // as the files above
+        let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
+            let written = match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),
                 Err(e) => {
                     warnings.warn(format!(
@@ -123,7 +128,6 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         });
         let (pending, side_warnings) = side.and_then(|t| t.join().ok()).unwrap_or_default();
         let instructions = summarizer_instructions(&digest, written.as_deref());
-        std::mem::forget(entries); // as the views above
         (instructions, written.is_some(), pending, side_warnings)
     });
     for w in side_warnings {

@@ -1,6 +1,7 @@
 //! Pre-compact snapshots: `state/pre-compact-<UTC ts>-<pid>.json`.
 //!
-//! One JSON object, written once (atomically) by `jkz-pre-compact`:
+//! One JSON object, written once (atomically) by `jkz-pre-compact`, fields
+//! in this order:
 //!
 //! | field | content |
 //! |---|---|
@@ -10,9 +11,13 @@
 //! | `session_id` | the validated session id, or null |
 //! | `event` | the hook event exactly as received (unknown fields kept), or null |
 //! | `event_error` | why the event could not be read (only when it could not) |
+//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the file's JSON, verbatim) with `normalized`, or `error` with `raw_text` |
 //! | `git` | branch, HEAD, dirty paths ([`GitState`]) |
 //! | `digest` | the decision-critical items the summarizer was given ([`Digest`]) |
-//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the file's JSON, verbatim) with `normalized`, or `error` with `raw_text` |
+//!
+//! The bulky `pipelines` come before what depends on all of them (the
+//! digest) and on git: the hook writes them out ([`SnapshotWriter`]) while
+//! it is still reading the rest and git is still running.
 //!
 //! Retention: snapshots older than [`MAX_AGE_DAYS`] days are removed, but
 //! the newest [`KEEP_NEWEST`] are always kept. The timestamp in the name
@@ -97,24 +102,107 @@ pub fn prune(state: &Path, now: DateTime<Utc>) -> io::Result<Vec<String>> {
     Ok(removed)
 }
 
-/// Everything a snapshot records.
-pub struct Snapshot<'a> {
+/// What a snapshot records before its pipelines.
+pub struct SnapshotHeader<'a> {
     pub created_at: &'a str,
     pub pid: u32,
     pub session_id: Option<&'a str>,
     pub event: Option<&'a Map<String, Value>>,
     pub event_error: Option<&'a str>,
-    pub git: &'a GitState,
-    pub digest: &'a Digest,
-    /// The `pipelines` entries, in runs (see [`PipelineEntries`]).
-    pub pipelines: &'a [PipelineEntries],
 }
 
-impl Snapshot<'_> {
-    /// Writes the snapshot as one compact JSON object, fields in the order of
-    /// the table above. The `pipelines` entries were rendered as the files
-    /// were read; here they are only copied out.
-    pub fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
+/// A snapshot being written, in order: the header, the pipelines run by run
+/// as they are read, then git and the digest ([`SnapshotWriter::finish`]).
+///
+/// Durability: the content is synced before the rename, so even after a
+/// power loss the snapshot is whole or absent, never half. Large snapshots
+/// are synced along the way (every [`SYNC_EVERY`] bytes), while the reading
+/// goes on, so that little is left for the last sync. The directory is not
+/// synced: the rename reaches the disk with the filesystem's next journal
+/// commit (seconds), and a snapshot lost to a power loss in that window is
+/// the same as a compaction the hook did not see, which every reader
+/// already handles. That sync cost more than the rest of the hook
+/// (milliseconds on a busy disk).
+///
+/// A write that fails is remembered: later calls do nothing, and
+/// [`finish`](SnapshotWriter::finish) returns the error (nothing is left
+/// behind).
+pub struct SnapshotWriter {
+    out: io::Result<BufWriter<AtomicFile>>,
+    path: PathBuf,
+    /// Whether a pipeline entry was written yet (for the commas).
+    any_pipeline: bool,
+    /// Bytes of pipeline entries written since the last sync.
+    unsynced: usize,
+}
+
+/// How many bytes a [`SnapshotWriter`] writes between syncs.
+pub const SYNC_EVERY: usize = 2 * 1024 * 1024;
+
+impl SnapshotWriter {
+    /// Starts `state/<name>` and writes the header.
+    pub fn create(state: &Path, name: &str, header: &SnapshotHeader) -> SnapshotWriter {
+        let path = state.join(name);
+        let out = AtomicFile::create(&path).and_then(|file| {
+            let file = file.durability(Durability::Content);
+            let mut out = BufWriter::with_capacity(64 * 1024, file);
+            header.write_json(&mut out)?;
+            Ok(out)
+        });
+        SnapshotWriter {
+            out,
+            path,
+            any_pipeline: false,
+            unsynced: 0,
+        }
+    }
+
+    /// Appends a run of pipeline entries.
+    pub fn pipelines(&mut self, entries: &PipelineEntries) {
+        let Ok(out) = &mut self.out else { return };
+        if entries.json.is_empty() {
+            return;
+        }
+        let comma = std::mem::replace(&mut self.any_pipeline, true);
+        self.unsynced += entries.json.len();
+        let sync = self.unsynced >= SYNC_EVERY;
+        if sync {
+            self.unsynced = 0;
+        }
+        let written = (if comma { out.write_all(b",") } else { Ok(()) })
+            .and_then(|_| out.write_all(&entries.json))
+            .and_then(|_| match sync {
+                true => out.flush().and_then(|_| out.get_ref().sync_content()),
+                false => Ok(()),
+            });
+        if let Err(e) = written {
+            self.out = Err(e);
+        }
+    }
+
+    /// Writes git and the digest, syncs and puts the snapshot in place
+    /// (never over an existing file). Returns its path.
+    pub fn finish(self, git: &GitState, digest: &Digest) -> io::Result<PathBuf> {
+        let mut out = self.out?;
+        out.write_all(b"],\"git\":")?;
+        json(&mut out, git)?;
+        out.write_all(b",\"digest\":")?;
+        json(&mut out, digest)?;
+        out.write_all(b"}\n")?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        if !file.commit_new()? {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already exists", self.path.display()),
+            ));
+        }
+        Ok(self.path)
+    }
+}
+
+impl SnapshotHeader<'_> {
+    /// The snapshot's text up to its pipelines: `{"jkz_snapshot":1, … "pipelines":[`.
+    fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
         out.write_all(b"{\"jkz_snapshot\":1,\"created_at\":")?;
         json(out, self.created_at)?;
         out.write_all(b",\"pid\":")?;
@@ -127,19 +215,7 @@ impl Snapshot<'_> {
             out.write_all(b",\"event_error\":")?;
             json(out, e)?;
         }
-        out.write_all(b",\"git\":")?;
-        json(out, self.git)?;
-        out.write_all(b",\"digest\":")?;
-        json(out, self.digest)?;
-        out.write_all(b",\"pipelines\":[")?;
-        let mut first = true;
-        for run in self.pipelines.iter().filter(|r| !r.json.is_empty()) {
-            if !std::mem::take(&mut first) {
-                out.write_all(b",")?;
-            }
-            out.write_all(&run.json)?;
-        }
-        out.write_all(b"]}")
+        out.write_all(b",\"pipelines\":[")
     }
 }
 
@@ -199,31 +275,6 @@ impl PipelineEntries {
     }
 }
 
-/// Writes the snapshot as `state/<name>`, atomically and write-once.
-///
-/// Durability: the content is synced before the rename, so even after a
-/// power loss the snapshot is whole or absent, never half. The directory is
-/// not synced: the rename reaches the disk with the filesystem's next
-/// journal commit (seconds), and a snapshot lost to a power loss in that
-/// window is the same as a compaction the hook did not see, which every
-/// reader already handles. That sync cost more than the rest of the hook
-/// (milliseconds on a busy disk).
-pub fn write(state: &Path, name: &str, snapshot: &Snapshot) -> io::Result<PathBuf> {
-    let path = state.join(name);
-    let file = AtomicFile::create(&path)?.durability(Durability::Content);
-    let mut out = BufWriter::with_capacity(256 * 1024, file);
-    snapshot.write_json(&mut out)?;
-    out.write_all(b"\n")?;
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    if !file.commit_new()? {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} already exists", path.display()),
-        ));
-    }
-    Ok(path)
-}
-
 /// What SessionStart needs from a snapshot (the rest is skipped unparsed).
 #[derive(Clone, Debug, Deserialize)]
 pub struct SnapshotHead {
@@ -271,28 +322,28 @@ mod tests {
         let good = "\n {\"7\": {\"current_phase\": \"qa\", \"steps\": {\"a\": [1, 2.5e3]}},\n  \"zz\": null} \n";
         std::fs::write(dir.join("7.json"), good).unwrap();
         std::fs::write(dir.join("8.json"), "{\"8\": oops").unwrap();
-        let mut entries = PipelineEntries::default();
+        // Each file in a run of its own, with empty runs around: the commas.
+        let mut runs = vec![PipelineEntries::default()];
         for loaded in crate::pipeline::load_all(&crate::pipeline::list_in(&dir).unwrap()) {
-            entries.push(&loaded.file, &loaded.content());
+            let mut run = PipelineEntries::default();
+            run.push(&loaded.file, &loaded.content());
+            runs.extend([run, PipelineEntries::default()]);
         }
         let git = GitState::default();
         let digest = Digest::default();
         let event: Map<String, Value> = serde_json::from_str(r#"{"b": 1, "a": [2]}"#).unwrap();
-        let snap = Snapshot {
+        let header = SnapshotHeader {
             created_at: "T",
             pid: 1,
             session_id: None,
             event: Some(&event),
             event_error: None,
-            git: &git,
-            digest: &digest,
-            pipelines: &[
-                PipelineEntries::default(),
-                entries,
-                PipelineEntries::default(),
-            ],
         };
-        let path = write(tmp.path(), "pre-compact-x.json", &snap).unwrap();
+        let mut writer = SnapshotWriter::create(tmp.path(), "pre-compact-x.json", &header);
+        for run in &runs {
+            writer.pipelines(run);
+        }
+        let path = writer.finish(&git, &digest).unwrap();
         let text = std::fs::read_to_string(path).unwrap();
         assert!(text.contains(good.trim()), "the file's text, verbatim");
         let v: Value = serde_json::from_str(&text).unwrap();
@@ -305,9 +356,9 @@ mod tests {
                 "pid",
                 "session_id",
                 "event",
+                "pipelines",
                 "git",
-                "digest",
-                "pipelines"
+                "digest"
             ]
         );
         assert_eq!(v["event"].to_string(), r#"{"b":1,"a":[2]}"#);
@@ -321,6 +372,50 @@ mod tests {
             .starts_with("invalid JSON"));
         assert_eq!(v["pipelines"][1]["raw_text"], "{\"8\": oops");
         assert_eq!(v["pipelines"][1].get("raw"), None);
+    }
+
+    #[test]
+    fn a_snapshot_synced_along_the_way_is_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let header = SnapshotHeader {
+            created_at: "T",
+            pid: 1,
+            session_id: Some("s"),
+            event: None,
+            event_error: Some("bad"),
+        };
+        let mut writer = SnapshotWriter::create(tmp.path(), "pre-compact-y.json", &header);
+        let n = 3 * SYNC_EVERY / 1000 + 5;
+        let big = format!("{{\"failure_context\":\"{}\"}}", "x".repeat(900));
+        for i in 1..=n {
+            let issue = crate::pipeline::IssueNumber::parse(&i.to_string()).unwrap();
+            let file = PipelineFile {
+                path: tmp.path().join(issue.file_name()),
+                issue: issue.clone(),
+                regular: true,
+            };
+            let mut run = PipelineEntries::default();
+            let error = crate::pipeline::ParseError("e".into());
+            let content = FileContent::Invalid {
+                error,
+                text: Some(big.as_bytes()),
+            };
+            run.push(&file, &content);
+            writer.pipelines(&run);
+        }
+        let path = writer
+            .finish(&GitState::default(), &Digest::default())
+            .unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let pipelines = v["pipelines"].as_array().unwrap();
+        assert_eq!(pipelines.len(), n);
+        assert_eq!(pipelines[n - 1]["issue"], n.to_string());
+        assert_eq!(pipelines[0]["raw_text"], big);
+        assert_eq!(
+            (v["event"].clone(), v["event_error"].clone()),
+            (Value::Null, "bad".into())
+        );
+        assert!(v["digest"].is_object() && v["git"].is_object());
     }
 
     #[test]

@@ -137,6 +137,75 @@ where
     })
 }
 
+/// How many files [`visit_in_order`] hands over at a time.
+const RUN_FILES: usize = 512;
+
+/// [`visit_all`] for a caller that wants the results as they come: the
+/// files are read in runs of up to 512, on up to [`MAX_READ_THREADS`]
+/// threads, and each run's accumulator is given to `take`, on the calling
+/// thread, as soon as it and every run before it are done. So the caller
+/// can write the first runs out while later ones are still being read.
+pub fn visit_in_order<A, N, V, T>(files: &[PipelineFile], new: N, visit: V, mut take: T)
+where
+    A: Send,
+    N: Fn() -> A + Sync,
+    V: Fn(&mut A, &PipelineFile, FileContent<'_>) + Sync,
+    T: FnMut(A),
+{
+    let read_run = |run: &[PipelineFile]| {
+        let mut acc = new();
+        let mut reader = SmallFileReader::default();
+        for file in run {
+            let read = reader.read(&file.path, file.regular, MAX_PIPELINE_FILE);
+            visit(&mut acc, file, FileContent::of(&file.issue, read));
+        }
+        acc
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_READ_THREADS);
+    let runs: Vec<&[PipelineFile]> = files.chunks(RUN_FILES).collect();
+    if files.len() < PARALLEL_FROM || threads < 2 {
+        runs.into_iter().for_each(|run| take(read_run(run)));
+        return;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (send, done) = std::sync::mpsc::channel::<(usize, A)>();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .filter_map(|_| {
+                let (send, next, runs) = (send.clone(), &next, &runs);
+                let work = move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    if send.send((i, read_run(run))).is_err() {
+                        break;
+                    }
+                };
+                std::thread::Builder::new().spawn_scoped(s, work).ok()
+            })
+            .collect();
+        drop(send);
+        let mut arrived: Vec<Option<A>> = runs.iter().map(|_| None).collect();
+        let mut taken = 0;
+        for (i, acc) in done {
+            arrived[i] = Some(acc);
+            while let Some(acc) = arrived.get_mut(taken).and_then(Option::take) {
+                take(acc);
+                taken += 1;
+            }
+        }
+        // Runs that never came (no thread could be started, or one
+        // panicked) are read here, in turn, so none is missing.
+        for i in taken..runs.len() {
+            take(arrived[i].take().unwrap_or_else(|| read_run(runs[i])));
+        }
+        for worker in workers {
+            let _ = worker.join(); // a panic was made good above
+        }
+    });
+}
+
 /// A pipeline file as read, owning its text: for callers that keep files
 /// around (`jkz state list`, the session record).
 #[derive(Clone, Debug, PartialEq)]
@@ -254,5 +323,20 @@ mod tests {
         let issues: Vec<_> = runs.concat();
         let want: Vec<_> = files.iter().map(|f| f.issue.clone()).collect();
         assert_eq!(issues, want);
+
+        // In order, run by run, as they come.
+        let mut taken = Vec::new();
+        let mut sizes = Vec::new();
+        visit_in_order(
+            &files,
+            Vec::new,
+            |out, file, content| out.push(LoadedPipeline::new(file, content)),
+            |run| {
+                sizes.push(run.len());
+                taken.extend(run);
+            },
+        );
+        assert_eq!(sizes, [RUN_FILES, files.len() - RUN_FILES]);
+        assert_eq!(taken, loaded);
     }
 }
