@@ -5,12 +5,15 @@
 #
 # Usage: bench/pre_compact.sh [RUNS_100 [RUNS_10000]]   (defaults 100 and 20)
 # Targets: p50 <= 5 ms (100 files), <= 50 ms (10,000), >= 10x faster than bash+jq.
-# Timing uses bash's $EPOCHREALTIME around each run (no extra process), and
-# removes the snapshot written by each run outside the timed part.
-# The "floor" column is bench/pre_compact_floor.rs: only the unavoidable work
-# (read every pipeline file, write that many bytes twice, fsync, rename), to
-# tell what the hook costs from what the machine costs. Note `uptime` first:
-# other builds on the machine move every figure.
+# Timing is bench/time_runs.rs: it spawns the hook from a small process (the
+# event on stdin, as Claude Code gives it), times spawn to exit, and removes
+# the snapshot each run wrote outside the timed part. Both hooks are timed
+# the same way. Two more columns tell what the hook costs from what the
+# machine costs: "process" is /bin/true timed the same way (starting and
+# ending any process), "floor" is bench/pre_compact_floor.rs, only the
+# unavoidable work (list and read every pipeline file, write that many
+# bytes twice, sync, rename). Note `uptime` first: other builds on the
+# machine move every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs_small=${1:-100}
@@ -20,6 +23,8 @@ cargo build --release --locked --bin jkz-pre-compact >&2
 hook="$PWD/target/release/jkz-pre-compact"
 floor="$PWD/target/release/pre-compact-floor"
 rustc -O --edition 2021 -o "$floor" bench/pre_compact_floor.rs
+timer="$PWD/target/release/time-runs"
+rustc -O --edition 2021 -o "$timer" bench/time_runs.rs
 reference="$PWD/bench/reference-pre-compact.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/jkz-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -43,22 +48,13 @@ event() { # DIR
   printf '{"session_id":"bench","transcript_path":"/dev/null","cwd":"%s","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}' "$1"
 }
 
-# p50 and p90 (nearest rank) of the numbers on stdin.
-p50_p90() { sort -n | awk '{a[NR]=$1} END {printf "%.2f %.2f", a[int((NR+1)/2)], a[int((NR*9+9)/10)]}'; }
-
 measure() { # PROGRAM DIR RUNS -> "p50 p90" in ms
-  local program=$1 dir=$2 runs=$3 input t0 t1 i
-  input=$(event "$dir")
-  for ((i = 0; i < runs; i++)); do
-    t0=$EPOCHREALTIME
-    CLAUDE_PROJECT_DIR="$dir" "$program" <<<"$input" >/dev/null
-    t1=$EPOCHREALTIME
-    rm -f "$dir"/state/pre-compact-*.json
-    echo "$t0 $t1" | awk '{printf "%.3f\n", ($2 - $1) * 1000}'
-  done | p50_p90
+  local program=$1 dir=$2 runs=$3
+  event "$dir" >"$work/event.json"
+  CLAUDE_PROJECT_DIR="$dir" "$timer" "$runs" "$dir/state" "$work/event.json" "$program"
 }
 
-printf '%-8s %16s %14s %14s %9s %s\n' files "jkz p50/p90 ms" "floor p50 ms" "bash+jq p50 ms" speedup target
+printf '%-8s %16s %14s %16s %14s %9s %s\n' files "jkz p50/p90 ms" "floor p50 ms" "process p50 ms" "bash+jq p50 ms" speedup target
 for spec in "100 $runs_small 5" "10000 $runs_big 50"; do
   read -r count runs target <<<"$spec"
   dir="$work/p$count"
@@ -71,9 +67,10 @@ for spec in "100 $runs_small 5" "10000 $runs_big 50"; do
   rm -f "$dir"/state/pre-compact-*.json
   read -r ours ours90 <<<"$(measure "$hook" "$dir" "$runs")"
   read -r bottom _ <<<"$(measure "$floor" "$dir" "$runs")"
+  read -r process _ <<<"$(measure /bin/true "$dir" "$runs")"
   ref_runs=$((runs < 10 ? runs : 10))
   read -r theirs _ <<<"$(measure "$reference" "$dir" "$ref_runs")"
   speedup=$(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.1fx", b / a}')
   verdict=$(awk -v a="$ours" -v b="$theirs" -v t="$target" 'BEGIN {print (a <= t && b / a >= 10) ? "met" : "MISSED"}')
-  printf '%-8s %16s %14s %14s %9s p50<=%sms,>=10x: %s\n' "$count" "$ours/$ours90" "$bottom" "$theirs" "$speedup" "$target" "$verdict"
+  printf '%-8s %16s %14s %16s %14s %9s p50<=%sms,>=10x: %s\n' "$count" "$ours/$ours90" "$bottom" "$process" "$theirs" "$speedup" "$target" "$verdict"
 done

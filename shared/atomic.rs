@@ -28,6 +28,8 @@ pub struct AtomicFile {
     tmp: NamedTempFile,
     dest: PathBuf,
     durability: Durability,
+    /// Nothing was written since the last [`sync_content`](AtomicFile::sync_content).
+    synced: bool,
 }
 
 /// What is on disk when a commit returns. Either way the content is synced
@@ -62,6 +64,7 @@ impl AtomicFile {
             tmp,
             dest,
             durability: Durability::Full,
+            synced: false,
         })
     }
 
@@ -76,9 +79,21 @@ impl AtomicFile {
     }
 
     /// Syncs what was written so far to disk now, so that a later commit
-    /// (which syncs again) finds little or nothing left to write.
-    pub fn sync_content(&self) -> io::Result<()> {
-        self.tmp.as_file().sync_data()
+    /// finds little or nothing left to sync (nothing at all when nothing
+    /// was written since: it then skips its sync).
+    pub fn sync_content(&mut self) -> io::Result<()> {
+        self.tmp.as_file().sync_data()?;
+        self.synced = true;
+        Ok(())
+    }
+
+    /// The sync before a rename: `fdatasync`, unless nothing was written
+    /// since the last one.
+    fn sync_before_rename(&self) -> io::Result<()> {
+        match self.synced {
+            true => Ok(()),
+            false => self.tmp.as_file().sync_data(),
+        }
     }
 
     /// Flushes, syncs and renames into place, replacing any existing file.
@@ -88,7 +103,7 @@ impl AtomicFile {
     /// journal commit and matter to no reader.
     pub fn commit(self) -> io::Result<()> {
         let dir = parent_dir(&self.dest).to_path_buf();
-        self.tmp.as_file().sync_data()?;
+        self.sync_before_rename()?;
         self.tmp.persist(&self.dest).map_err(|e| e.error)?;
         self.durability.sync_dir(&dir)
     }
@@ -109,7 +124,7 @@ impl AtomicFile {
     /// (write-once content-addressed files). Returns false when it existed.
     pub fn commit_new(self) -> io::Result<bool> {
         let dir = parent_dir(&self.dest).to_path_buf();
-        self.tmp.as_file().sync_data()?; // as in `commit`
+        self.sync_before_rename()?; // as in `commit`
         match self.tmp.persist_noclobber(&self.dest) {
             Ok(_) => {
                 self.durability.sync_dir(&dir)?;
@@ -140,10 +155,12 @@ impl AtomicFile {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.synced = false;
         self.tmp.write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.synced = false;
         self.tmp.write_all(buf)
     }
 
@@ -193,6 +210,21 @@ impl Durability {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_syncs_whatever_was_written_after_an_early_sync() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("f.json");
+        let mut file = AtomicFile::create(&dest).unwrap();
+        file.write_all(b"ab").unwrap();
+        assert!(!file.synced);
+        file.sync_content().unwrap();
+        assert!(file.synced, "nothing left for the commit to sync");
+        file.write_all(b"cd").unwrap();
+        assert!(!file.synced, "the commit must sync what came after");
+        file.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"abcd");
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

@@ -68,7 +68,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         snapshot: Some(&name),
     };
 
-    let (instructions, written, pending, side_warnings) = std::thread::scope(|s| {
+    let instructions = std::thread::scope(|s| {
         let side = root.as_ref().and(session.as_ref()).map(|session| {
             let (state, nudge) = (&state, &nudge);
             s.spawn(move || prepare_nudge(state, Some(session), nudge))
@@ -100,6 +100,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             }
             active.extend(run.active);
         });
+        if let Some(writer) = &mut writer {
+            writer.sync(); // while git may still run
+        }
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
         std::mem::forget(files);
@@ -110,7 +113,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         let digest = Digest::build(&active, &state.join(pipeline::PIPELINE_DIR), git.clone());
         std::mem::forget(active); // as the files above
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
-            let written = match writer.finish(&git, &digest) {
+            match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),
                 Err(e) => {
                     warnings.warn(format!(
@@ -119,36 +122,42 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                     ));
                     None
                 }
-            };
-            // After the write, so the newest twenty kept include this one.
-            if let Err(e) = snapshot::prune(root, now) {
-                warnings.warn(format!("pruning old snapshots in {}: {e}", root.display()));
             }
-            written
+        });
+        // After the write, so the newest twenty kept include this one; beside
+        // the nudge below.
+        let pruned = root.as_deref().map(|root| {
+            s.spawn(move || {
+                snapshot::prune(root, now)
+                    .err()
+                    .map(|e| format!("pruning old snapshots in {}: {e}", root.display()))
+            })
         });
         let (pending, side_warnings) = side.and_then(|t| t.join().ok()).unwrap_or_default();
-        let instructions = summarizer_instructions(&digest, written.as_deref());
-        (instructions, written.is_some(), pending, side_warnings)
-    });
-    for w in side_warnings {
-        warnings.warn(w);
-    }
-    // No pending nudge: no session, or it could not be prepared (reported).
-    if let (Some(pending), Some(session)) = (pending, &session) {
-        let nudged = if written {
-            pending.commit().map_err(|e| e.to_string())
-        } else {
-            drop(pending); // and its lock with it
-            let unsaved = CompactionNudge {
-                snapshot: None,
-                ..nudge
-            };
-            nudge_now(&state, session, &unsaved)
-        };
-        if let Err(e) = nudged {
-            warnings.warn(format!("updating the session record of {session}: {e}"));
+        for w in side_warnings {
+            warnings.warn(w);
         }
-    }
+        // No pending nudge: no session, or it could not be prepared (reported).
+        if let (Some(pending), Some(session)) = (pending, &session) {
+            let nudged = if written.is_some() {
+                pending.commit().map_err(|e| e.to_string())
+            } else {
+                drop(pending); // and its lock with it
+                let unsaved = CompactionNudge {
+                    snapshot: None,
+                    ..nudge
+                };
+                nudge_now(&state, session, &unsaved)
+            };
+            if let Err(e) = nudged {
+                warnings.warn(format!("updating the session record of {session}: {e}"));
+            }
+        }
+        if let Some(Ok(Some(w))) = pruned.map(|t| t.join()) {
+            warnings.warn(w);
+        }
+        summarizer_instructions(&digest, written.as_deref())
+    });
     hook::print(&instructions, warnings);
 }
 

@@ -172,12 +172,24 @@ impl SnapshotWriter {
         let written = (if comma { out.write_all(b",") } else { Ok(()) })
             .and_then(|_| out.write_all(&entries.json))
             .and_then(|_| match sync {
-                true => out.flush().and_then(|_| out.get_ref().sync_content()),
+                true => out.flush().and_then(|_| out.get_mut().sync_content()),
                 false => Ok(()),
             });
         if let Err(e) = written {
             self.out = Err(e);
         }
+    }
+
+    /// Syncs what is written so far: the hook does it when the pipelines
+    /// are all written and git may still be running, so that what is left
+    /// for [`finish`](SnapshotWriter::finish) to sync is its last few
+    /// fields.
+    pub fn sync(&mut self) {
+        let Ok(out) = &mut self.out else { return };
+        if let Err(e) = out.flush().and_then(|_| out.get_mut().sync_content()) {
+            self.out = Err(e);
+        }
+        self.unsynced = 0;
     }
 
     /// Writes git and the digest, syncs and puts the snapshot in place
