@@ -562,16 +562,21 @@ pub fn list_in(dir: &Path) -> io::Result<Vec<PipelineFile>> {
         let Some(issue) = name.to_str().and_then(issue_of_file_name) else {
             continue;
         };
-        files.push(PipelineFile {
+        // The issue's value, for a sort that parses each name once (a
+        // directory can hold thousands). 20 digits fit in a u128.
+        let value: u128 = issue.as_str().parse().unwrap_or(u128::MAX);
+        let file = PipelineFile {
             issue,
-            path: entry.path(),
+            path: dir.join(name),
             // From the entry's type in the listing: no extra call where the
             // filesystem reports it (ext4, xfs, btrfs, tmpfs all do).
             regular: entry.file_type().is_ok_and(|t| t.is_file()),
-        });
+        };
+        files.push((value, file));
     }
-    files.sort_by(|a, b| a.issue.cmp(&b.issue));
-    Ok(files)
+    // The order of `IssueNumber`: by value, then ("7" and "007") by spelling.
+    files.sort_unstable_by(|(a, fa), (b, fb)| a.cmp(b).then_with(|| fa.issue.cmp(&fb.issue)));
+    Ok(files.into_iter().map(|(_, file)| file).collect())
 }
 
 /// Every pipeline file of the state directory.
@@ -922,6 +927,44 @@ mod tests {
             .collect();
         assert_eq!(issues, ["7", "42", "100"]);
         assert_eq!(list_in(&tmp.path().join("missing")).unwrap(), []);
+    }
+
+    #[test]
+    fn listing_orders_as_issue_numbers_do() {
+        let tmp = tempfile::tempdir().unwrap();
+        let names = [
+            "99999999999999999999",
+            "12345678901234567890",
+            "007",
+            "7",
+            "0",
+            "00",
+            "70",
+            "9",
+            "0007",
+            "18446744073709551616",
+            "18446744073709551615",
+            "1",
+        ];
+        for name in names {
+            std::fs::write(tmp.path().join(format!("{name}.json")), "{}").unwrap();
+        }
+        let listed: Vec<_> = list_in(tmp.path())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.issue)
+            .collect();
+        // The oracle: `IssueNumber`'s own order.
+        let mut want: Vec<_> = names.iter().map(|n| issue(n)).collect();
+        want.sort();
+        assert_eq!(listed, want);
+        assert_eq!(
+            listed[..3]
+                .iter()
+                .map(IssueNumber::as_str)
+                .collect::<Vec<_>>(),
+            ["0", "00", "1"]
+        );
     }
 
     #[test]
