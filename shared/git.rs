@@ -122,7 +122,7 @@ impl GitProbe {
                     match self.child.try_wait() {
                         Ok(Some(status)) => break Some(status),
                         Ok(None) if waited.is_ok() && Instant::now() < grace => {
-                            std::thread::sleep(Duration::from_millis(1))
+                            std::thread::sleep(Duration::from_micros(50))
                         }
                         _ => {
                             let _ = self.child.kill();
