@@ -107,6 +107,11 @@ impl GitProbe {
         Started::Running(GitProbe { child, output })
     }
 
+    /// True once git has exited (its answer is then at hand).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
     /// Waits until `deadline` at most; kills git if it is still running.
     pub fn finish(mut self, deadline: Instant) -> GitState {
         let waited = self

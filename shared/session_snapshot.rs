@@ -66,9 +66,10 @@ pub fn nudge_compaction(
 
 /// [`nudge_compaction`] written and synced, but put in place only by
 /// [`PendingUpdate::commit`]: the hook prepares it while the snapshot it
-/// names is being written, and commits it once that snapshot is in place,
+/// names is being finished, and commits it once that snapshot is in place,
 /// so the record never names a snapshot that is not there. The record's
-/// lock is held until then.
+/// lock is held until then: prepare it only when the commit is
+/// milliseconds away.
 pub fn prepare_nudge(
     path: &Path,
     session: &SessionId,

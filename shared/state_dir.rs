@@ -295,16 +295,15 @@ impl SmallFileReader {
         };
         let limit = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
         let mut len = 0;
-        loop {
+        while len < limit {
             if len == self.buf.len() {
-                if len >= limit {
-                    break;
-                }
                 let size = (len * 2).max(Self::FIRST_SIZE).min(limit);
                 self.buf.resize(size, 0);
             }
-            let room = self.buf.len() - len;
-            let n = match file.read(&mut self.buf[len..]) {
+            // Never past the limit, whatever size an earlier file grew to.
+            let end = self.buf.len().min(limit);
+            let room = end - len;
+            let n = match file.read(&mut self.buf[len..end]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -475,12 +474,16 @@ mod tests {
                 let read = reader.read(&path, listed_regular, 1 << 20).unwrap();
                 assert!(read == bytes, "size {size}, listed {listed_regular}");
                 // Bounded at max + 1: enough to tell "more than max".
-                let max = size.saturating_sub(1) as u64;
-                let read = reader.read(&path, listed_regular, max).unwrap();
-                assert_eq!(read.len(), size.min(max as usize + 1), "size {size}");
-                assert_eq!(read, &bytes[..read.len()]);
+                for max in [size.saturating_sub(1), 0, 10, first] {
+                    let read = reader.read(&path, listed_regular, max as u64).unwrap();
+                    assert_eq!(read.len(), size.min(max + 1), "size {size}, max {max}");
+                    assert_eq!(read, &bytes[..read.len()]);
+                }
             }
         }
+        // After the buffer grew for a large file, a small bound still holds.
+        let big = tmp.path().join(format!("{}.json", 3 * first + 7));
+        assert_eq!(reader.read(&big, true, 10).unwrap().len(), 11);
     }
 
     #[test]

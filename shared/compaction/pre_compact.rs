@@ -6,19 +6,23 @@
 //!    `CLAUDE_PROJECT_DIR` names the project), so it runs while the rest is
 //!    done.
 //! 2. The event is read (bounded; bad input is reported and the rest goes on).
-//! 3. When a state directory is available (never created implicitly), a side
-//!    thread prepares the session record's nudge (written and synced beside
-//!    the record, not yet in place), while
-//! 4. every `state/pipeline/<N>.json` is read, on all cores, each file
+//! 3. Every `state/pipeline/<N>.json` is read, on all cores, each file
 //!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
-//!    keeping only the active views for the [`Digest`]. The snapshot's
+//!    keeping only the active views for the [`Digest`]. When a state
+//!    directory is available (never created implicitly), the snapshot's
 //!    header and these entries are written out run by run as they come
 //!    ([`SnapshotWriter`]), while later runs are still being read.
-//! 5. With git's answer: the digest; the snapshot's last fields, then the
-//!    sync and the rename; then old snapshots are pruned.
-//! 6. Once the snapshot is in place, the nudge is (a rename): the record
-//!    never names a snapshot that is not there. If the snapshot could not be
-//!    written, the prepared nudge is dropped and the record nudged without one.
+//! 4. If git is still running then, what is written is synced meanwhile.
+//! 5. With git's answer: a side thread prepares the session record's nudge
+//!    (written and synced beside the record, under its lock), while the
+//!    digest is built and the snapshot gets its last fields, its sync and
+//!    its rename; then old snapshots are pruned.
+//! 6. Once the snapshot is in place, the nudge is (a rename): while the
+//!    system runs, the record never names a snapshot that is not there.
+//!    (After a power loss that holds on filesystems that commit renames in
+//!    order, as ext4 and xfs do; neither directory is synced.) If the
+//!    snapshot could not be written, the prepared nudge is dropped and the
+//!    record nudged without one.
 //! 7. The summarizer instructions go to stdout: the client appends a
 //!    PreCompact hook's stdout to the summarizing request.
 
@@ -69,10 +73,6 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
 
     let instructions = std::thread::scope(|s| {
-        let side = root.as_ref().and(session.as_ref()).map(|session| {
-            let (state, nudge) = (&state, &nudge);
-            s.spawn(move || prepare_nudge(state, Some(session), nudge))
-        });
         let files = match pipeline::list(&state) {
             Ok(files) => files,
             Err(e) => {
@@ -93,24 +93,36 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         let mut writer = root
             .as_deref()
             .map(|root| SnapshotWriter::create(root, &name, &header));
-        let mut active = Vec::new();
+        let mut active = Vec::new(); // the runs' views, kept where they are
         pipeline::visit_in_order(&files, Run::default, Run::add, |run| {
             if let Some(writer) = &mut writer {
                 writer.pipelines(&run.entries);
             }
-            active.extend(run.active);
+            active.push(run.active);
         });
-        if let Some(writer) = &mut writer {
-            writer.sync(); // while git may still run
-        }
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
         std::mem::forget(files);
         let git = match git {
-            Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
+            Started::Running(mut probe) => {
+                // Git still running: sync what is written meanwhile, so
+                // that little is left to sync once it answers.
+                if let Some(writer) = writer.as_mut().filter(|_| !probe.has_exited()) {
+                    writer.sync();
+                }
+                probe.finish(started + GIT_TIMEOUT)
+            }
             Started::Failed(state) => state,
         };
-        let digest = Digest::build(&active, &state.join(pipeline::PIPELINE_DIR), git.clone());
+        // The nudge is prepared now, beside the snapshot's last steps: its
+        // lock is held from here until the snapshot is in place, never
+        // while git runs (another hook of this session waits for it).
+        let side = root.as_ref().and(session.as_ref()).map(|session| {
+            let (state, nudge) = (&state, &nudge);
+            s.spawn(move || prepare_nudge(state, session, nudge))
+        });
+        let views = active.iter().flatten();
+        let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
         std::mem::forget(active); // as the files above
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
@@ -133,21 +145,29 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                     .map(|e| format!("pruning old snapshots in {}: {e}", root.display()))
             })
         });
-        let (pending, side_warnings) = side.and_then(|t| t.join().ok()).unwrap_or_default();
-        for w in side_warnings {
-            warnings.warn(w);
-        }
-        // No pending nudge: no session, or it could not be prepared (reported).
-        if let (Some(pending), Some(session)) = (pending, &session) {
-            let nudged = if written.is_some() {
-                pending.commit().map_err(|e| e.to_string())
-            } else {
-                drop(pending); // and its lock with it
-                let unsaved = CompactionNudge {
-                    snapshot: None,
-                    ..nudge
-                };
-                nudge_now(&state, session, &unsaved)
+        if let (Some(side), Some(session)) = (side, &session) {
+            let nudged = match side.join() {
+                Ok(Ok(None)) => Ok(()),
+                Ok(Ok(Some(pending))) if written.is_some() => {
+                    pending.commit().map_err(|e| e.to_string())
+                }
+                Ok(Ok(Some(pending))) => {
+                    drop(pending); // and its lock with it
+                    let unsaved = CompactionNudge {
+                        snapshot: None,
+                        ..nudge
+                    };
+                    nudge_now(&state, session, &unsaved)
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => {
+                    warnings.warn("preparing the session record's nudge failed (internal error); nudging it directly");
+                    let direct = CompactionNudge {
+                        snapshot: written.as_ref().map(|_| name.as_str()),
+                        ..nudge
+                    };
+                    nudge_now(&state, session, &direct)
+                }
             };
             if let Err(e) = nudged {
                 warnings.warn(format!("updating the session record of {session}: {e}"));
@@ -196,27 +216,20 @@ fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
     }
 }
 
-/// The side thread: prepares the session record's nudge. Returns it (none
-/// without a session, or when it could not be prepared) and its warnings.
+/// The side thread: prepares the session record's nudge (see
+/// [`session_snapshot::prepare_nudge`]). `Ok(None)` when there is no state
+/// directory to write in.
 fn prepare_nudge(
     state: &StateDir,
-    session: Option<&SessionId>,
+    session: &SessionId,
     nudge: &CompactionNudge,
-) -> (Option<PendingUpdate>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let pending = session.and_then(|session| {
-        let prepared = record_path(state, session).and_then(|record| match record {
-            Some(record) => session_snapshot::prepare_nudge(&record, session, nudge)
-                .map(|(_, pending)| Some(pending))
-                .map_err(|e| e.to_string()),
-            None => Ok(None),
-        });
-        prepared.unwrap_or_else(|e| {
-            warnings.push(format!("updating the session record of {session}: {e}"));
-            None
-        })
-    });
-    (pending, warnings)
+) -> Result<Option<PendingUpdate>, String> {
+    match record_path(state, session)? {
+        Some(record) => session_snapshot::prepare_nudge(&record, session, nudge)
+            .map(|(_, pending)| Some(pending))
+            .map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
 }
 
 /// Nudges the session record at once (when there is no prepared nudge to

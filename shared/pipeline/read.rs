@@ -339,4 +339,44 @@ mod tests {
         assert_eq!(sizes, [RUN_FILES, files.len() - RUN_FILES]);
         assert_eq!(taken, loaded);
     }
+
+    /// A reading thread that panics: its run is read again, so nothing is
+    /// missing or out of place.
+    #[test]
+    fn a_panicking_reader_loses_no_file() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            return; // one thread: no worker to lose
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        for n in 1..=2 * RUN_FILES + 3 {
+            let text = format!("{{\"{n}\": {{\"current_phase\": \"p{n}\"}}}}");
+            std::fs::write(tmp.path().join(format!("{n}.json")), text).unwrap();
+        }
+        let files = list_in(tmp.path()).unwrap();
+        let want: Vec<_> = files.iter().map(|f| f.issue.clone()).collect();
+        // Once, on the last file: in visit_all that is in a thread's run
+        // (the first run is the caller's own).
+        let armed = std::sync::atomic::AtomicBool::new(true);
+        let visit = |out: &mut Vec<IssueNumber>, file: &PipelineFile, content: FileContent| {
+            let last = file.issue == want[want.len() - 1];
+            if last && armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                panic!("a reader fails (this panic is part of the test)");
+            }
+            assert!(matches!(content, FileContent::Valid { .. }));
+            out.push(file.issue.clone());
+        };
+        assert_eq!(visit_all(&files, Vec::new, visit).concat(), want);
+        assert!(
+            !armed.load(std::sync::atomic::Ordering::SeqCst),
+            "it did panic"
+        );
+        armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut taken = Vec::new();
+        visit_in_order(&files, Vec::new, visit, |run| taken.extend(run));
+        assert!(
+            !armed.load(std::sync::atomic::Ordering::SeqCst),
+            "it did panic"
+        );
+        assert_eq!(taken, want);
+    }
 }

@@ -1141,6 +1141,56 @@ fn concurrent_pre_compact_loses_no_snapshot() {
     );
 }
 
+/// A git that does not answer within the hook's 2 s must not make hooks of
+/// one session lose their nudges to each other: the record's lock is taken
+/// once git has answered or been given up on, and held for milliseconds.
+#[test]
+fn concurrent_pre_compact_with_slow_git_loses_no_nudge() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Dir::new();
+    let state = dir.join("state");
+    dir.write("state/pipeline/1.json", pipeline_doc(1, 1024).to_string());
+    let shim = dir.join("slow-git/git");
+    dir.write("slow-git/git", "#!/bin/sh\nexec sleep 4\n");
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(std::iter::once(dir.join("slow-git")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let event = pre_compact_event(dir.path(), "s1");
+    let hooks: Vec<Child> = (0..4)
+        .map(|_| {
+            let mut cmd = command("jkz-pre-compact", dir.path());
+            cmd.env("JKZ_STATE_DIR", &state)
+                .env("PATH", &path)
+                .stderr(Stdio::piped());
+            start(cmd, Some(&event))
+        })
+        .collect();
+    for hook in hooks {
+        let out = hook.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !err.contains("gave up"), "{err}");
+    }
+    assert_eq!(snapshots_valid(&state), 4, "a snapshot was lost");
+    assert_eq!(
+        record(&state, "s1")["compaction_count"],
+        4,
+        "a nudge was lost"
+    );
+    // The slow git was the one run (and given up on).
+    let newest = &jkz::compaction::snapshot::list(&state)[0];
+    let snap = parse_json(&state.join(newest)).unwrap();
+    assert!(
+        snap["git"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("timed out"),
+        "{}",
+        snap["git"]
+    );
+}
+
 #[test]
 fn concurrent_state_set_loses_no_field() {
     let dir = Dir::new();
