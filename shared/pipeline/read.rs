@@ -108,10 +108,11 @@ where
         }
         acc
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_READ_THREADS);
-    if files.len() < PARALLEL_FROM || threads < 2 {
+    let threads = match files.len() < PARALLEL_FROM {
+        true => 1,
+        false => read_threads(),
+    };
+    if threads < 2 {
         return vec![run(files)];
     }
     let mut runs = files.chunks(files.len().div_ceil(threads));
@@ -161,11 +162,12 @@ where
         }
         acc
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_READ_THREADS);
+    let threads = match files.len() < PARALLEL_FROM {
+        true => 1,
+        false => read_threads(),
+    };
     let runs: Vec<&[PipelineFile]> = files.chunks(RUN_FILES).collect();
-    if files.len() < PARALLEL_FROM || threads < 2 {
+    if threads < 2 {
         runs.into_iter().for_each(|run| take(read_run(run)));
         return;
     }
@@ -204,6 +206,15 @@ where
             let _ = worker.join(); // a panic was made good above
         }
     });
+}
+
+/// How many threads read: the cores, up to [`MAX_READ_THREADS`]. (Asked
+/// only when there are enough files to share: the answer reads the cgroup's
+/// CPU quota files.)
+fn read_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_READ_THREADS)
 }
 
 /// A pipeline file as read, owning its text: for callers that keep files
