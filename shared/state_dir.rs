@@ -429,15 +429,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_fifo_is_refused_without_blocking() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fifo = tmp.path().join("7.json");
+    /// A named pipe at `path`, with no writer.
+    fn mkfifo(path: &Path) -> PathBuf {
         let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
+            .arg(path)
             .status()
             .unwrap();
         assert!(status.success());
+        path.to_path_buf()
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = mkfifo(&tmp.path().join("7.json"));
         // Without a writer, a plain open would block forever here.
         let err = read_state_file(&fifo, 1024).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
@@ -489,12 +494,7 @@ mod tests {
     #[test]
     fn the_small_file_reader_never_blocks_on_a_fifo() {
         let tmp = tempfile::tempdir().unwrap();
-        let fifo = tmp.path().join("7.json");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let fifo = mkfifo(&tmp.path().join("7.json"));
         let mut reader = SmallFileReader::default();
         // Not listed as regular: checked, and refused.
         let err = reader.read(&fifo, false, 1024).unwrap_err();

@@ -6,7 +6,7 @@
 //! pass ([`view::normalized`](super::view::normalized)), and is handed to the
 //! caller as borrowed bytes ([`FileContent`]): whoever needs the text keeps
 //! it, nobody else copies it. The files are spread over the cores in
-//! contiguous runs ([`visit_all`]).
+//! runs, taken in order ([`visit_in_order`]).
 
 use super::{view, IssueNumber, Normalized, ParseError, PipelineDoc, PipelineFile};
 use crate::state_dir::SmallFileReader;
@@ -15,7 +15,7 @@ use crate::state_dir::SmallFileReader;
 /// invalid rather than read (real pipeline files are a few KiB).
 pub const MAX_PIPELINE_FILE: u64 = 16 * 1024 * 1024;
 
-/// The most threads [`visit_all`] reads with.
+/// The most threads [`visit_in_order`] reads with.
 pub const MAX_READ_THREADS: usize = 4;
 
 /// Below this many files one thread reads them all: starting another costs
@@ -87,65 +87,16 @@ fn trim_json_whitespace(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
-/// Reads every file of `files` and hands each one's content, in order, to
-/// `visit` along with an accumulator. With many files the work is spread
-/// over up to [`MAX_READ_THREADS`] threads, each taking a contiguous run of
-/// `files` with its own accumulator (made by `new`); the accumulators come
-/// back in the order of their runs, so taking them in turn is taking the
-/// files in order.
-pub fn visit_all<A, N, V>(files: &[PipelineFile], new: N, visit: V) -> Vec<A>
-where
-    A: Send,
-    N: Fn() -> A + Sync,
-    V: Fn(&mut A, &PipelineFile, FileContent<'_>) + Sync,
-{
-    let run = |run: &[PipelineFile]| {
-        let mut acc = new();
-        let mut reader = SmallFileReader::default();
-        for file in run {
-            let read = reader.read(&file.path, file.regular, MAX_PIPELINE_FILE);
-            visit(&mut acc, file, FileContent::of(&file.issue, read));
-        }
-        acc
-    };
-    let threads = match files.len() < PARALLEL_FROM {
-        true => 1,
-        false => read_threads(),
-    };
-    if threads < 2 {
-        return vec![run(files)];
-    }
-    let mut runs = files.chunks(files.len().div_ceil(threads));
-    let first = runs.next().unwrap_or_default();
-    std::thread::scope(|s| {
-        let others: Vec<_> = runs
-            .map(|chunk| {
-                let thread = std::thread::Builder::new().spawn_scoped(s, move || run(chunk));
-                (chunk, thread.ok())
-            })
-            .collect();
-        let mut out = vec![run(first)];
-        for (chunk, thread) in others {
-            // A run with no thread to be had, or whose thread did not finish
-            // (it panicked), is read here, so the order and the count stay right.
-            out.push(
-                thread
-                    .and_then(|t| t.join().ok())
-                    .unwrap_or_else(|| run(chunk)),
-            );
-        }
-        out
-    })
-}
-
 /// How many files [`visit_in_order`] hands over at a time.
 const RUN_FILES: usize = 512;
 
-/// [`visit_all`] for a caller that wants the results as they come: the
-/// files are read in runs of up to 512, on up to [`MAX_READ_THREADS`]
-/// threads, and each run's accumulator is given to `take`, on the calling
-/// thread, as soon as it and every run before it are done. So the caller
-/// can write the first runs out while later ones are still being read.
+/// Reads every file of `files` and hands each one's content to `visit`,
+/// with an accumulator: the files are read in runs of up to 512, each with
+/// an accumulator of its own (made by `new`), on up to [`MAX_READ_THREADS`]
+/// threads when there are enough of them; each run's accumulator is given
+/// to `take`, on the calling thread, as soon as it and every run before it
+/// are done. So `take` sees the files in order, and the caller can write
+/// the first runs out while later ones are still being read.
 pub fn visit_in_order<A, N, V, T>(files: &[PipelineFile], new: N, visit: V, mut take: T)
 where
     A: Send,
@@ -271,12 +222,14 @@ impl LoadedPipeline {
     }
 }
 
-/// Reads every pipeline file, in order (see [`visit_all`]).
+/// Reads every pipeline file, in order (see [`visit_in_order`]).
 pub fn load_all(files: &[PipelineFile]) -> Vec<LoadedPipeline> {
-    visit_all(files, Vec::new, |out, file, content| {
+    let mut all = Vec::with_capacity(files.len());
+    let visit = |out: &mut Vec<_>, file: &PipelineFile, content: FileContent| {
         out.push(LoadedPipeline::new(file, content))
-    })
-    .concat()
+    };
+    visit_in_order(files, Vec::new, visit, |run| all.extend(run));
+    all
 }
 
 #[cfg(test)]
@@ -327,28 +280,19 @@ mod tests {
                 assert_eq!(g, w);
             }
         }
-        let runs = visit_all(&files, Vec::new, |out, file, _| {
-            out.push(file.issue.clone())
-        });
-        assert!(runs.len() > 1 || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2);
-        let issues: Vec<_> = runs.concat();
-        let want: Vec<_> = files.iter().map(|f| f.issue.clone()).collect();
-        assert_eq!(issues, want);
 
         // In order, run by run, as they come.
         let mut taken = Vec::new();
         let mut sizes = Vec::new();
-        visit_in_order(
-            &files,
-            Vec::new,
-            |out, file, content| out.push(LoadedPipeline::new(file, content)),
-            |run| {
-                sizes.push(run.len());
-                taken.extend(run);
-            },
-        );
+        let issue_of =
+            |out: &mut Vec<_>, file: &PipelineFile, _: FileContent| out.push(file.issue.clone());
+        visit_in_order(&files, Vec::new, issue_of, |run| {
+            sizes.push(run.len());
+            taken.extend(run);
+        });
         assert_eq!(sizes, [RUN_FILES, files.len() - RUN_FILES]);
-        assert_eq!(taken, loaded);
+        let want: Vec<_> = files.iter().map(|f| f.issue.clone()).collect();
+        assert_eq!(taken, want);
     }
 
     /// A reading thread that panics: its run is read again, so nothing is
@@ -365,8 +309,7 @@ mod tests {
         }
         let files = list_in(tmp.path()).unwrap();
         let want: Vec<_> = files.iter().map(|f| f.issue.clone()).collect();
-        // Once, on the last file: in visit_all that is in a thread's run
-        // (the first run is the caller's own).
+        // Once, on the last file (every run is a thread's, with this many).
         let armed = std::sync::atomic::AtomicBool::new(true);
         let visit = |out: &mut Vec<IssueNumber>, file: &PipelineFile, content: FileContent| {
             let last = file.issue == want[want.len() - 1];
@@ -376,12 +319,6 @@ mod tests {
             assert!(matches!(content, FileContent::Valid { .. }));
             out.push(file.issue.clone());
         };
-        assert_eq!(visit_all(&files, Vec::new, visit).concat(), want);
-        assert!(
-            !armed.load(std::sync::atomic::Ordering::SeqCst),
-            "it did panic"
-        );
-        armed.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut taken = Vec::new();
         visit_in_order(&files, Vec::new, visit, |run| taken.extend(run));
         assert!(
