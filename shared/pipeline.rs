@@ -29,8 +29,7 @@ mod read;
 mod view;
 
 pub use read::{
-    load_all, visit_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE,
-    MAX_READ_THREADS,
+    load_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,
 };
 
 /// The subdirectory of the state directory holding pipeline files.
@@ -1076,8 +1075,10 @@ mod tests {
             prop_assert_eq!(n.current_phase, text(&phase).unwrap_or("unknown".into()));
             prop_assert_eq!(n.active_agent, text(&agent));
             prop_assert_eq!(n.issue_type, text(&kind).unwrap_or("feature".into()));
+            // The rule: a string of digits, whitespace around it ignored
+            // (a shell's `"$(cmd)"` may leave a newline or tab there).
             let pr_want = match &pr {
-                Value::String(s) if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) => s.parse::<u64>().ok(),
+                Value::String(s) if !s.trim().is_empty() && s.trim().chars().all(|c| c.is_ascii_digit()) => s.trim().parse::<u64>().ok(),
                 Value::Number(x) => x.as_u64(),
                 _ => None,
             };
