@@ -163,17 +163,7 @@ fn cut(s: &str, max: usize, whole: &str) -> String {
         max,
         client_len(s)
     );
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        used += c.len_utf16();
-        if used > max {
-            break;
-        }
-        out.push(c);
-    }
-    out.push_str(&note);
-    out
+    cut_plain(s, max) + &note
 }
 
 /// Multi-line text as an indented block under a list item.
@@ -322,6 +312,7 @@ pub fn render(digest: &Digest, header: &str, notes: &[String], budget: usize) ->
     cut_plain(&text, budget.saturating_sub(client_len(marker))) + marker
 }
 
+/// `s` cut to at most `max` client characters, at a character boundary.
 fn cut_plain(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut used = 0;

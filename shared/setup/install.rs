@@ -147,10 +147,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         }
     }
     let file = SettingsFile::read(&target.settings())?;
-    let gitignore = match &target.project {
-        Some(project) => Some(read_gitignore(&project.join(".gitignore"))?),
-        None => None,
-    };
+    let gitignore = project_gitignore(&target)?;
 
     // Everything is checked; from here on, changes.
     let mut changes = 0;
@@ -218,6 +215,16 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     Ok(0)
 }
 
+/// The project's `.gitignore` (path and text; empty when missing), none for
+/// the user-wide target.
+fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failure> {
+    target
+        .project
+        .as_ref()
+        .map(|project| read_gitignore(&project.join(".gitignore")))
+        .transpose()
+}
+
 fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
     match fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes)
@@ -279,10 +286,7 @@ pub fn without_gitignore_block(text: &str) -> Option<String> {
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let target = Target::resolve(args.project.as_deref(), args.user)?;
     let file = SettingsFile::read(&target.settings())?;
-    let gitignore = match &target.project {
-        Some(project) => Some(read_gitignore(&project.join(".gitignore"))?),
-        None => None,
-    };
+    let gitignore = project_gitignore(&target)?;
 
     let mut changes = 0;
     let mut map = file.map.clone();
