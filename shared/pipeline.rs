@@ -26,11 +26,21 @@ use crate::json_file::{self, UpdateError};
 use crate::state_dir::StateDir;
 
 mod read;
+pub mod scan;
 mod view;
 
 pub use read::{
     load_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,
 };
+
+/// The normalized view straight from a pipeline file's bytes, the way
+/// `jkz-pre-compact` reads thousands of them (checked by [`scan`], only the
+/// viewed fields kept); none when they are not one JSON object. Equal to
+/// `PipelineDoc::parse(..).normalized()` whenever that parses (the unit
+/// tests and the `pipeline_state` fuzz target hold it to that).
+pub fn view_of_bytes(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
+    view::normalized(issue, bytes)
+}
 
 /// The subdirectory of the state directory holding pipeline files.
 pub const PIPELINE_DIR: &str = "pipeline";
@@ -246,7 +256,7 @@ impl Normalized {
     /// The view from a lookup of the issue's data fields and of the
     /// siblings of the numeric key: the contract's coercion rules, in one
     /// place for [`Normalized::of`] and for the direct route from a file's
-    /// bytes ([`load`]). Every name read here is listed in `view::VIEW_FIELDS`
+    /// bytes ([`view_of_bytes`]). Every name read here is listed in `view::VIEW_FIELDS`
     /// or `view::VIEW_SIBLINGS`.
     fn from_fields<'a>(
         issue: &IssueNumber,

@@ -104,9 +104,9 @@ where
     V: Fn(&mut A, &PipelineFile, FileContent<'_>) + Sync,
     T: FnMut(A),
 {
-    let read_run = |run: &[PipelineFile]| {
+    // One reader per thread, its buffer reused from run to run.
+    let read_run = |reader: &mut SmallFileReader, run: &[PipelineFile]| {
         let mut acc = new();
-        let mut reader = SmallFileReader::default();
         for file in run {
             let read = reader.read(&file.path, file.regular, MAX_PIPELINE_FILE);
             visit(&mut acc, file, FileContent::of(&file.issue, read));
@@ -118,8 +118,10 @@ where
         false => read_threads(),
     };
     let runs: Vec<&[PipelineFile]> = files.chunks(RUN_FILES).collect();
+    let mut reader = SmallFileReader::default();
     if threads < 2 {
-        runs.into_iter().for_each(|run| take(read_run(run)));
+        runs.into_iter()
+            .for_each(|run| take(read_run(&mut reader, run)));
         return;
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -128,11 +130,14 @@ where
         let workers: Vec<_> = (0..threads)
             .filter_map(|_| {
                 let (send, next, runs) = (send.clone(), &next, &runs);
-                let work = move || loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(run) = runs.get(i) else { break };
-                    if send.send((i, read_run(run))).is_err() {
-                        break;
+                let work = move || {
+                    let mut reader = SmallFileReader::default();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(run) = runs.get(i) else { break };
+                        if send.send((i, read_run(&mut reader, run))).is_err() {
+                            break;
+                        }
                     }
                 };
                 std::thread::Builder::new().spawn_scoped(s, work).ok()
@@ -151,7 +156,11 @@ where
         // Runs that never came (no thread could be started, or one
         // panicked) are read here, in turn, so none is missing.
         for i in taken..runs.len() {
-            take(arrived[i].take().unwrap_or_else(|| read_run(runs[i])));
+            take(
+                arrived[i]
+                    .take()
+                    .unwrap_or_else(|| read_run(&mut reader, runs[i])),
+            );
         }
         for worker in workers {
             let _ = worker.join(); // a panic was made good above

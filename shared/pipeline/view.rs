@@ -5,26 +5,18 @@
 //! of each, only the view and the bytes. Parsing each file into a
 //! `serde_json::Value` allocates every string and map of the opaque fields
 //! (`steps`, `tokens`, …) only to drop them again, and that was most of the
-//! hook's time. Here the parser walks the whole document through the same
-//! `serde_json` entry point a `Value` uses (`deserialize_any`: strings checked
-//! for UTF-8 and escapes, numbers for range, nesting for depth), so a file is
-//! accepted exactly when [`PipelineDoc::parse`](super::PipelineDoc::parse)
-//! accepts it; but it keeps, as `Value`s, only the fields the view reads
-//! ([`VIEW_FIELDS`] of the issue's data, and the siblings `lastActivity` and
-//! `heartbeat_pid`). The coercions are [`Normalized::from_fields`], the same
-//! code [`Normalized::of`] runs, so the two routes cannot disagree; a property
-//! test holds them to it.
+//! hook's time. Here the [`Scanner`] checks the whole document exactly as
+//! strictly as a `Value` parse (its own tests hold it to `serde_json`), so a
+//! file is accepted exactly when [`PipelineDoc::parse`](super::PipelineDoc::parse)
+//! accepts it; but it keeps only the fields the view reads ([`VIEW_FIELDS`]
+//! of the issue's data, and the siblings `lastActivity` and
+//! `heartbeat_pid`), their strings borrowed. The coercions are
+//! [`Normalized::from_fields`], the same code [`Normalized::of`] runs, so the
+//! two routes cannot disagree; a property test holds them to it.
 //!
 //! Duplicate keys behave as in a `serde_json` map: the last one wins.
 
-use std::fmt;
-
-use std::borrow::Cow;
-
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
-
+use super::scan::{Kept, Scanner};
 use super::{Field, IssueNumber, Normalized};
 
 /// The fields of the issue's data that [`Normalized::from_fields`] reads.
@@ -49,13 +41,6 @@ pub(super) const VIEW_FIELDS: [&str; 15] = [
 /// The siblings of the numeric key that [`Normalized::from_fields`] reads.
 pub(super) const VIEW_SIBLINGS: [&str; 2] = ["lastActivity", "heartbeat_pid"];
 
-/// A wanted field's value as read: strings borrowed from the file's bytes
-/// (copied only when an escape had to be undone), anything else a `Value`.
-enum Kept<'de> {
-    Str(Cow<'de, str>),
-    Other(Value),
-}
-
 impl Kept<'_> {
     fn field(&self) -> Field<'_> {
         match self {
@@ -65,14 +50,7 @@ impl Kept<'_> {
     }
 }
 
-type DataFields<'de> = [Option<Kept<'de>>; VIEW_FIELDS.len()];
-
-/// What the view needs of one file.
-struct Fields<'de> {
-    /// `None` when the numeric key is missing or not an object.
-    data: Option<DataFields<'de>>,
-    siblings: [Option<Kept<'de>>; VIEW_SIBLINGS.len()],
-}
+type DataFields<'a> = [Option<Kept<'a>>; VIEW_FIELDS.len()];
 
 fn lookup<'a>(names: &[&str], values: &'a [Option<Kept>], name: &str) -> Option<Field<'a>> {
     let i = names.iter().position(|n| *n == name);
@@ -83,258 +61,47 @@ fn lookup<'a>(names: &[&str], values: &'a [Option<Kept>], name: &str) -> Option<
 /// The normalized view of a pipeline file's bytes; `None` when they are not
 /// a JSON object (the caller asks `PipelineDoc::parse` for the precise reason).
 pub(super) fn normalized(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let fields = de
-        .deserialize_any(TopVisitor {
-            issue: issue.as_str(),
-        })
-        .ok()?;
-    de.end().ok()?;
+    let mut scan = Scanner::new(bytes);
+    scan.whitespace();
+    if scan.peek()? != b'{' {
+        return None;
+    }
+    // `None` when the numeric key is missing or its value is not an object.
+    let mut data: Option<DataFields> = None;
+    let mut siblings: [Option<Kept>; VIEW_SIBLINGS.len()] = Default::default();
+    scan.object(|scan, key| {
+        if key == issue.as_str() {
+            data = data_fields(scan)?;
+        } else if let Some(i) = VIEW_SIBLINGS.iter().position(|n| *n == key) {
+            siblings[i] = Some(scan.kept()?);
+        } else {
+            scan.value()?;
+        }
+        Some(())
+    })?;
+    scan.end()?;
     Some(Normalized::from_fields(
         issue,
-        |name| {
-            fields
-                .data
-                .as_ref()
-                .and_then(|d| lookup(&VIEW_FIELDS, d, name))
-        },
-        |name| lookup(&VIEW_SIBLINGS, &fields.siblings, name),
+        |name| data.as_ref().and_then(|d| lookup(&VIEW_FIELDS, d, name)),
+        |name| lookup(&VIEW_SIBLINGS, &siblings, name),
     ))
 }
 
-/// Which of the wanted names a key is (its index), if any; compared without
-/// allocating.
-struct KeySeed<'n>(&'n [&'n str]);
-
-impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Option<usize>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Option<usize>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a key")
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|n| *n == key))
-    }
-}
-
-/// The top-level object: the issue's data, the two siblings, the rest
-/// validated and dropped.
-struct TopVisitor<'i> {
-    issue: &'i str,
-}
-
-impl<'de> Visitor<'de> for TopVisitor<'_> {
-    type Value = Fields<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-        let names = [self.issue, VIEW_SIBLINGS[0], VIEW_SIBLINGS[1]];
-        let mut fields = Fields {
-            data: None,
-            siblings: Default::default(),
-        };
-        while let Some(key) = map.next_key_seed(KeySeed(&names))? {
-            match key {
-                Some(0) => fields.data = map.next_value_seed(DataSeed)?,
-                Some(i) => fields.siblings[i - 1] = Some(map.next_value_seed(KeptSeed)?),
-                None => map.next_value::<Skip>().map(|_| ())?,
-            }
-        }
-        Ok(fields)
-    }
-}
-
 /// The value under the numeric key: its wanted fields when it is an object,
-/// `None` (after validating it) when it is anything else.
-struct DataSeed;
-
-impl<'de> DeserializeSeed<'de> for DataSeed {
-    type Value = Option<DataFields<'de>>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+/// `Some(None)` (after checking it) when it is anything else.
+fn data_fields<'a>(scan: &mut Scanner<'a>) -> Option<Option<DataFields<'a>>> {
+    if scan.peek()? != b'{' {
+        return scan.value().map(|()| None);
     }
-}
-
-impl<'de> Visitor<'de> for DataSeed {
-    type Value = Option<DataFields<'de>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut data: DataFields = Default::default();
-        while let Some(key) = map.next_key_seed(KeySeed(&VIEW_FIELDS))? {
-            match key {
-                Some(i) => data[i] = Some(map.next_value_seed(KeptSeed)?),
-                None => map.next_value::<Skip>().map(|_| ())?,
-            }
+    let mut data: DataFields = Default::default();
+    scan.object(|scan, key| {
+        match VIEW_FIELDS.iter().position(|n| *n == key) {
+            Some(i) => data[i] = Some(scan.kept()?),
+            None => scan.value()?,
         }
-        Ok(Some(data))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        SkipVisitor.visit_seq(seq).map(|_| None)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-}
-
-/// A wanted field's value, read as a `Value` would read it (the same
-/// `deserialize_any` entry point, so the same checks), but with strings kept
-/// borrowed.
-struct KeptSeed;
-
-impl<'de> DeserializeSeed<'de> for KeptSeed {
-    type Value = Kept<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Kept<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeptSeed {
-    type Value = Kept<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Kept<'de>, E> {
-        Ok(Kept::Str(Cow::Borrowed(s)))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Kept<'de>, E> {
-        Ok(Kept::Str(Cow::Owned(s.to_string())))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Kept<'de>, E> {
-        Ok(Kept::Str(Cow::Owned(s)))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kept<'de>, A::Error> {
-        Value::deserialize(MapAccessDeserializer::new(map)).map(Kept::Other)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Kept<'de>, A::Error> {
-        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Kept::Other)
-    }
-
-    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Kept<'de>, E> {
-        Ok(Kept::Other(Value::Bool(b)))
-    }
-
-    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Kept<'de>, E> {
-        Ok(Kept::Other(Value::from(n)))
-    }
-
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Kept<'de>, E> {
-        Ok(Kept::Other(Value::from(n)))
-    }
-
-    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Kept<'de>, E> {
-        // As a `Value` does: a number that is not finite is null.
-        Ok(Kept::Other(Value::from(n)))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Kept<'de>, E> {
-        Ok(Kept::Other(Value::Null))
-    }
-}
-
-/// Any JSON value, checked as strictly as a `Value` would be, and dropped.
-/// (`serde::de::IgnoredAny` is not enough: `serde_json` skips it by syntax
-/// alone, accepting lone surrogates, out-of-range numbers, invalid UTF-8 and
-/// unbounded nesting that a `Value` refuses.)
-struct Skip;
-
-impl<'de> de::Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
-struct SkipVisitor;
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        // Keys are read as strings (checked like a `Value`'s keys), then
-        // dropped; `IgnoredAny` here would take the syntax-only route.
-        while map.next_key_seed(KeySeed(&[]))?.is_some() {
-            map.next_value::<Skip>()?;
-        }
-        Ok(Skip)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
+        Some(())
+    })?;
+    Some(Some(data))
 }
 
 #[cfg(test)]
