@@ -37,6 +37,45 @@ pub fn is_valid_json(bytes: &[u8]) -> bool {
     scan.value().is_some() && scan.end().is_some()
 }
 
+/// The bytes a string's text runs on over: printable ASCII but the quote
+/// and the backslash.
+static PLAIN: [bool; 256] = {
+    let mut plain = [false; 256];
+    let mut b = 0x20;
+    while b < 0x80 {
+        plain[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    plain
+};
+
+/// A string's text, checked: as it stands in the bytes when it has no
+/// escape, else decoded.
+#[derive(Debug, PartialEq)]
+pub(super) enum Text<'a> {
+    /// Valid UTF-8 (checked), borrowed.
+    Plain(&'a [u8]),
+    Decoded(String),
+}
+
+impl<'a> Text<'a> {
+    /// The text's bytes (UTF-8): what keys are compared by.
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Plain(bytes) => bytes,
+            Text::Decoded(text) => text.as_bytes(),
+        }
+    }
+
+    fn into_str(self) -> Option<Cow<'a, str>> {
+        match self {
+            // Checked already, but a `str` needs it said again.
+            Text::Plain(bytes) => std::str::from_utf8(bytes).ok().map(Cow::Borrowed),
+            Text::Decoded(text) => Some(Cow::Owned(text)),
+        }
+    }
+}
+
 /// A wanted value as read: a string borrowed from the bytes (owned only
 /// when an escape was decoded), or any other JSON value.
 #[derive(Debug, PartialEq)]
@@ -96,7 +135,7 @@ impl<'a> Scanner<'a> {
     /// consume the value. The position is at the `{`.
     pub(super) fn object(
         &mut self,
-        mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Option<()>,
+        mut member: impl FnMut(&mut Self, Text<'a>) -> Option<()>,
     ) -> Option<()> {
         self.pos += 1;
         self.enter()?;
@@ -106,7 +145,7 @@ impl<'a> Scanner<'a> {
         } else {
             loop {
                 self.whitespace();
-                let key = self.string()?;
+                let key = self.text()?;
                 self.expect(b':')?;
                 self.whitespace();
                 member(self, key)?;
@@ -155,7 +194,7 @@ impl<'a> Scanner<'a> {
         match self.peek()? {
             b'{' => self.object(|scan, _| scan.value()),
             b'[' => self.array(),
-            b'"' => self.string().map(drop),
+            b'"' => self.text().map(drop),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
@@ -167,7 +206,7 @@ impl<'a> Scanner<'a> {
     /// Reads one value, keeping it (see [`Kept`]).
     pub(super) fn kept(&mut self) -> Option<Kept<'a>> {
         if self.peek()? == b'"' {
-            return self.string().map(Kept::Str);
+            return self.text()?.into_str().map(Kept::Str);
         }
         let start = self.pos;
         self.value()?;
@@ -184,36 +223,55 @@ impl<'a> Scanner<'a> {
             .then(|| self.pos += word.len())
     }
 
-    /// A string; the position is at its opening quote.
-    pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
+    /// A string, checked; the position is at its opening quote.
+    pub(super) fn text(&mut self) -> Option<Text<'a>> {
         if self.peek()? != b'"' {
             return None;
         }
         let start = self.pos + 1;
-        let rest = &self.bytes[start..];
-        let end = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[end] == b'"' {
-            let text = &rest[..end];
-            if text.iter().any(|&b| b < 0x20) {
-                return None; // a control character must be escaped
+        // One pass over the (usually short) text: printable ASCII runs on,
+        // anything else stops the loop and is looked at.
+        let mut at = start;
+        let mut ascii = true;
+        loop {
+            let b = *self.bytes.get(at)?;
+            if PLAIN[usize::from(b)] {
+                at += 1;
+                continue;
             }
-            let text = std::str::from_utf8(text).ok()?;
-            self.pos = start + end + 1;
-            return Some(Cow::Borrowed(text));
+            match b {
+                b'"' => break,
+                b'\\' => return self.escaped_text(at),
+                0x80.. => {
+                    ascii = false;
+                    at += 1;
+                }
+                _ => return None, // a control character must be escaped
+            }
         }
-        // An escape: find the closing quote (the first one no backslash
-        // escapes), and let serde_json decode and check the whole string.
-        let mut at = start + end;
+        let text = &self.bytes[start..at];
+        // Only text beyond ASCII needs its UTF-8 checked.
+        if !ascii {
+            std::str::from_utf8(text).ok()?;
+        }
+        self.pos = at + 1;
+        Some(Text::Plain(text))
+    }
+
+    /// The rest of a string with an escape (the backslash at `at`): finds
+    /// the closing quote (the first one no backslash escapes), and lets
+    /// serde_json decode and check the whole string.
+    fn escaped_text(&mut self, mut at: usize) -> Option<Text<'a>> {
         let close = loop {
-            let next = at + memchr::memchr2(b'"', b'\\', self.bytes.get(at..)?)?;
-            match self.bytes[next] {
-                b'\\' => at = next + 2,
-                _ => break next,
+            match self.bytes.get(at)? {
+                b'\\' => at += 2,
+                b'"' => break at,
+                _ => at += 1,
             }
         };
         let text = serde_json::from_slice::<String>(&self.bytes[self.pos..=close]).ok()?;
         self.pos = close + 1;
-        Some(Cow::Owned(text))
+        Some(Text::Decoded(text))
     }
 
     /// A number, by JSON's grammar; see the module's note for its range.

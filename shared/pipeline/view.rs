@@ -52,8 +52,44 @@ impl Kept<'_> {
 
 type DataFields<'a> = [Option<Kept<'a>>; VIEW_FIELDS.len()];
 
-fn lookup<'a>(names: &[&str], values: &'a [Option<Kept>], name: &str) -> Option<Field<'a>> {
-    let i = names.iter().position(|n| *n == name);
+/// Where a name is in [`VIEW_FIELDS`]. A `match`, which compares lengths
+/// first: every key of every file is looked up here.
+fn field_index(name: &[u8]) -> Option<usize> {
+    Some(match name {
+        b"current_phase" => 0,
+        b"active_agent" => 1,
+        b"issue_type" => 2,
+        b"pr_number" => 3,
+        b"started_at" => 4,
+        b"last_updated" => 5,
+        b"review_passed" => 6,
+        b"qa_passed" => 7,
+        b"plan_iterations" => 8,
+        b"review_fix_count" => 9,
+        b"qa_fix_count" => 10,
+        b"pending_decisions" => 11,
+        b"failure_context" => 12,
+        b"approved_plan" => 13,
+        b"sub_issues" => 14,
+        _ => return None,
+    })
+}
+
+/// Where a name is in [`VIEW_SIBLINGS`].
+fn sibling_index(name: &[u8]) -> Option<usize> {
+    match name {
+        b"lastActivity" => Some(0),
+        b"heartbeat_pid" => Some(1),
+        _ => None,
+    }
+}
+
+fn lookup<'a>(
+    index: fn(&[u8]) -> Option<usize>,
+    values: &'a [Option<Kept>],
+    name: &str,
+) -> Option<Field<'a>> {
+    let i = index(name.as_bytes());
     debug_assert!(i.is_some(), "{name} missing from the view's field list");
     values[i?].as_ref().map(Kept::field)
 }
@@ -66,13 +102,15 @@ pub(super) fn normalized(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized
     if scan.peek()? != b'{' {
         return None;
     }
-    // `None` when the numeric key is missing or its value is not an object.
-    let mut data: Option<DataFields> = None;
+    // The numeric key's wanted fields, filled in place; `has_data` is false
+    // when the key is missing or its value is not an object.
+    let mut data: DataFields = Default::default();
+    let mut has_data = false;
     let mut siblings: [Option<Kept>; VIEW_SIBLINGS.len()] = Default::default();
     scan.object(|scan, key| {
-        if key == issue.as_str() {
-            data = data_fields(scan)?;
-        } else if let Some(i) = VIEW_SIBLINGS.iter().position(|n| *n == key) {
+        if key.as_bytes() == issue.as_str().as_bytes() {
+            has_data = data_fields(scan, &mut data)?;
+        } else if let Some(i) = sibling_index(key.as_bytes()) {
             siblings[i] = Some(scan.kept()?);
         } else {
             scan.value()?;
@@ -82,26 +120,30 @@ pub(super) fn normalized(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized
     scan.end()?;
     Some(Normalized::from_fields(
         issue,
-        |name| data.as_ref().and_then(|d| lookup(&VIEW_FIELDS, d, name)),
-        |name| lookup(&VIEW_SIBLINGS, &siblings, name),
+        |name| match has_data {
+            true => lookup(field_index, &data, name),
+            false => None,
+        },
+        |name| lookup(sibling_index, &siblings, name),
     ))
 }
 
-/// The value under the numeric key: its wanted fields when it is an object,
-/// `Some(None)` (after checking it) when it is anything else.
-fn data_fields<'a>(scan: &mut Scanner<'a>) -> Option<Option<DataFields<'a>>> {
+/// The value under the numeric key: when it is an object, its wanted fields
+/// go to `data` (anew: the last duplicate key wins) and the answer is true;
+/// anything else is checked and the answer is false.
+fn data_fields<'a>(scan: &mut Scanner<'a>, data: &mut DataFields<'a>) -> Option<bool> {
     if scan.peek()? != b'{' {
-        return scan.value().map(|()| None);
+        return scan.value().map(|()| false);
     }
-    let mut data: DataFields = Default::default();
+    *data = Default::default();
     scan.object(|scan, key| {
-        match VIEW_FIELDS.iter().position(|n| *n == key) {
+        match field_index(key.as_bytes()) {
             Some(i) => data[i] = Some(scan.kept()?),
             None => scan.value()?,
         }
         Some(())
     })?;
-    Some(Some(data))
+    Some(true)
 }
 
 #[cfg(test)]
@@ -193,6 +235,22 @@ mod tests {
         assert_eq!(normalized(&issue(), &bad_utf8), None);
         for not_object in [&b"[1]"[..], b"\"x\"", b"", b"{} {}"] {
             assert_eq!(normalized(&issue(), not_object), None);
+        }
+    }
+
+    #[test]
+    fn field_indexes_match_the_field_lists() {
+        for (i, name) in VIEW_FIELDS.iter().enumerate() {
+            assert_eq!(field_index(name.as_bytes()), Some(i), "{name}");
+            assert_eq!(sibling_index(name.as_bytes()), None, "{name}");
+        }
+        for (i, name) in VIEW_SIBLINGS.iter().enumerate() {
+            assert_eq!(sibling_index(name.as_bytes()), Some(i), "{name}");
+            assert_eq!(field_index(name.as_bytes()), None, "{name}");
+        }
+        for other in ["", "42", "steps", "Current_phase", "current_phase "] {
+            let other = other.as_bytes();
+            assert_eq!((field_index(other), sibling_index(other)), (None, None));
         }
     }
 
