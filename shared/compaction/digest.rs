@@ -91,11 +91,18 @@ impl Digest {
         git: GitState,
     ) -> Digest {
         let mut active: Vec<&Normalized> = views.into_iter().filter(|n| n.is_active()).collect();
-        active.sort_by(|a, b| {
-            b.last_updated
-                .cmp(&a.last_updated)
-                .then_with(|| b.issue.cmp(&a.issue))
-        });
+        active.sort_by(|a, b| newest_first(a, b));
+        Digest::of_sorted(&active, active.len(), pipeline_dir, git)
+    }
+
+    /// The digest of the newest active pipelines, `active` sorted
+    /// [`newest_first`], when there are `total` active pipelines in all.
+    fn of_sorted(
+        active: &[&Normalized],
+        total: usize,
+        pipeline_dir: &Path,
+        git: GitState,
+    ) -> Digest {
         let pipelines = active
             .iter()
             .take(MAX_DETAILED)
@@ -109,9 +116,71 @@ impl Digest {
         Digest {
             pipelines,
             other_active: other.iter().map(|i| i.to_string()).collect(),
-            other_active_count: rest.len(),
+            other_active_count: total.saturating_sub(MAX_DETAILED),
             git,
         }
+    }
+}
+
+/// The order a digest takes active pipelines in: newest `last_updated`
+/// first, then the highest issue number. (A total order: no two pipeline
+/// files have the same issue number.)
+pub fn newest_first(a: &Normalized, b: &Normalized) -> std::cmp::Ordering {
+    b.last_updated
+        .cmp(&a.last_updated)
+        .then_with(|| b.issue.cmp(&a.issue))
+}
+
+/// The views a digest can use, gathered while thousands of files are read:
+/// of the active ones, only the newest [`MAX_DETAILED`] + [`MAX_NAMED`]
+/// (all a digest shows) and how many there were. The rest are dropped as
+/// they come, so the hook keeps a few dozen views, not thousands, and sorts
+/// those. [`Candidates::digest`] equals [`Digest::build`] over every view
+/// offered (a test holds it to that).
+#[derive(Debug, Default)]
+pub struct Candidates {
+    newest: Vec<Normalized>,
+    active: usize,
+}
+
+impl Candidates {
+    const KEEP: usize = MAX_DETAILED + MAX_NAMED;
+
+    /// Takes a pipeline's view (ignored unless active).
+    pub fn offer(&mut self, view: Normalized) {
+        if view.is_active() {
+            self.active += 1;
+            self.newest.push(view);
+            self.trim_when_full();
+        }
+    }
+
+    /// Takes in another gathering's candidates.
+    pub fn merge(&mut self, other: Candidates) {
+        self.active += other.active;
+        for view in other.newest {
+            self.newest.push(view);
+            self.trim_when_full();
+        }
+    }
+
+    /// Sorts and keeps the newest, once there are twice as many as kept.
+    fn trim_when_full(&mut self) {
+        if self.newest.len() >= 2 * Self::KEEP {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        self.newest.sort_by(newest_first);
+        self.newest.truncate(Self::KEEP);
+    }
+
+    /// The digest of every view offered (see [`Digest::build`]).
+    pub fn digest(mut self, pipeline_dir: &Path, git: GitState) -> Digest {
+        self.trim();
+        let sorted: Vec<&Normalized> = self.newest.iter().collect();
+        Digest::of_sorted(&sorted, self.active, pipeline_dir, git)
     }
 }
 
@@ -401,6 +470,46 @@ Decision-critical state ({origin}). Where the conversation summary disagrees, tr
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Gathering candidates run by run, as the hook does, gives the
+        /// digest of all the views at once.
+        #[test]
+        fn candidates_give_the_digest_of_all_views(
+            files in proptest::collection::vec(
+                (
+                    prop_oneof![Just("building"), Just("done"), Just("review"), Just("merged")],
+                    proptest::option::weighted(0.9, 0u8..40),
+                ),
+                0..200,
+            ),
+            run in 1usize..80,
+        ) {
+            let views: Vec<Normalized> = files
+                .iter()
+                .enumerate()
+                .map(|(n, (phase, minute))| {
+                    let text = match minute {
+                        Some(m) => format!(
+                            r#"{{"{n}": {{"current_phase": "{phase}", "last_updated": "2025-01-01T00:{m:02}:00Z"}}}}"#
+                        ),
+                        None => format!(r#"{{"{n}": {{"current_phase": "{phase}"}}}}"#),
+                    };
+                    let issue = IssueNumber::parse(&n.to_string()).unwrap();
+                    pipeline::PipelineDoc::parse(issue, text.as_bytes()).unwrap().normalized()
+                })
+                .collect();
+            let dir = std::path::Path::new("/nonexistent-jkz-test");
+            let want = Digest::build(&views, dir, GitState::default());
+            let mut all = Candidates::default();
+            for chunk in views.chunks(run) {
+                let mut candidates = Candidates::default();
+                chunk.iter().cloned().for_each(|v| candidates.offer(v));
+                all.merge(candidates);
+            }
+            prop_assert_eq!(all.digest(dir, GitState::default()), want);
+        }
+    }
 
     fn sample(plan_len: usize, decisions: usize) -> Digest {
         let p = PipelineDigest {

@@ -8,7 +8,7 @@
 //! 2. The event is read (bounded; bad input is reported and the rest goes on).
 //! 3. Every `state/pipeline/<N>.json` is read, on all cores, each file
 //!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
-//!    keeping only the active views for the [`Digest`]. When a state
+//!    keeping only the views the digest can show ([`Candidates`]). When a state
 //!    directory is available (never created implicitly), the snapshot's
 //!    header and these entries are written out run by run as they come
 //!    ([`SnapshotWriter`]), while later runs are still being read.
@@ -32,13 +32,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use super::digest::{summarizer_instructions, Digest};
+use super::digest::{summarizer_instructions, Candidates};
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
 use crate::json_file::PendingUpdate;
-use crate::pipeline::{self, FileContent, Normalized, PipelineFile};
+use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_snapshot::{self, CompactionNudge};
 use crate::state_dir::StateDir;
@@ -93,12 +93,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         let mut writer = root
             .as_deref()
             .map(|root| SnapshotWriter::create(root, &name, &header));
-        let mut active = Vec::new(); // the runs' views, kept where they are
+        let mut candidates = Candidates::default();
         pipeline::visit_in_order(&files, Run::default, Run::add, |run| {
             if let Some(writer) = &mut writer {
                 writer.pipelines(&run.entries);
             }
-            active.push(run.active);
+            candidates.merge(run.candidates);
         });
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
@@ -121,9 +121,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             let (state, nudge) = (&state, &nudge);
             s.spawn(move || prepare_nudge(state, session, nudge))
         });
-        let views = active.iter().flatten();
-        let digest = Digest::build(views, &state.join(pipeline::PIPELINE_DIR), git.clone());
-        std::mem::forget(active); // as the files above
+        let digest = candidates.digest(&state.join(pipeline::PIPELINE_DIR), git.clone());
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),
@@ -186,17 +184,15 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
 struct Run {
     /// The files' snapshot entries.
     entries: PipelineEntries,
-    /// The views the digest reads: active pipelines only.
-    active: Vec<Normalized>,
+    /// The views the digest may use.
+    candidates: Candidates,
 }
 
 impl Run {
     fn add(&mut self, file: &PipelineFile, content: FileContent) {
         self.entries.push(file, &content);
         if let FileContent::Valid { view, .. } = content {
-            if view.is_active() {
-                self.active.push(view);
-            }
+            self.candidates.offer(view);
         }
     }
 }
