@@ -13,7 +13,8 @@
 //! - a string with no backslash is checked here: no control character, valid
 //!   UTF-8, and borrowed as it is; a string with an escape is decoded by
 //!   `serde_json` (surrogate pairs, bad escapes);
-//! - an integer of at most 19 digits is checked here (it always fits); any
+//! - an integer of at most 19 digits is checked here (serde_json never
+//!   refuses one: it is an integer, or an `f64` well within range); any
 //!   other number (fraction, exponent, more digits) by `serde_json`, which
 //!   refuses one out of `f64`'s range;
 //! - nesting stops at `serde_json`'s recursion limit ([`MAX_DEPTH`]);
@@ -76,6 +77,20 @@ impl<'a> Text<'a> {
     }
 }
 
+/// True when none of the eight bytes of `word` is a quote, a backslash, a
+/// control character or beyond ASCII: none can end or interrupt a string's
+/// plain text. (Each test is the classic "some byte is below n" bit trick,
+/// which never misses one; the byte loop after it decides.)
+fn all_plain(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    let quote = below(word ^ (ONES * u64::from(b'"')), 1);
+    let backslash = below(word ^ (ONES * u64::from(b'\\')), 1);
+    let control = below(word, 0x20);
+    (quote | backslash | control | (word & HIGH)) == 0
+}
+
 /// A wanted value as read: a string borrowed from the bytes (owned only
 /// when an escape was decoded), or any other JSON value.
 #[derive(Debug, PartialEq)]
@@ -84,9 +99,9 @@ pub(super) enum Kept<'a> {
     Other(Value),
 }
 
-/// A position in a document being checked. Every method returns `None` on
-/// the first thing `serde_json` would refuse; where it stops then does not
-/// matter.
+/// A position in a document being checked. Every method that reads a part
+/// of the document returns `None` on the first thing `serde_json` would
+/// refuse there; where it stops then does not matter.
 pub(super) struct Scanner<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -103,6 +118,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The byte at the position; none at the end.
     pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
@@ -116,7 +132,11 @@ impl<'a> Scanner<'a> {
     /// Consumes `byte` (after whitespace).
     fn expect(&mut self, byte: u8) -> Option<()> {
         self.whitespace();
-        (self.peek()? == byte).then(|| self.pos += 1)
+        if self.peek()? != byte {
+            return None;
+        }
+        self.pos += 1;
+        Some(())
     }
 
     /// Whitespace, then the end of the bytes.
@@ -137,6 +157,7 @@ impl<'a> Scanner<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, Text<'a>) -> Option<()>,
     ) -> Option<()> {
+        debug_assert_eq!(self.peek(), Some(b'{'));
         self.pos += 1;
         self.enter()?;
         self.whitespace();
@@ -165,6 +186,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn array(&mut self) -> Option<()> {
+        debug_assert_eq!(self.peek(), Some(b'['));
         self.pos += 1;
         self.enter()?;
         self.whitespace();
@@ -194,6 +216,8 @@ impl<'a> Scanner<'a> {
         match self.peek()? {
             b'{' => self.object(|scan, _| scan.value()),
             b'[' => self.array(),
+            // (An escaped string is decoded only to be dropped here: rare,
+            // and the decoding is what checks it.)
             b'"' => self.text().map(drop),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -218,9 +242,11 @@ impl<'a> Scanner<'a> {
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
-        self.bytes[self.pos..]
-            .starts_with(word)
-            .then(|| self.pos += word.len())
+        if !self.bytes[self.pos..].starts_with(word) {
+            return None;
+        }
+        self.pos += word.len();
+        Some(())
     }
 
     /// A string, checked; the position is at its opening quote.
@@ -229,9 +255,17 @@ impl<'a> Scanner<'a> {
             return None;
         }
         let start = self.pos + 1;
-        // One pass over the (usually short) text: printable ASCII runs on,
+        // Eight bytes at a time while all are printable ASCII but the quote
+        // and the backslash, then byte by byte: printable ASCII runs on,
         // anything else stops the loop and is looked at.
         let mut at = start;
+        while let Some(word) = self.bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(word.try_into().ok()?);
+            if !all_plain(word) {
+                break;
+            }
+            at += 8;
+        }
         let mut ascii = true;
         loop {
             let b = *self.bytes.get(at)?;
@@ -453,6 +487,29 @@ mod tests {
         }
     }
 
+    /// The eight-byte test against the byte table.
+    #[test]
+    fn all_plain_sees_every_byte_that_stops_plain_text() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [b'a'; 8];
+                bytes[at] = b;
+                let word = u64::from_le_bytes(bytes);
+                assert_eq!(all_plain(word), PLAIN[usize::from(b)], "{b:#x} at {at}");
+                bytes[(at + 3) % 8] = b'"';
+                assert!(!all_plain(u64::from_le_bytes(bytes)), "{b:#x} and a quote");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn all_plain_agrees_with_the_byte_table(bytes in any::<[u8; 8]>()) {
+            let want = bytes.iter().all(|&b| PLAIN[usize::from(b)]);
+            prop_assert_eq!(all_plain(u64::from_le_bytes(bytes)), want);
+        }
+    }
+
     #[test]
     fn strings_are_borrowed_unless_an_escape_is_decoded() {
         let mut scan = Scanner::new(br#""plain" "es\"caped\u00e9""#);
@@ -481,6 +538,7 @@ mod tests {
             Just("nul".to_string()),
             "-?(0|[1-9][0-9]{0,22})(\\.[0-9]{0,3})?([eE][+-]?[0-9]{0,4})?",
             "-?0[0-9]{1,2}",
+            "\"[a-zA-Z0-9 :./\u{7f}é\u{1}\\\\\"]{0,40}\"?",
             "\"([a-z é\\t\u{1}]|\\\\[nt\"\\\\/bfrx]|\\\\u[0-9a-fA-F]{4}|\\\\u[dD][89abAB][0-9a-f]{2}|\\\\u[dD][c-f][0-9a-f]{2}|\\\\u[0-9a-f]{0,3}){0,6}\"?",
         ];
         atom.prop_recursive(4, 40, 6, |inner| {
