@@ -79,7 +79,7 @@ pub struct IssueNumber(String);
 
 impl IssueNumber {
     pub fn parse(raw: &str) -> Result<IssueNumber, String> {
-        if (1..=20).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit()) {
+        if IssueNumber::is_valid(raw) {
             Ok(IssueNumber(raw.to_string()))
         } else {
             Err(format!(
@@ -87,6 +87,11 @@ impl IssueNumber {
                 crate::pipeline::shorten(raw, 40)
             ))
         }
+    }
+
+    /// 1 to 20 ASCII digits.
+    fn is_valid(raw: &str) -> bool {
+        (1..=20).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit())
     }
 
     pub fn as_str(&self) -> &str {
@@ -567,16 +572,27 @@ pub fn list_in(dir: &Path) -> io::Result<Vec<PipelineFile>> {
     let mut files = Vec::new();
     for entry in entries {
         let entry = entry?;
-        let name = entry.file_name();
-        let Some(issue) = name.to_str().and_then(issue_of_file_name) else {
+        // The name's own allocation becomes the issue number's (a directory
+        // can hold thousands of files; each allocation shows).
+        let Ok(mut name) = entry.file_name().into_string() else {
             continue;
         };
-        // The issue's value, for a sort that parses each name once (a
-        // directory can hold thousands). 20 digits fit in a u128.
-        let value: u128 = issue.as_str().parse().unwrap_or(u128::MAX);
+        if !name
+            .strip_suffix(".json")
+            .is_some_and(IssueNumber::is_valid)
+        {
+            continue;
+        }
+        let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+        path.push(dir);
+        path.push(&name);
+        name.truncate(name.len() - ".json".len());
+        // The issue's value, for a sort that parses each name once. 20
+        // digits fit in a u128.
+        let value: u128 = name.parse().unwrap_or(u128::MAX);
         let file = PipelineFile {
-            issue,
-            path: dir.join(name),
+            issue: IssueNumber(name),
+            path,
             // From the entry's type in the listing: no extra call where the
             // filesystem reports it (ext4, xfs, btrfs, tmpfs all do).
             regular: entry.file_type().is_ok_and(|t| t.is_file()),
