@@ -273,7 +273,7 @@ impl PipelineEntries {
                 out.extend_from_slice(b",\"raw\":");
                 out.extend_from_slice(raw);
                 out.extend_from_slice(b",\"normalized\":");
-                json(out, view)?;
+                view.write_json(out);
             }
             FileContent::Invalid { error, text } => {
                 out.extend_from_slice(b",\"error\":");
