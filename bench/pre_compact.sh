@@ -12,8 +12,10 @@
 # machine costs: "process" is /bin/true timed the same way (starting and
 # ending any process), "floor" is bench/pre_compact_floor.rs, only the
 # unavoidable work (list and read every pipeline file, write that many
-# bytes twice, sync, rename). Note `uptime` first: other builds on the
-# machine move every figure.
+# bytes twice, sync, rename). The hook, the floor and /bin/true take turns,
+# run by run, so the machine's changes of speed reach all three alike; the
+# bash+jq hook (fifty times slower) is timed after them. Note `uptime`
+# first: other builds on the machine move every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs_small=${1:-100}
@@ -48,10 +50,11 @@ event() { # DIR
   printf '{"session_id":"bench","transcript_path":"/dev/null","cwd":"%s","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}' "$1"
 }
 
-measure() { # PROGRAM DIR RUNS -> "p50 p90" in ms
-  local program=$1 dir=$2 runs=$3
+measure() { # DIR RUNS PROGRAM... -> one "p50 p90" line (ms) per program
+  local dir=$1 runs=$2
+  shift 2
   event "$dir" >"$work/event.json"
-  CLAUDE_PROJECT_DIR="$dir" "$timer" "$runs" "$dir/state" "$work/event.json" "$program"
+  CLAUDE_PROJECT_DIR="$dir" "$timer" "$runs" "$dir/state" "$work/event.json" "$@"
 }
 
 printf '%-8s %16s %14s %16s %14s %9s %s\n' files "jkz p50/p90 ms" "floor p50 ms" "process p50 ms" "bash+jq p50 ms" speedup target
@@ -65,11 +68,13 @@ for spec in "100 $runs_small 5" "10000 $runs_big 50"; do
     grep -q "Issue #" <<<"$out" || { echo "bench: $program printed no digest" >&2; exit 1; }
   done
   rm -f "$dir"/state/pre-compact-*.json
-  read -r ours ours90 <<<"$(measure "$hook" "$dir" "$runs")"
-  read -r bottom _ <<<"$(measure "$floor" "$dir" "$runs")"
-  read -r process _ <<<"$(measure /bin/true "$dir" "$runs")"
+  # The project's files were just written: their writeback to disk would
+  # otherwise still be going on while the first program is timed (and
+  # every snapshot's sync would wait behind it).
+  sync
+  { read -r ours ours90; read -r bottom _; read -r process _; } < <(measure "$dir" "$runs" "$hook" "$floor" /bin/true)
   ref_runs=$((runs < 10 ? runs : 10))
-  read -r theirs _ <<<"$(measure "$reference" "$dir" "$ref_runs")"
+  read -r theirs _ <<<"$(measure "$dir" "$ref_runs" "$reference")"
   speedup=$(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.1fx", b / a}')
   verdict=$(awk -v a="$ours" -v b="$theirs" -v t="$target" 'BEGIN {print (a <= t && b / a >= 10) ? "met" : "MISSED"}')
   printf '%-8s %16s %14s %16s %14s %9s p50<=%sms,>=10x: %s\n' "$count" "$ours/$ours90" "$bottom" "$process" "$theirs" "$speedup" "$target" "$verdict"
