@@ -22,8 +22,11 @@ for target in $(cargo fuzz list); do
   mkdir -p "corpus/$target" "seeds/$target"
   echo "fuzz: $target for ${seconds}s"
   set +e
+  # A target's dictionary (fuzz/dicts/<target>.dict), when it has one.
+  dict=()
+  [ -f "dicts/$target.dict" ] && dict=(-dict="dicts/$target.dict")
   cargo fuzz run "$target" "corpus/$target" "seeds/$target" -- \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
+    -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" 2>&1 |
     grep -E '^(Done|stat::number_of_executed_units|==|SUMMARY)|panicked|crash-'
   # The fuzzer's status, not grep's.
   status=${PIPESTATUS[0]}
