@@ -331,25 +331,15 @@ impl Normalized {
         json_opt_u64(out, self.review_fix_count);
         out.extend_from_slice(b",\"qa_fix_count\":");
         json_opt_u64(out, self.qa_fix_count);
-        out.extend_from_slice(b",\"pending_decisions\":[");
-        for (i, decision) in self.pending_decisions.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            json_str(out, decision);
-        }
-        out.extend_from_slice(b"],\"failure_context\":");
+        out.extend_from_slice(b",\"pending_decisions\":");
+        json_array(out, &self.pending_decisions, |out, d| json_str(out, d));
+        out.extend_from_slice(b",\"failure_context\":");
         json_opt_str(out, self.failure_context.as_deref());
         out.extend_from_slice(b",\"approved_plan\":");
         json_opt_str(out, self.approved_plan.as_deref());
-        out.extend_from_slice(b",\"sub_issues\":[");
-        for (i, sub) in self.sub_issues.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            json_value(out, sub);
-        }
-        out.extend_from_slice(b"],\"heartbeat_pid\":");
+        out.extend_from_slice(b",\"sub_issues\":");
+        json_array(out, &self.sub_issues, json_value);
+        out.extend_from_slice(b",\"heartbeat_pid\":");
         json_opt_u64(out, self.heartbeat_pid);
         out.push(b'}');
     }
@@ -374,6 +364,17 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
     } else {
         json_value(out, s);
     }
+}
+
+fn json_array<T>(out: &mut Vec<u8>, items: &[T], item: impl Fn(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        item(out, x);
+    }
+    out.push(b']');
 }
 
 fn json_opt_str(out: &mut Vec<u8>, s: Option<&str>) {

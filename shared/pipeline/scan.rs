@@ -158,48 +158,40 @@ impl<'a> Scanner<'a> {
         mut member: impl FnMut(&mut Self, Text<'a>) -> Option<()>,
     ) -> Option<()> {
         debug_assert_eq!(self.peek(), Some(b'{'));
-        self.pos += 1;
-        self.enter()?;
-        self.whitespace();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-        } else {
-            loop {
-                self.whitespace();
-                let key = self.text()?;
-                self.expect(b':')?;
-                self.whitespace();
-                member(self, key)?;
-                self.whitespace();
-                match self.peek()? {
-                    b',' => self.pos += 1,
-                    b'}' => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        self.depth -= 1;
-        Some(())
+        self.elements(b'}', |scan| {
+            let key = scan.text()?;
+            scan.expect(b':')?;
+            scan.whitespace();
+            member(scan, key)
+        })
     }
 
     fn array(&mut self) -> Option<()> {
         debug_assert_eq!(self.peek(), Some(b'['));
+        self.elements(b']', Self::value)
+    }
+
+    /// The elements of an array or the members of an object (`element`
+    /// reads one, from its first byte), separated by commas, up to `close`;
+    /// the position is at the opening bracket.
+    fn elements(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.pos += 1;
         self.enter()?;
         self.whitespace();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.pos += 1;
         } else {
             loop {
                 self.whitespace();
-                self.value()?;
+                element(self)?;
                 self.whitespace();
                 match self.peek()? {
                     b',' => self.pos += 1,
-                    b']' => {
+                    b if b == close => {
                         self.pos += 1;
                         break;
                     }
