@@ -123,8 +123,8 @@ impl Digest {
 }
 
 /// The order a digest takes active pipelines in: newest `last_updated`
-/// first, then the highest issue number. (A total order: no two pipeline
-/// files have the same issue number.)
+/// first, then the highest issue number (`7` and `007` told apart by
+/// spelling, so no two pipeline files tie).
 pub fn newest_first(a: &Normalized, b: &Normalized) -> std::cmp::Ordering {
     b.last_updated
         .cmp(&a.last_updated)

@@ -62,8 +62,11 @@ impl<'a> FileContent<'a> {
             Ok(bytes) => bytes,
         };
         let view = view::normalized(issue, bytes)
-            // Not a JSON object: the full parse says precisely why. (Were
-            // the two ever to disagree, the full parse wins.)
+            // Refused: the full parse says precisely why (or, were the
+            // scanner ever stricter than serde_json, views it after all).
+            // A file it accepts is copied verbatim into snapshots, so it
+            // must never accept more than serde_json: its tests and the
+            // `pipeline_state` fuzz target hold it to that.
             .map(Ok)
             .unwrap_or_else(|| PipelineDoc::parse(issue.clone(), bytes).map(|d| d.normalized()));
         match view {
