@@ -346,10 +346,19 @@ impl Normalized {
 
     /// True while the pipeline still needs attention (not finished).
     pub fn is_active(&self) -> bool {
-        !matches!(
-            self.current_phase.to_ascii_lowercase().as_str(),
-            "done" | "complete" | "completed" | "closed" | "merged" | "cancelled" | "abandoned"
-        )
+        // Compared in place: the hook asks this of every file it reads.
+        const FINISHED: [&str; 7] = [
+            "done",
+            "complete",
+            "completed",
+            "closed",
+            "merged",
+            "cancelled",
+            "abandoned",
+        ];
+        !FINISHED
+            .iter()
+            .any(|f| self.current_phase.eq_ignore_ascii_case(f))
     }
 }
 
@@ -831,6 +840,27 @@ mod tests {
 
     fn view(data: Value) -> Normalized {
         view_with(data, json!({}))
+    }
+
+    #[test]
+    fn finished_phases_in_any_case_are_not_active() {
+        for phase in [
+            "done",
+            "Done",
+            "MERGED",
+            "Cancelled",
+            "abandoned",
+            "complete",
+        ] {
+            assert!(
+                !view(json!({"current_phase": phase})).is_active(),
+                "{phase}"
+            );
+        }
+        for phase in ["building", "done ", "undone", "qa", "unknown"] {
+            assert!(view(json!({"current_phase": phase})).is_active(), "{phase}");
+        }
+        assert!(view(json!({})).is_active(), "no phase: unknown");
     }
 
     fn view_with(data: Value, siblings: Value) -> Normalized {
