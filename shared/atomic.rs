@@ -210,6 +210,7 @@ impl Durability {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_commit_syncs_whatever_was_written_after_an_early_sync() {
@@ -225,7 +226,6 @@ mod tests {
         file.commit().unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"abcd");
     }
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn replaces_whole_and_leaves_no_temp() {
