@@ -269,6 +269,12 @@ impl BlockScanner {
         self.pos
     }
 
+    /// Absolute offset of the first byte of the current line (the position
+    /// itself between lines).
+    pub fn line_start(&self) -> u64 {
+        self.line_start
+    }
+
     /// True when no fence (protected or not), comment, tag block or protected
     /// heading section is open: the next line is read as ordinary text, so a
     /// `<!-- jkz:… -->` line placed here is seen as a comment.

@@ -21,7 +21,10 @@ static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "\
 Caps: --max-bytes N > JKZ_MAX_OUTPUT_BYTES > --mode (primary 307,200 bytes,
-fallback 102,400, agent 81,920). A cap of 0 passes the input through.
+fallback 102,400, agent 81,920). A cap of 0 passes the input through, and
+so does a cap larger than the input. A filter fails open: an empty
+JKZ_MAX_OUTPUT_BYTES counts as unset, an invalid one is a one-line warning
+and the mode's cap is used; only a bad flag is a usage error (exit 2).
 Input no longer than the cap is printed unchanged. Longer input becomes:
 head, every protected block that fits and is not in head or tail (input
 order), tail, with one marker line per gap:
@@ -60,8 +63,9 @@ struct Cli {
     #[arg(long, value_name = "ROLE")]
     role: Option<String>,
 
-    /// Output cap in bytes (0: no truncation).
-    #[arg(long, value_name = "N", env = "JKZ_MAX_OUTPUT_BYTES")]
+    /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
+    /// else the mode's cap.
+    #[arg(long, value_name = "N")]
     max_bytes: Option<u64>,
 
     /// Head's share of the head+tail budget, 0.0 to 1.0; overrides --role.
@@ -120,14 +124,22 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             .as_deref()
             .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share)
     });
+    let mut stderr = io::stderr().lock();
+    let env = std::env::var_os(truncate::CAP_VARIABLE);
+    let cap = match truncate::resolve_cap(cli.max_bytes, env.as_deref(), mode) {
+        Ok(cap) => cap,
+        Err((cap, warning)) => {
+            truncate::warn(&mut stderr, &warning);
+            cap
+        }
+    };
     let settings = Settings {
-        cap: cli.max_bytes.unwrap_or(mode.cap()),
+        cap,
         head_share,
         full_output: (!cli.no_full_output)
             .then(|| StateDir::resolve(cli.state_dir.as_deref(), None)),
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
-    let mut stderr = io::stderr().lock();
     match &cli.file {
         Some(path) => {
             let name = path.display().to_string();
