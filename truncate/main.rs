@@ -26,13 +26,31 @@ so does a cap larger than the input. A filter fails open: an empty
 JKZ_MAX_OUTPUT_BYTES counts as unset, an invalid one is a one-line warning
 and the mode's cap is used; only a bad flag is a usage error (exit 2).
 Input no longer than the cap is printed unchanged. Longer input becomes:
-head, every protected block that fits and is not in head or tail (input
+head, every protected block placed that is not in head or tail (input
 order), tail, with one marker line per gap:
   [jkz-truncate: 1,234,567 bytes (20,311 lines) omitted; full output: PATH]
-Protected blocks take the budget first (verdict-json, compact-plan,
-plan-digest, decisions, tldr, accumulated-patterns, other jkz: signals;
-within a kind the last occurrence first). The output never exceeds the
-cap; a cap too small for one marker line gets the head alone, no marker.
+
+How the budget is divided: head and tail together always keep at least a
+quarter of the cap (split by the head share), so the last lines survive
+however many blocks there are. Protected blocks share the other three
+quarters (kinds, highest first: verdict-json, compact-plan, plan-digest,
+decisions, tldr, accumulated-patterns, other jkz: signals):
+  1. the newest block of each kind, highest kind first, whole if it fits;
+  2. the newest blocks that did not fit share what is left equally, each
+     cut to its head (its first whole lines), closed by a line such as
+     [jkz-truncate: tldr block cut here, its last 180,000 bytes (3,000
+     lines) omitted; full output: PATH]
+  3. older blocks, newest first within a kind, whole or cut to their head.
+A block is dropped only when not even its first line fits. Each placed
+block costs its new bytes plus one marker line; what blocks leave goes to
+head and tail. The output never exceeds the cap; a cap too small for one
+marker line gets the head alone, no marker.
+E.g. --max-bytes 3000 on 5,000 verdict comments: about 20 of the newest
+verdicts, and head and tail share at least 750 bytes.
+
+A heading section (## TL;DR, setext TL;DR + ===== …) protects its own
+text, up to the next heading of any level; its subsections are ordinary
+text unless they name a kind themselves.
 
 Head share by role (--head-share overrides):
 {}
