@@ -527,7 +527,7 @@ fn assemble(
     }
     let markers = Markers {
         gap: marker,
-        cut: cut_marker_bound(input.total, path),
+        cut: cut_marker_extra(input.total, path),
     };
     let blocks: Vec<_> = input.blocks.iter().map(|c| c.block()).collect();
     let selection = select(&blocks, cap, markers);
@@ -546,11 +546,16 @@ fn assemble(
     for (c, placed) in input.blocks.iter().zip(selection.placed) {
         let (bytes, cut) = match placed {
             Placement::Skipped => continue,
+            // A block held only in part is placed whole only when other
+            // placed blocks cover it: they write its bytes.
+            Placement::Whole if (c.head().len() as u64) < c.span.len() => continue,
             Placement::Whole => (c.head(), None),
             Placement::Head(n) => {
-                let bytes = &c.head()[..n as usize];
-                let omitted = (c.span.len() - n, c.newlines - count_newlines(bytes));
-                (bytes, Some((c.span.kind, omitted)))
+                let end_newlines = c.newlines_before + c.newlines;
+                (
+                    &c.head()[..n as usize],
+                    Some((c.span.kind, c.span.end, end_newlines)),
+                )
             }
         };
         pieces.push(Piece {
@@ -569,49 +574,83 @@ fn assemble(
     });
     pieces.sort_by_key(|p| (p.start, std::cmp::Reverse(p.bytes.len())));
 
-    let mut at = 0u64; // everything before `at` is written or omitted
-    let mut at_newlines = 0u64;
-    let mut last = None;
+    let mut gap = Gap {
+        at: 0, // everything before `at` is written or omitted
+        newlines: 0,
+        last: None,
+        cut: None,
+        path,
+    };
     for piece in pieces {
         let end = piece.start + piece.bytes.len() as u64;
-        if end <= at {
+        if end <= gap.at {
             continue;
         }
-        if piece.start > at {
-            let lines = piece.newlines_before - at_newlines;
-            let line = marker_line(piece.start - at, lines, path, last);
-            out.write_all(line.as_bytes())?;
-            last = Some(b'\n');
+        if piece.start > gap.at {
+            gap.write(piece.start, piece.newlines_before, out)?;
         }
-        let from = at.saturating_sub(piece.start) as usize;
+        let from = gap.at.saturating_sub(piece.start) as usize;
         let fresh = &piece.bytes[from..];
         if let Some(&b) = fresh.last() {
             out.write_all(fresh)?;
-            last = Some(b);
+            gap.last = Some(b);
         }
-        if let Some((kind, (bytes, lines))) = piece.cut {
-            let line = cut_marker_line(kind, bytes, lines, path, last);
-            out.write_all(line.as_bytes())?;
-            last = Some(b'\n');
+        if piece.cut.is_some() {
+            gap.cut = piece.cut;
         }
-        at = end;
-        at_newlines = piece.newlines_before + count_newlines(piece.bytes);
+        gap.at = end;
+        gap.newlines = piece.newlines_before + count_newlines(piece.bytes);
     }
-    if at < input.total {
-        let line = marker_line(input.total - at, input.newlines - at_newlines, path, last);
-        out.write_all(line.as_bytes())?;
+    if gap.at < input.total {
+        gap.write(input.total, input.newlines, out)?;
     }
     Ok(())
 }
 
 /// A stretch of the input that is written: the head, a placed block (or
-/// its head: `cut` is then its kind and the bytes and lines of it omitted),
-/// the tail.
+/// its head: `cut` is then its kind, end, and newlines before its end), the
+/// tail.
 struct Piece<'a> {
     start: u64,
     bytes: &'a [u8],
     newlines_before: u64,
-    cut: Option<(Kind, (u64, u64))>,
+    cut: Option<(Kind, u64, u64)>,
+}
+
+/// Where the output stands while the pieces are written.
+struct Gap<'a> {
+    at: u64,
+    /// Newlines before `at`.
+    newlines: u64,
+    /// The last byte written.
+    last: Option<u8>,
+    /// The last block written only in part (its head): kind, end, newlines
+    /// before its end. Every gap that starts inside it names it.
+    cut: Option<(Kind, u64, u64)>,
+    path: Option<&'a str>,
+}
+
+impl Gap<'_> {
+    /// Writes the marker of the gap from `at` to `to` (`newlines` before
+    /// `to`), naming the cut block it starts in, if any.
+    fn write(&mut self, to: u64, newlines: u64, out: &mut dyn Write) -> io::Result<()> {
+        let bytes = to - self.at;
+        let lines = newlines - self.newlines;
+        let line = match self.cut {
+            Some((kind, end, end_newlines)) if end > self.at => {
+                let in_block = if to <= end {
+                    (bytes, lines)
+                } else {
+                    (end - self.at, end_newlines - self.newlines)
+                };
+                cut_marker_line(kind, in_block, (bytes, lines), self.path, self.last)
+            }
+            _ => marker_line(bytes, lines, self.path, self.last),
+        };
+        out.write_all(line.as_bytes())?;
+        self.last = Some(b'\n');
+        Ok(())
+    }
 }
 
 /// Splits what is left for head and tail by the head share.
@@ -638,13 +677,13 @@ pub fn marker_line(bytes: u64, lines: u64, path: Option<&str>, last: Option<u8>)
     )
 }
 
-/// The line after a cut block's head: how much of the block was omitted
-/// and where the full output is. Like [`marker_line`], it starts with a
-/// newline when the output so far does not end with one.
+/// A gap's marker line when the gap starts inside a block cut to its head:
+/// how much of the block it omits (`in_block`: bytes, lines) and, when the
+/// gap (`in_all`) runs past the block's end, how much after it.
 pub fn cut_marker_line(
     kind: Kind,
-    bytes: u64,
-    lines: u64,
+    in_block: (u64, u64),
+    in_all: (u64, u64),
     path: Option<&str>,
     last: Option<u8>,
 ) -> String {
@@ -653,23 +692,34 @@ pub fn cut_marker_line(
     } else {
         ""
     };
-    let noun = if lines == 1 { "line" } else { "lines" };
+    let counts = |(bytes, lines): (u64, u64)| {
+        let noun = if lines == 1 { "line" } else { "lines" };
+        format!("{} bytes ({} {noun})", thousands(bytes), thousands(lines))
+    };
+    let after = (in_all.0 - in_block.0, in_all.1 - in_block.1);
+    let after = if after.0 == 0 {
+        String::new()
+    } else {
+        format!(", and {} after it", counts(after))
+    };
     let saved = path.map_or(String::new(), |p| format!("; full output: {p}"));
     format!(
-        "{lead}[jkz-truncate: {} block cut here, its last {} bytes ({} {noun}) omitted{saved}]\n",
+        "{lead}[jkz-truncate: {} block cut: {} of it omitted{after}{saved}]\n",
         kind.name(),
-        thousands(bytes),
-        thousands(lines)
+        counts(in_block)
     )
 }
 
-/// The longest cut marker an input of `total` bytes can need.
-fn cut_marker_bound(total: u64, path: Option<&str>) -> u64 {
+/// How much longer than [`marker_bound`] a cut block's marker can be.
+fn cut_marker_extra(total: u64, path: Option<&str>) -> u64 {
     let longest = Kind::ALL
         .into_iter()
         .max_by_key(|k| k.name().len())
         .expect("kinds");
-    cut_marker_line(longest, total, total, path, Some(b'x')).len() as u64
+    let most = (total, total);
+    let all = (2 * total, 2 * total);
+    let cut = cut_marker_line(longest, most, all, path, Some(b'x')).len() as u64;
+    cut.saturating_sub(marker_bound(total, path))
 }
 
 /// The longest marker an input of `total` bytes can need.
@@ -684,9 +734,11 @@ fn marker_floor() -> Markers {
         .into_iter()
         .min_by_key(|k| k.name().len())
         .expect("kinds");
+    let gap = marker_line(0, 0, None, None);
+    let cut = cut_marker_line(shortest, (0, 0), (0, 0), None, None);
     Markers {
-        gap: marker_line(0, 0, None, None).len() as u64,
-        cut: cut_marker_line(shortest, 0, 0, None, None).len() as u64,
+        gap: gap.len() as u64,
+        cut: (cut.len() - gap.len()) as u64,
     }
 }
 

@@ -37,9 +37,10 @@ quarters (kinds, highest first: verdict-json, compact-plan, plan-digest,
 decisions, tldr, accumulated-patterns, other jkz: signals):
   1. the newest block of each kind, highest kind first, whole if it fits;
   2. the newest blocks that did not fit share what is left equally, each
-     cut to its head (its first whole lines), closed by a line such as
-     [jkz-truncate: tldr block cut here, its last 180,000 bytes (3,000
-     lines) omitted; full output: PATH]
+     cut to its head (its first whole lines); the marker after the head
+     says how much of the block is omitted, e.g.
+     [jkz-truncate: tldr block cut: 156,494 bytes (2,414 lines) of it
+     omitted; full output: PATH]
   3. older blocks, newest first within a kind, whole or cut to their head.
 A block is dropped only when not even its first line fits. Each placed
 block costs its new bytes plus one marker line; what blocks leave goes to

@@ -197,12 +197,13 @@ fn oracle(input: &[u8], cap: u64, share: f64) -> Oracle {
     }
     let cut_marker = cut_marker_line(
         Kind::AccumulatedPatterns,
-        n as u64,
-        n as u64,
+        (n as u64, n as u64),
+        (2 * n as u64, 2 * n as u64),
         None,
         Some(b'x'),
     )
-    .len() as u64;
+    .len() as u64
+        - marker;
     let pool = naive_pool(input, cap);
     let (placed, used) = naive_select(&pool, input, cap, marker, cut_marker);
     prop_assert_le(used, (cap - cap / 4).max(marker));
@@ -211,61 +212,66 @@ fn oracle(input: &[u8], cap: u64, share: f64) -> Oracle {
     let tail_budget = rest - head_budget;
     let h = cut::head_cut(input, head_budget as usize);
     let t = cut::tail_cut(input, tail_budget as usize);
-    // Every written stretch: (start, end, cut marker after it). A cut
-    // block's marker follows its head when the head adds bytes to what the
-    // stretches before it (by start, longer first) wrote.
+    // Every written stretch: (start, end, for a block cut to its head its
+    // kind and end).
     let mut stretches = vec![(0, h, None)];
     let mut chosen_bytes = Vec::new();
     for (held, p) in pool.iter().zip(&placed) {
         let (start, end) = (held.span.start as usize, held.span.end as usize);
         match *p {
             Placement::Skipped => {}
+            // Held in part, placed only because it is covered: nothing to write.
+            Placement::Whole if held.stored < held.span.end - held.span.start => {}
             Placement::Whole => {
                 stretches.push((start, end, None));
                 chosen_bytes.push(input[start..end].to_vec());
             }
             Placement::Head(k) => {
                 let k = k as usize;
-                let omitted = &input[start + k..end];
-                let lines = omitted.iter().filter(|&&b| b == b'\n').count() as u64;
-                let marker = (held.span.kind, (end - start - k) as u64, lines);
-                stretches.push((start, start + k, Some(marker)));
+                stretches.push((start, start + k, Some((held.span.kind, end))));
                 chosen_bytes.push(input[start..start + k].to_vec());
             }
         }
     }
     stretches.push((t, n, None));
     stretches.sort_by_key(|&(s, e, _)| (s, Reverse(e - s)));
+    // The cut stretches that add bytes to what the stretches before them
+    // (by start, longer first) wrote: a gap starting inside the block of
+    // the last such one before it says how much of that block it omits.
     let mut keep = vec![false; n];
-    let mut cut_after: Vec<Option<(Kind, u64, u64)>> = vec![None; n + 1];
+    let mut fresh_cuts: Vec<(usize, Kind, usize)> = Vec::new();
     let mut written_to = 0;
-    for &(s, e, m) in &stretches {
+    for &(s, e, cut) in &stretches {
         keep[s..e].fill(true);
         if e > written_to {
-            if m.is_some() {
-                cut_after[e] = m;
+            if let Some((kind, end)) = cut {
+                fresh_cuts.push((s, kind, end));
             }
             written_to = e;
         }
     }
+    let newlines =
+        |from: usize, to: usize| input[from..to].iter().filter(|&&b| b == b'\n').count() as u64;
     let mut output = Vec::new();
     let mut i = 0;
-    while i <= n {
-        if let Some((kind, bytes, lines)) = cut_after[i] {
-            let line = cut_marker_line(kind, bytes, lines, None, output.last().copied());
-            output.extend_from_slice(line.as_bytes());
-        }
-        if i == n {
-            break;
-        }
-        let j = (i + 1..=n)
-            .find(|&j| j == n || keep[j] != keep[i] || cut_after[j].is_some())
-            .unwrap_or(n);
+    while i < n {
+        let j = (i..n).find(|&j| keep[j] != keep[i]).unwrap_or(n);
         if keep[i] {
             output.extend_from_slice(&input[i..j]);
         } else {
-            let lines = input[i..j].iter().filter(|&&b| b == b'\n').count() as u64;
-            let line = marker_line((j - i) as u64, lines, None, output.last().copied());
+            let all = ((j - i) as u64, newlines(i, j));
+            let cut = fresh_cuts
+                .iter()
+                .rev()
+                .find(|c| c.0 <= i)
+                .filter(|c| c.2 > i);
+            let line = match cut {
+                Some(&(_, kind, end)) => {
+                    let in_block = ((end.min(j) - i) as u64, newlines(i, end.min(j)));
+                    cut_marker_line(kind, in_block, all, None, output.last().copied())
+                }
+                None => marker_line(all.0, all.1, None, output.last().copied()),
+            };
             output.extend_from_slice(line.as_bytes());
         }
         i = j;

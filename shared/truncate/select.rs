@@ -8,9 +8,9 @@
 //! tail's last lines survive however many blocks there are. One marker line
 //! for the head/tail gap is reserved in it up front. A block's cost is its
 //! bytes not already covered by placed blocks plus one marker line (the gap
-//! it may open); a block cut to its head costs one more marker (the line
-//! after its head saying how much of it was omitted). Blocks are placed in
-//! three rounds:
+//! it may open); a block cut to its head also pays for the longer marker of
+//! the gap after its head, which says how much of the block is omitted.
+//! Blocks are placed in three rounds:
 //!
 //! 1. The newest block of each kind (last start; for equal starts the longer
 //!    one), highest kind first, whole when it fits in what is left.
@@ -79,7 +79,8 @@ pub fn block_budget(cap: u64) -> u64 {
 pub struct Markers {
     /// A gap's marker line.
     pub gap: u64,
-    /// The line after a cut block's head.
+    /// How much longer the marker of a gap that starts inside a block cut
+    /// to its head can be (it says how much of the block is omitted).
     pub cut: u64,
 }
 

@@ -569,14 +569,10 @@ fn oversized_tldr_section_keeps_its_head_instead_of_being_dropped() {
         let input = format!("{preamble}{tldr}{}", log_lines("body", 200_000));
         let out = truncate(&input, 50_000, &["--head-share", "0", "--no-full-output"]);
         assert!(out.contains(tldr), "{out}");
-        assert_eq!(
-            count(&out, "[jkz-truncate: tldr block cut here"),
-            1,
-            "{out}"
-        );
+        assert_eq!(count(&out, "[jkz-truncate: tldr block cut:"), 1, "{out}");
         // Whole lines of the section follow its heading up to the marker.
         let at = out.find(tldr).unwrap();
-        let cut = out.find("[jkz-truncate: tldr block cut here").unwrap();
+        let cut = out.find("[jkz-truncate: tldr block cut:").unwrap();
         assert!(cut - at > 10_000, "the head is more than the first line");
         assert!(out.ends_with(last_line(&input)), "the tail stays");
     }
@@ -608,7 +604,7 @@ fn oversized_compact_plan_fence_keeps_its_head_and_names_the_full_output() {
     );
     let marker = out
         .lines()
-        .find(|l| l.starts_with("[jkz-truncate: compact-plan block cut here"))
+        .find(|l| l.starts_with("[jkz-truncate: compact-plan block cut:"))
         .unwrap_or_else(|| panic!("no cut marker\n{}", run.report()));
     assert!(marker.contains("full output: "), "{marker}");
     let path = marker.rsplit("full output: ").next().unwrap();
@@ -651,7 +647,7 @@ fn setext_headings_end_a_tldr_section() {
     let input = format!("{}{tldr}{notes}", log_lines("preamble", 200_000));
     let out = truncate(&input, 100_000, &["--no-full-output"]);
     assert!(out.contains(tldr), "the whole section survives\n{out}");
-    assert_eq!(count(&out, "block cut here"), 0, "{out}");
+    assert_eq!(count(&out, "block cut:"), 0, "{out}");
 }
 
 #[test]
@@ -673,7 +669,7 @@ fn nested_subsections_are_not_protected_with_their_tldr() {
         "{}",
         &out[at..at + 200]
     );
-    assert_eq!(count(&out, "block cut here"), 0);
+    assert_eq!(count(&out, "block cut:"), 0);
     assert!(out.len() <= 100_000);
 }
 
@@ -797,7 +793,7 @@ fn help_documents_the_budget_division_and_the_heading_rule() {
     for needle in [
         "quarter of the cap",
         "newest block of each kind",
-        "block cut here",
+        "block cut:",
         "not even its first line fits",
         "next heading of any level",
         "setext",
