@@ -232,7 +232,9 @@ fn resume_after_the_pipeline_moved_on_carries_the_live_state() {
     });
     let server = ModelServer::start(responder);
     let project = project_with_pipeline(&server);
-    let session = project.claude("Let us talk about apples.", &[]).session_id();
+    let session = project
+        .claude("Let us talk about apples.", &[])
+        .session_id();
     for prompt in ["And pears?", "And plums?"] {
         project.claude(prompt, &["--resume", &session]).session_id();
     }
