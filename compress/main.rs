@@ -17,7 +17,7 @@ and stand for a section stored in STATE/context-offload/<sha256>.md
 (write-once, content-addressed). Protected blocks are never offloaded.
 
 State directory, first that applies: --state-dir, JKZ_STATE_DIR,
-$CLAUDE_PROJECT_DIR/state, ./state (only if it exists).
+$CLAUDE_PROJECT_DIR/state, ./state (the last two only if they exist).
 
 Exit codes:
   0  success (also when --budget could not be met: a note goes to stderr)

@@ -640,7 +640,7 @@ fn type_name(v: &Value) -> &'static str {
 pub fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         None => s.to_string(),
-        Some((cut, _)) => format!("{}…", &s[..cut]),
+        Some((cut, _)) => format!("{}…", crate::cut::cut_str(s, cut, crate::cut::Keep::Head)),
     }
 }
 

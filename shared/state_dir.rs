@@ -2,10 +2,16 @@
 //!
 //! Resolution, first that applies: `--state-dir DIR` > `JKZ_STATE_DIR` >
 //! `$CLAUDE_PROJECT_DIR/state` > hook input `cwd` + `/state` > `./state`.
-//! The first three are explicit: the user named the place, so jkz may create
-//! it. The last two are implicit: they are used only when `state/` already
-//! exists (a project opts in with `jkz install`), so a tool run in a random
-//! directory never leaves a `state/` behind.
+//!
+//! Who may create it, one rule for every tool that writes (the hooks,
+//! `jkz-session`, `jkz-truncate`'s full output, `jkz-compress`, `jkz state
+//! set`), applied by [`StateDir::ensure`]: only a root the user named —
+//! `--state-dir` or `JKZ_STATE_DIR` — is created when missing. Every other
+//! root is located, never created: it is written into only when it already
+//! exists (`jkz install` creates it: the project opted in). That includes
+//! `$CLAUDE_PROJECT_DIR/state`: Claude Code sets `CLAUDE_PROJECT_DIR` for
+//! every hook in every project, so a user-level hook would otherwise leave
+//! a `state/` (not git-ignored) in each repository it ever ran in.
 //!
 //! Symbolic links: the root itself may be one (`state -> /big/disk/state`,
 //! or a `--state-dir` naming a link) — where state lives is the user's
@@ -64,8 +70,10 @@ pub enum Source {
 
 impl Source {
     /// True when the user named this place, so it may be created.
+    /// `CLAUDE_PROJECT_DIR` is not the user naming a state directory: the
+    /// client sets it in every project.
     pub fn is_explicit(self) -> bool {
-        matches!(self, Source::Flag | Source::Env | Source::ProjectDir)
+        matches!(self, Source::Flag | Source::Env)
     }
 }
 
@@ -409,6 +417,27 @@ mod tests {
         assert_eq!(r.ensure().unwrap(), None);
         assert_eq!(r.ensure_subdir("x").unwrap(), None);
         assert!(!tmp.path().join("state").exists());
+    }
+
+    #[test]
+    fn the_project_dir_locates_but_never_creates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().to_str().unwrap();
+        let vars = [("CLAUDE_PROJECT_DIR", project)];
+        let r = StateDir::resolve_with(None, None, env(&vars));
+        assert_eq!(r.source(), Source::ProjectDir);
+        assert_eq!(r.ensure().unwrap(), None);
+        assert_eq!(r.ensure_subdir("pipeline").unwrap(), None);
+        assert!(!tmp.path().join("state").exists());
+        // Once the project opted in, it is where state goes.
+        std::fs::create_dir(tmp.path().join("state")).unwrap();
+        let sub = r.ensure_subdir("pipeline").unwrap().unwrap();
+        assert_eq!(sub, tmp.path().join("state/pipeline"));
+        // Named explicitly, a root is created.
+        let named = tmp.path().join("named");
+        let vars = [("JKZ_STATE_DIR", named.to_str().unwrap())];
+        let r = StateDir::resolve_with(None, None, env(&vars));
+        assert_eq!(r.ensure().unwrap(), Some(named.as_path()));
     }
 
     #[test]

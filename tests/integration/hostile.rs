@@ -254,6 +254,10 @@ fn hooks_take_hostile_cwd_and_environment() {
         let d = Dir::new();
         let name = OsString::from_vec(b"proj\xff".to_vec());
         let target = d.path().join(&name);
+        if var == "CLAUDE_PROJECT_DIR" {
+            // The project opted in: the project directory only locates state/.
+            std::fs::create_dir_all(target.join("state")).unwrap();
+        }
         let run = Cmd::new("jkz-pre-compact", d.path())
             .env(var, target.clone())
             .stdin(event(&world, "s").to_string())
