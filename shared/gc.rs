@@ -409,9 +409,12 @@ impl ReferenceScan {
     fn search(&mut self, text: &[u8], old: usize) {
         for (finder, lens) in &self.groups {
             let key = finder.needle().len();
-            let from = old.saturating_sub(key - 1);
-            for at in finder.find_iter(&text[from..]) {
+            // Every occurrence, overlapping ones too (`find_iter` skips
+            // those: in `bbbb`, the key `bbb` ends at two places).
+            let mut from = old.saturating_sub(key - 1);
+            while let Some(at) = finder.find(&text[from..]) {
                 let end = from + at + key;
+                from += at + 1;
                 for &len in lens {
                     if let Some(name) = end.checked_sub(len).map(|start| &text[start..end]) {
                         if !self.found.contains(name) && self.names.contains(name) {
@@ -429,13 +432,22 @@ impl ReferenceScan {
 pub fn remove_judged(d: &Doomed) -> io::Result<bool> {
     match &d.guard {
         Guard::LockOf(data) => {
-            let Ok(_lock) = crate::json_file::lock_within(data, LOCK_WAIT) else {
+            // A lock file gc has to create to take the lock goes again.
+            let lock_file = lock_path(data);
+            let created = fs::symlink_metadata(&lock_file).is_err();
+            let Ok(lock) = crate::json_file::lock_within(data, LOCK_WAIT) else {
                 return Ok(false); // a writer is at it: in use
             };
-            if !is_unchanged(&d.path, &d.judged)? {
-                return Ok(false);
+            let removed = match is_unchanged(&d.path, &d.judged)? {
+                true => remove_if_there(&d.path)?,
+                false => false,
+            };
+            if created {
+                // Held, so safe to remove (see `Guard::LockFileOf`).
+                let _ = fs::remove_file(&lock_file);
             }
-            remove_if_there(&d.path)
+            drop(lock);
+            Ok(removed)
         }
         Guard::LockFileOf(record) => {
             let Ok(_lock) = crate::json_file::lock_within(record, LOCK_WAIT) else {
