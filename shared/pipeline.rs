@@ -663,6 +663,7 @@ pub fn issue_of_file_name(name: &str) -> Option<IssueNumber> {
 /// Every pipeline file in `dir`, ordered by issue number. A missing
 /// directory is an empty list.
 pub fn list_in(dir: &Path) -> io::Result<Vec<PipelineFile>> {
+    crate::state_dir::check_listed_dir(dir)?;
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e)

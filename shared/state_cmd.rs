@@ -264,7 +264,7 @@ fn validate_path(path: &std::path::Path) -> Vec<String> {
             "{shown}: file name: expected <N>.json with N the issue number (digits)"
         )];
     };
-    match std::fs::read(path) {
+    match crate::state_dir::read_whole_state_file(path, pipeline::MAX_PIPELINE_FILE) {
         Ok(bytes) => pipeline::validate(&shown, &issue, &bytes)
             .iter()
             .map(|p| p.to_string())

@@ -12,7 +12,6 @@
 //! in a code block is left alone, as is any near miss.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -73,7 +72,7 @@ pub fn restore(
         };
         let newline_added = marker.excerpt > 0 && {
             let mut b = [0u8];
-            File::open(&file)
+            crate::state_dir::open_state_file(&file)
                 .and_then(|f| f.read_exact_at(&mut b, marker.excerpt - 1))
                 .map_err(|e| {
                     Failure::io(RESTORE_FAILED, format!("reading {}", file.display()), e)
@@ -107,7 +106,7 @@ pub fn restore(
                 end,
             } => {
                 let path = &found[i].file;
-                let copied = File::open(path)
+                let copied = crate::state_dir::open_state_file(path)
                     .and_then(|f| for_each_chunk(&f, start, end, &mut buf, |c| out.write_all(c)));
                 (copied, path.display().to_string())
             }
@@ -164,10 +163,11 @@ fn verify(
     } else {
         vec![in_store.to_path_buf(), named]
     };
-    let Some((path, file)) = candidates
-        .iter()
-        .find_map(|p| File::open(p).ok().map(|f| (p.clone(), f)))
-    else {
+    let Some((path, file)) = candidates.iter().find_map(|p| {
+        crate::state_dir::open_state_file(p)
+            .ok()
+            .map(|f| (p.clone(), f))
+    }) else {
         let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
         return Err(Failure::new(
             RESTORE_FAILED,

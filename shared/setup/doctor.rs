@@ -129,7 +129,7 @@ pub fn doctor(
     let mut sources: Vec<(String, Map<String, Value>)> = Vec::new();
     for target in std::iter::once(&project).chain(user.as_ref()) {
         let path = target.settings();
-        match fs::read(&path) {
+        match crate::state_dir::read_user_file(&path) {
             Ok(bytes) => match settings::parse(&bytes) {
                 Ok(map) => sources.push((path.display().to_string(), map)),
                 Err(why) => report.line(
@@ -182,7 +182,7 @@ pub fn doctor(
             .map(|t| t.commands_dir().join(name));
         let mut found = None;
         for path in candidates {
-            if let Ok(bytes) = fs::read(&path) {
+            if let Ok(bytes) = crate::state_dir::read_user_file(&path) {
                 found = Some((path, bytes == text.as_bytes()));
                 break;
             }
@@ -215,8 +215,20 @@ pub fn doctor(
         },
     };
     check_state_dir(&mut report, state.path())?;
+    for refused in crate::state_dir::refused_entries(state.path()) {
+        report.line(
+            Status::Fail,
+            format_args!(
+                "{} is {}: jkz refuses to read it and never follows it; remove it",
+                refused.path.display(),
+                refused.what
+            ),
+        )?;
+    }
     if state.path() == project_dir.join("state") {
-        let text = fs::read_to_string(project_dir.join(".gitignore")).unwrap_or_default();
+        let text = crate::state_dir::read_user_file(&project_dir.join(".gitignore"))
+            .map(|b| String::from_utf8(b).unwrap_or_default())
+            .unwrap_or_default();
         report.check(
             gitignore_ignores_state(&text),
             "state/ is git-ignored",
@@ -232,7 +244,10 @@ pub fn doctor(
     let mut bad = 0;
     for file in &files {
         let shown = file.path.display().to_string();
-        let problems = match fs::read(&file.path) {
+        let problems = match crate::state_dir::read_whole_state_file(
+            &file.path,
+            pipeline::MAX_PIPELINE_FILE,
+        ) {
             Ok(bytes) => pipeline::validate(&shown, &file.issue, &bytes)
                 .iter()
                 .map(ToString::to_string)

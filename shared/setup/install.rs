@@ -53,7 +53,7 @@ struct SettingsFile {
 impl SettingsFile {
     fn read(path: &Path) -> Result<SettingsFile, Failure> {
         let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let bytes = match fs::read(&real) {
+        let bytes = match crate::state_dir::read_user_file(&real) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(Failure::io(1, format!("reading {}", path.display()), e)),
@@ -181,7 +181,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let commands = target.commands_dir();
     for (name, text) in COMMANDS {
         let path = commands.join(name);
-        if fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
+        if crate::state_dir::read_user_file(&path).is_ok_and(|b| b == text.as_bytes()) {
             continue;
         }
         fs::create_dir_all(&commands)
@@ -226,7 +226,7 @@ fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failu
 }
 
 fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
-    match fs::read(path) {
+    match crate::state_dir::read_user_file(path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(|t| (path.to_path_buf(), t))
             .map_err(|_| {
@@ -292,7 +292,7 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     let mut map = file.map.clone();
     if settings::remove_hooks(&mut map).map_err(|e| refusal(&file.shown, &e.0))? {
         let backup = file.backup();
-        let original = fs::read(&backup).ok();
+        let original = crate::state_dir::read_user_file(&backup).ok();
         let restorable = original
             .as_deref()
             .and_then(|b| settings::parse(b).ok())
