@@ -39,8 +39,8 @@ pub const BINARIES: [&str; 6] = [
 /// under `.claude/commands/jkz/` so Claude Code names them `/jkz:save` and
 /// `/jkz:load`.
 pub const COMMANDS: [(&str, &str); 2] = [
-    ("save.md", include_str!("../cli/commands/save.md")),
-    ("load.md", include_str!("../cli/commands/load.md")),
+    ("save.md", include_str!("../plugin/commands/save.md")),
+    ("load.md", include_str!("../plugin/commands/load.md")),
 ];
 
 /// The lines install appends to `.gitignore`.
