@@ -209,6 +209,10 @@ pub fn doctor(
             )?;
         }
     }
+    for (path, why) in pipeline::misnamed_in(&state.join(pipeline::PIPELINE_DIR)) {
+        bad += 1;
+        report.line(Status::Fail, format_args!("{}: {why}", path.display()))?;
+    }
     if bad == 0 {
         report.line(
             Status::Ok,
