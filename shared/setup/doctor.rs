@@ -20,7 +20,8 @@ mod registration;
 /// pipeline files.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DoctorArgs {
-    /// The project to check. Default: the current directory.
+    /// The project to check. Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// The PATH of your login shell, when this run's PATH differs from it
@@ -87,6 +88,9 @@ pub fn doctor(
     let mut report = Report { out, failed: 0 };
     let project = Target::resolve(args.project.as_deref(), false)?;
     let project_dir = project.project.clone().expect("a project target");
+    if let Some(note) = project.moved_note() {
+        report.line(Status::Note, note)?;
+    }
     let bin_dir = binary_dir()?;
     let path_var = std::env::var_os("PATH").unwrap_or_default();
 

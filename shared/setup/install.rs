@@ -21,7 +21,8 @@ use crate::state_dir::create_private_dir;
 #[derive(clap::Args, Debug, Clone)]
 pub struct InstallArgs {
     /// The project to install into (its `.claude/settings.json`, `.claude/commands/jkz/`,
-    /// `state/`, `.gitignore`). Default: the current directory.
+    /// `state/`, `.gitignore`). Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR", conflicts_with = "user")]
     pub project: Option<PathBuf>,
     /// Install into your own `~/.claude/` (settings and commands for every project)
@@ -33,7 +34,8 @@ pub struct InstallArgs {
 /// `jkz uninstall`: remove exactly what `jkz install` added.
 #[derive(clap::Args, Debug, Clone)]
 pub struct UninstallArgs {
-    /// The project to uninstall from. Default: the current directory.
+    /// The project to uninstall from. Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR", conflicts_with = "user")]
     pub project: Option<PathBuf>,
     /// Uninstall from your own `~/.claude/` instead.
