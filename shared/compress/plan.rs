@@ -39,7 +39,6 @@ use std::io;
 
 use memchr::memchr;
 
-use super::marker::Marker;
 use super::source::Source;
 use crate::blocks::{BlockScanner, Event, Form, MAX_LINE};
 use crate::cut::{ceil_char_boundary, floor_char_boundary};
@@ -164,7 +163,7 @@ pub fn outline(src: &Source) -> io::Result<Outline> {
 
 /// A piece of a run's text: a stretch of the input, or the newline written
 /// after an excerpt that ends inside a line (so the marker starts a line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Piece {
     Input { start: u64, end: u64 },
     Newline,
@@ -210,20 +209,10 @@ pub struct Plan {
     pub offloads: Vec<Offload>,
     /// The threshold the plan was made with.
     pub threshold: u64,
-    /// An upper bound on the output length (marker line counts estimated
-    /// high), exact when nothing is offloaded.
-    pub estimated_len: u64,
 }
 
-/// Plans the output for `threshold`; `path_len` is the length of a marker's
-/// `path=` value.
-pub fn plan(
-    src: &Source,
-    outline: &Outline,
-    threshold: u64,
-    excerpt: Excerpt,
-    path_len: usize,
-) -> io::Result<Plan> {
+/// Plans the output for `threshold`.
+pub fn plan(src: &Source, outline: &Outline, threshold: u64, excerpt: Excerpt) -> io::Result<Plan> {
     let mut planner = Planner {
         src,
         outline,
@@ -250,22 +239,10 @@ pub fn plan(
         next = after;
     }
     let offloads = planner.offloads;
-    let estimated_len = items
-        .iter()
-        .map(|item| match *item {
-            Item::Text(p) => p.len(),
-            Item::Kept { start, end } => end - start,
-            Item::Offload(i) => {
-                let o = &offloads[i];
-                Marker::len_for(o.len, o.len, o.excerpt, path_len)
-            }
-        })
-        .sum();
     Ok(Plan {
         items,
         offloads,
         threshold,
-        estimated_len,
     })
 }
 
