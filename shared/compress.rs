@@ -192,11 +192,12 @@ pub fn compress(
         if stop {
             let _ = writeln!(
                 notes,
-                "jkz-compress: cannot fit the budget of {budget} bytes: the output is {} bytes \
-                 ({} in protected blocks, which are never offloaded, and the rest in excerpts and \
-                 markers of every section over {floor} bytes)",
+                "jkz-compress: cannot fit the budget of {budget} bytes: the output is {} bytes, the \
+                 smallest found ({} of them in protected blocks and markers, which are never \
+                 offloaded; thresholds tried: {} down to {floor})",
                 if doc.is_some() { current.len() } else { len },
-                outline.kept_bytes()
+                outline.kept_bytes(),
+                settings.threshold
             );
             summary.bytes_out = match doc {
                 // The previous round's output is the answer.
