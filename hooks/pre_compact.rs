@@ -12,7 +12,8 @@ the newest 20 always kept) and prints on stdout, for the summarizer, the
 decision-critical items with their current values.
 
 State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state (only if it exists).
+event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
+are used only if they exist (jkz install creates state/).
 
 Exit code: 0, always; a problem is one line on stderr.";
 

@@ -7,12 +7,15 @@ const LONG_ABOUT: &str = "\
 Claude Code's SessionStart hook (register it for the sources compact and
 resume). Reads the hook event (JSON) on stdin and prints
 {\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}
-with the decision-critical items (under 4,000 characters) from the newest
-snapshot of this session, else of the project, else the live pipeline state;
-says when the branch or HEAD moved since. Prints nothing for other sources.
+with the decision-critical items (under 4,000 characters): the live pipeline
+state, compared with the newest snapshot of this session, else of the
+project, which supplies pipelines whose files are gone since; says when the
+snapshot was taken, which items changed since, and when the branch or HEAD
+moved. Prints nothing for other sources.
 
 State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state (only if it exists).
+event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
+are used only if they exist (jkz install creates state/).
 
 Exit code: 0, always; a problem is one line on stderr.";
 

@@ -12,12 +12,14 @@
 //! - [`pre_compact`]: snapshot the event and the whole pipeline state to
 //!   `state/pre-compact-<UTC ts>-<pid>.json`, nudge the session record, prune
 //!   old snapshots, print the digest for the summarizer.
-//! - [`session_start`]: after `compact` or `resume`, re-inject the digest from
-//!   the newest snapshot of the session, else of the project, else from the
-//!   live pipeline state, noting when branch or HEAD moved since.
+//! - [`session_start`]: after `compact` or `resume`, re-inject the live
+//!   pipeline state, completed and compared by the newest snapshot of the
+//!   session, else of the project ([`reconcile`]): what changed since the
+//!   snapshot, and when branch or HEAD moved, are said first.
 
 pub mod digest;
 pub mod pre_compact;
+pub mod reconcile;
 pub mod session_start;
 pub mod snapshot;
 

@@ -244,3 +244,82 @@ mod tests {
         assert_eq!(tail_cut(b"x\xE2\x82\xACyz", 4), 4);
     }
 }
+
+/// Which end of a text a cut keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    Head,
+    Tail,
+}
+
+/// The one way jkz cuts a `str`: at most `max` bytes of `s`, its start
+/// ([`Keep::Head`]) or its end ([`Keep::Tail`]), never splitting a
+/// character (slicing a `str` inside one panics). Callers that count
+/// characters or UTF-16 units find their byte position and cut here.
+pub fn cut_str(s: &str, max: usize, keep: Keep) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    // For valid UTF-8 these are exactly `str`'s char boundaries (the
+    // boundary tests above hold them to the decoder).
+    match keep {
+        Keep::Head => &s[..floor_char_boundary(s.as_bytes(), max)],
+        Keep::Tail => &s[ceil_char_boundary(s.as_bytes(), s.len() - max)..],
+    }
+}
+
+#[cfg(test)]
+mod str_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The oracle: the longest run of whole characters from that end whose
+    /// bytes fit.
+    fn naive(s: &str, max: usize, keep: Keep) -> String {
+        let mut chars: Vec<char> = s.chars().collect();
+        if keep == Keep::Tail {
+            chars.reverse();
+        }
+        let mut used = 0;
+        let mut kept: Vec<char> = chars
+            .into_iter()
+            .take_while(|c| {
+                used += c.len_utf8();
+                used <= max
+            })
+            .collect();
+        if keep == Keep::Tail {
+            kept.reverse();
+        }
+        kept.into_iter().collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn cut_str_keeps_whole_characters_from_either_end(
+            s in "[a€é😀\n]{0,40}|\\PC{0,40}",
+            max in 0usize..100,
+        ) {
+            for keep in [Keep::Head, Keep::Tail] {
+                let got = cut_str(&s, max, keep);
+                let want = naive(&s, max, keep);
+                prop_assert_eq!(got, want.as_str());
+                prop_assert!(got.len() <= max);
+                match keep {
+                    Keep::Head => prop_assert!(s.starts_with(got)),
+                    Keep::Tail => prop_assert!(s.ends_with(got)),
+                }
+            }
+        }
+    }
+
+    /// `"a€€€€€"` cut at 12 bytes used to panic in `jkz-session load`.
+    #[test]
+    fn a_cut_inside_a_character_backs_off_to_its_start() {
+        assert_eq!(cut_str("a€€€€€", 12, Keep::Head), "a€€€");
+        assert_eq!(cut_str("a€€€€€", 12, Keep::Tail), "€€€€");
+        assert_eq!(cut_str("😀", 3, Keep::Head), "");
+    }
+}

@@ -3,23 +3,38 @@
 //! | what | rule |
 //! |---|---|
 //! | `pre-compact-*.json` snapshots | older than 7 days, except the newest 20 (always kept) |
-//! | `context-offload/*` (offloaded sections, full outputs) | not referenced for 7 days |
+//! | `context-offload/*` (offloaded sections, full outputs) | not used or referenced for 7 days |
 //! | `session-snapshots/<id>.json` | not written for 30 days (an orphan: its chat is over), except the newest snapshot |
-//! | `.*.tmp` anywhere in `state/` | older than 10 minutes (left by a killed writer) |
+//! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
+//! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
 //!
-//! Age is the file's modification time. An offloaded file is *referenced*
-//! while it was read or written within 7 days (access or modification time;
-//! Linux `relatime` updates the access time at least daily, which is enough
-//! at this scale) or while its file name appears in a state file written
-//! within 7 days (a snapshot, a pipeline file, a deliberation record).
-//! Compressed documents outside `state/` are not scanned: `touch` an
-//! offloaded file, or restore the document, to keep it longer.
+//! Age is the file's modification time. An offloaded file is *used* while it
+//! was read or written within 7 days (access or modification time; a
+//! compress that finds the content already offloaded refreshes both, so a
+//! reused file counts as used; Linux `relatime` updates the access time of a
+//! read at least daily, which is enough at this scale) and *referenced* while
+//! its file name appears in a state file written within 7 days (a snapshot,
+//! a pipeline file, a deliberation record). The reference scan is one
+//! streaming pass over those files that collects the idle names it finds:
+//! memory is one buffer and the names, whatever the files weigh. Compressed
+//! documents outside `state/` are not scanned: `touch` an offloaded file, or
+//! restore the document, to keep it longer.
 //!
-//! A removed session snapshot takes its lock file (`.<name>.lock`) with it.
-//! `state/pipeline/` and `state/deliberations/` are never touched.
+//! A file is removed only as it was judged: a writer may change it between
+//! the judgement and the removal, and its change must survive. A session
+//! record is re-checked and removed under its writers' lock; any other file
+//! is first moved aside (a rename, so no writer can reach it by name any
+//! more), checked, and put back if it changed. A removed session snapshot
+//! takes its lock file (`.<name>.lock`) with it, under that lock.
+//!
+//! `state/deliberations/` is never touched, nor anything in `state/pipeline/`
+//! but the temp files of jkz's own pipeline writer (removed under the
+//! pipeline file's lock, so never one a writer is still at).
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -31,14 +46,17 @@ use crate::state_dir::StateDir;
 pub const PRE_COMPACT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// The newest pre-compact snapshots kept whatever their age.
 pub const PRE_COMPACT_KEEP_NEWEST: usize = 20;
-/// Offloaded content referenced within this is kept.
+/// Offloaded content used or referenced within this is kept.
 pub const OFFLOAD_MAX_IDLE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// Session snapshots written within this are kept.
 pub const SESSION_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// Temp files younger than this may belong to a writer still at work.
 pub const TEMP_MAX_AGE: Duration = Duration::from_secs(10 * 60);
-/// How much of each recent state file the reference scan reads.
-const SCAN_LIMIT: u64 = 4 << 20;
+/// How long gc waits for a writer's lock before it leaves the file alone
+/// (a writer holds it for milliseconds).
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// The reference scan reads this much at a time.
+const SCAN_CHUNK: usize = 1 << 20;
 
 /// `jkz gc`: remove state past its retention.
 #[derive(clap::Args, Debug, Clone)]
@@ -48,20 +66,57 @@ pub struct GcArgs {
     pub dry_run: bool,
 }
 
-/// One file chosen for removal.
+/// One file chosen for removal, with what it was when judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doomed {
     pub path: PathBuf,
     pub bytes: u64,
     pub why: &'static str,
+    /// The file as judged: removed only while it is still this.
+    pub judged: Stamp,
+    pub guard: Guard,
+}
+
+/// What a file was when judged: the same inode, size and times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: SystemTime,
+    accessed: SystemTime,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified,
+            accessed: meta.accessed().unwrap_or(modified),
+        }
+    }
+}
+
+/// How a removal is kept from racing a writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// Re-checked and removed under the lock of this file (the writers'
+    /// lock of a session record, of a pipeline file).
+    LockOf(PathBuf),
+    /// The lock file of a session record: removed, under itself, only once
+    /// the record is gone.
+    LockFileOf(PathBuf),
+    /// No writers' lock: moved aside, checked, put back if changed.
+    MoveAside,
 }
 
 struct Entry {
     path: PathBuf,
     name: String,
-    bytes: u64,
-    modified: SystemTime,
-    accessed: SystemTime,
+    stamp: Stamp,
 }
 
 /// The regular files in `dir`. A `dir` that is a symbolic link yields none:
@@ -76,13 +131,10 @@ fn entries(dir: &Path) -> Vec<Entry> {
         if !meta.is_file() {
             continue;
         }
-        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         out.push(Entry {
             path: e.path(),
             name: e.file_name().to_string_lossy().into_owned(),
-            bytes: meta.len(),
-            modified,
-            accessed: meta.accessed().unwrap_or(modified),
+            stamp: Stamp::of(&meta),
         });
     }
     out
@@ -96,23 +148,51 @@ fn is_temp(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(crate::atomic::TEMP_SUFFIX)
 }
 
+/// The pipeline file whose writer left the temp file `name` (jkz's atomic
+/// writes name theirs `.<file>.<random>.tmp`), if it is one.
+fn pipeline_temp_target(name: &str) -> Option<&str> {
+    let inner = name
+        .strip_prefix('.')?
+        .strip_suffix(crate::atomic::TEMP_SUFFIX)?;
+    let (file, random) = inner.rsplit_once('.')?;
+    let valid = crate::pipeline::issue_of_file_name(file).is_some()
+        && !random.is_empty()
+        && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    valid.then_some(file)
+}
+
+fn doomed(e: Entry, why: &'static str, guard: Guard) -> Doomed {
+    Doomed {
+        path: e.path,
+        bytes: e.stamp.len,
+        why,
+        judged: e.stamp,
+        guard,
+    }
+}
+
 /// Decides what retention removes from `state` at time `now`.
 pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
-    let mut doomed = Vec::new();
+    let mut out = Vec::new();
 
     // Pre-compact snapshots: newest first, the first 20 kept regardless.
     let mut snaps: Vec<Entry> = entries(state)
         .into_iter()
         .filter(|e| crate::compaction::is_snapshot_name(&e.name))
         .collect();
-    snaps.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.name.cmp(&a.name)));
+    snaps.sort_by(|a, b| {
+        b.stamp
+            .modified
+            .cmp(&a.stamp.modified)
+            .then(b.name.cmp(&a.name))
+    });
     for e in snaps.into_iter().skip(PRE_COMPACT_KEEP_NEWEST) {
-        if older_than(now, e.modified, PRE_COMPACT_MAX_AGE) {
-            doomed.push(Doomed {
-                path: e.path,
-                bytes: e.bytes,
-                why: "pre-compact snapshot older than 7 days",
-            });
+        if older_than(now, e.stamp.modified, PRE_COMPACT_MAX_AGE) {
+            out.push(doomed(
+                e,
+                "pre-compact snapshot older than 7 days",
+                Guard::MoveAside,
+            ));
         }
     }
 
@@ -122,21 +202,26 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name.ends_with(".json"))
         .collect();
-    sessions.sort_by_key(|e| std::cmp::Reverse(e.modified));
+    sessions.sort_by_key(|e| std::cmp::Reverse(e.stamp.modified));
     for e in sessions.into_iter().skip(1) {
-        if older_than(now, e.modified, SESSION_MAX_AGE) {
-            let lock = lock_path(&e.path);
-            doomed.push(Doomed {
-                path: e.path,
-                bytes: e.bytes,
-                why: "session snapshot not written for 30 days",
-            });
-            if let Ok(meta) = fs::metadata(&lock) {
-                doomed.push(Doomed {
-                    path: lock,
-                    bytes: meta.len(),
-                    why: "lock of a removed session snapshot",
-                });
+        if older_than(now, e.stamp.modified, SESSION_MAX_AGE) {
+            let record = e.path.clone();
+            let lock = lock_path(&record);
+            out.push(doomed(
+                e,
+                "session snapshot not written for 30 days",
+                Guard::LockOf(record.clone()),
+            ));
+            if let Ok(meta) = fs::symlink_metadata(&lock) {
+                if meta.is_file() {
+                    out.push(Doomed {
+                        path: lock,
+                        bytes: meta.len(),
+                        why: "lock of a removed session snapshot",
+                        judged: Stamp::of(&meta),
+                        guard: Guard::LockFileOf(record),
+                    });
+                }
             }
         }
     }
@@ -148,55 +233,70 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
         .into_iter()
         .filter(|e| !is_temp(&e.name))
         .filter(|e| {
-            older_than(now, e.modified, OFFLOAD_MAX_IDLE)
-                && older_than(now, e.accessed, OFFLOAD_MAX_IDLE)
+            older_than(now, e.stamp.modified, OFFLOAD_MAX_IDLE)
+                && older_than(now, e.stamp.accessed, OFFLOAD_MAX_IDLE)
         })
         .collect();
     if !idle.is_empty() {
-        let texts = recent_state_texts(state, &offload_dir, now);
+        let names: Vec<&[u8]> = idle.iter().map(|e| e.name.as_bytes()).collect();
+        let mut scan = ReferenceScan::new(&names);
+        scan_recent_state(state, &offload_dir, now, &mut scan);
+        let referenced: HashSet<Vec<u8>> = scan.found().map(<[u8]>::to_vec).collect();
         for e in idle {
-            let finder = memchr::memmem::Finder::new(e.name.as_bytes());
-            if texts.iter().any(|t| finder.find(t).is_some()) {
+            if !referenced.contains(e.name.as_bytes()) {
+                out.push(doomed(
+                    e,
+                    "offloaded content not used or referenced for 7 days",
+                    Guard::MoveAside,
+                ));
+            }
+        }
+    }
+
+    // Temp files of killed writers: in the state directory and jkz's own
+    // subdirectories; in `pipeline/` only those of jkz's pipeline writer;
+    // `deliberations/` (and anything else) is not jkz's to clean.
+    let temp_dirs = [
+        state.to_path_buf(),
+        offload_dir,
+        sessions_dir,
+        state.join(crate::pipeline::PIPELINE_DIR),
+    ];
+    for (i, dir) in temp_dirs.iter().enumerate() {
+        let in_pipeline = i == temp_dirs.len() - 1;
+        for e in entries(dir) {
+            if !is_temp(&e.name) || !older_than(now, e.stamp.modified, TEMP_MAX_AGE) {
                 continue;
             }
-            doomed.push(Doomed {
-                path: e.path,
-                bytes: e.bytes,
-                why: "offloaded content not referenced for 7 days",
-            });
+            let guard = match in_pipeline {
+                false => Guard::MoveAside,
+                true => match pipeline_temp_target(&e.name) {
+                    Some(file) => Guard::LockOf(dir.join(file)),
+                    None => continue,
+                },
+            };
+            out.push(doomed(
+                e,
+                "temp file of an interrupted write, older than 10 minutes",
+                guard,
+            ));
         }
     }
-
-    // Temp files of killed writers, anywhere below the state directory.
-    let mut dirs = vec![state.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.is_dir() {
-                dirs.push(e.path());
-            } else if meta.is_file()
-                && is_temp(&e.file_name().to_string_lossy())
-                && older_than(now, meta.modified().unwrap_or(now), TEMP_MAX_AGE)
-            {
-                doomed.push(Doomed {
-                    path: e.path(),
-                    bytes: meta.len(),
-                    why: "temp file of an interrupted write, older than 10 minutes",
-                });
-            }
-        }
-    }
-    doomed
+    out
 }
 
-/// The first [`SCAN_LIMIT`] bytes of every state file written within the
-/// offload idle time, outside `skip`.
-fn recent_state_texts(state: &Path, skip: &Path, now: SystemTime) -> Vec<Vec<u8>> {
-    let mut texts = Vec::new();
+/// Feeds every regular state file written within the offload idle time,
+/// outside `skip`, to `scan`, stopping once every name is found.
+fn scan_recent_state(state: &Path, skip: &Path, now: SystemTime, scan: &mut ReferenceScan) {
+    let mut buf = Vec::new();
     let mut dirs = vec![state.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if scan.all_found() {
+                return;
+            }
             let path = e.path();
+            // Not followed: a link is neither a directory nor a file here.
             let Ok(meta) = e.metadata() else { continue };
             if meta.is_dir() {
                 if path != skip {
@@ -210,16 +310,211 @@ fn recent_state_texts(state: &Path, skip: &Path, now: SystemTime) -> Vec<Vec<u8>
             if !meta.is_file() || !recent || is_temp(&e.file_name().to_string_lossy()) {
                 continue;
             }
-            let mut text = Vec::new();
-            if fs::File::open(&path)
-                .and_then(|f| f.take(SCAN_LIMIT).read_to_end(&mut text))
-                .is_ok()
-            {
-                texts.push(text);
+            if let Ok(file) = crate::state_dir::open_state_file(&path) {
+                // A file that fails midway counted for what was read.
+                let _ = scan.feed(file, SCAN_CHUNK, &mut buf);
             }
         }
     }
-    texts
+}
+
+/// Which of a set of names occur in streamed text: one pass, memory one
+/// chunk plus the names, however much text goes through.
+///
+/// Names are grouped by their last bytes (up to three, e.g. `.md`); each
+/// group's key is searched with `memmem`, and where it ends, the text just
+/// before is looked up among that group's names of each length. Chunks
+/// overlap by the longest name less one byte, so a name across two reads is
+/// found.
+pub struct ReferenceScan {
+    groups: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
+    names: HashSet<Vec<u8>>,
+    found: HashSet<Vec<u8>>,
+    longest: usize,
+}
+
+impl ReferenceScan {
+    pub fn new(names: &[&[u8]]) -> ReferenceScan {
+        let mut keys: Vec<(Vec<u8>, Vec<usize>)> = Vec::new();
+        let mut set = HashSet::new();
+        for name in names.iter().filter(|n| !n.is_empty()) {
+            let key = name[name.len().saturating_sub(3)..].to_vec();
+            match keys.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, lens)) if lens.contains(&name.len()) => {}
+                Some((_, lens)) => lens.push(name.len()),
+                None => keys.push((key, vec![name.len()])),
+            }
+            set.insert(name.to_vec());
+        }
+        ReferenceScan {
+            groups: keys
+                .into_iter()
+                .map(|(k, lens)| (memchr::memmem::Finder::new(&k).into_owned(), lens))
+                .collect(),
+            longest: set.iter().map(Vec::len).max().unwrap_or(0),
+            names: set,
+            found: HashSet::new(),
+        }
+    }
+
+    /// True once every name was found (nothing left to look for).
+    pub fn all_found(&self) -> bool {
+        self.found.len() == self.names.len()
+    }
+
+    /// The names found so far.
+    pub fn found(&self) -> impl Iterator<Item = &[u8]> {
+        self.found.iter().map(Vec::as_slice)
+    }
+
+    /// Scans everything `input` yields, `chunk` bytes at a time, in `buf`.
+    pub fn feed(
+        &mut self,
+        mut input: impl Read,
+        chunk: usize,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let chunk = chunk.max(1);
+        buf.clear();
+        loop {
+            let kept = buf.len();
+            buf.resize(kept + chunk, 0);
+            let n = match input.read(&mut buf[kept..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    buf.truncate(kept);
+                    continue;
+                }
+                Err(e) => {
+                    buf.truncate(kept);
+                    return Err(e);
+                }
+            };
+            buf.truncate(kept + n);
+            if n == 0 {
+                return Ok(());
+            }
+            self.search(buf, kept);
+            if self.all_found() {
+                return Ok(());
+            }
+            // Keep the tail a name across this read and the next needs.
+            let keep = self.longest.saturating_sub(1).min(buf.len());
+            buf.drain(..buf.len() - keep);
+        }
+    }
+
+    /// Looks for names in `text` that end past `old` (the bytes before it
+    /// were searched already).
+    fn search(&mut self, text: &[u8], old: usize) {
+        for (finder, lens) in &self.groups {
+            let key = finder.needle().len();
+            // Every occurrence, overlapping ones too (`find_iter` skips
+            // those: in `bbbb`, the key `bbb` ends at two places).
+            let mut from = old.saturating_sub(key - 1);
+            while let Some(at) = finder.find(&text[from..]) {
+                let end = from + at + key;
+                from += at + 1;
+                for &len in lens {
+                    if let Some(name) = end.checked_sub(len).map(|start| &text[start..end]) {
+                        if !self.found.contains(name) && self.names.contains(name) {
+                            self.found.insert(name.to_vec());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Removes `d` if it is still as it was judged. Returns whether it was
+/// removed (false: gone already, or changed since, so kept).
+pub fn remove_judged(d: &Doomed) -> io::Result<bool> {
+    match &d.guard {
+        Guard::LockOf(data) => {
+            // A lock file gc has to create to take the lock goes again.
+            let lock_file = lock_path(data);
+            let created = fs::symlink_metadata(&lock_file).is_err();
+            let Ok(lock) = crate::json_file::lock_within(data, LOCK_WAIT) else {
+                return Ok(false); // a writer is at it: in use
+            };
+            let removed = match is_unchanged(&d.path, &d.judged)? {
+                true => remove_if_there(&d.path)?,
+                false => false,
+            };
+            if created {
+                // Held, so safe to remove (see `Guard::LockFileOf`).
+                let _ = fs::remove_file(&lock_file);
+            }
+            drop(lock);
+            Ok(removed)
+        }
+        Guard::LockFileOf(record) => {
+            let Ok(_lock) = crate::json_file::lock_within(record, LOCK_WAIT) else {
+                return Ok(false);
+            };
+            // Kept with a record that was kept (or written again since).
+            if fs::symlink_metadata(record).is_ok() {
+                return Ok(false);
+            }
+            // Writers check, once they hold a lock, that its file is still
+            // the one named, so removing it while held cannot give two
+            // writers the lock at once.
+            remove_if_there(&d.path)
+        }
+        Guard::MoveAside => {
+            let aside = aside_path(&d.path);
+            match fs::rename(&d.path, &aside) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(e),
+            }
+            // Nobody reaches it by its name now: what it is, it stays.
+            if is_unchanged(&aside, &d.judged)? {
+                fs::remove_file(&aside)?;
+                return Ok(true);
+            }
+            // Changed after it was judged: back in place, unless a new one
+            // was written there meanwhile (it is then the newer).
+            match fs::hard_link(&aside, &d.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(_) => return fs::rename(&aside, &d.path).map(|()| false),
+            }
+            fs::remove_file(&aside)?;
+            Ok(false)
+        }
+    }
+}
+
+/// The name a file is moved aside to: a temp file's (so a gc killed before
+/// it finishes leaves debris the next one removes), unique to this process.
+fn aside_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.gc{}{}",
+        std::process::id(),
+        crate::atomic::TEMP_SUFFIX
+    ))
+}
+
+fn is_unchanged(path: &Path, judged: &Stamp) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(meta.is_file() && Stamp::of(&meta) == *judged),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn remove_if_there(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 fn human(bytes: u64) -> String {
@@ -260,10 +555,11 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
     let mut removed = 0;
     for d in &doomed {
         if !args.dry_run {
-            match fs::remove_file(&d.path) {
-                Ok(()) => {}
-                // Another gc, or the owner, got there first.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            match remove_judged(d) {
+                Ok(true) => {}
+                // Gone already (another gc, the owner), or changed since it
+                // was judged: kept.
+                Ok(false) => continue,
                 Err(e) => {
                     return Err(Failure::io(1, format!("removing {}", d.path.display()), e));
                 }
@@ -420,5 +716,159 @@ mod tests {
                 "session-snapshots/older.json"
             ]
         );
+    }
+
+    #[test]
+    fn temp_files_only_where_jkz_writes_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let now = SystemTime::now();
+        let hour = Duration::from_secs(3600);
+        for rel in [
+            "pipeline/.7.json.Ab12Cd.tmp",
+            "pipeline/.notes.md.Ab12Cd.tmp",
+            "pipeline/.7-compact-plan.md.Ab12Cd.tmp",
+            "deliberations/.r.json.Ab12Cd.tmp",
+            "deliberations/.7.json.Ab12Cd.tmp",
+            "elsewhere/.x.json.Ab12Cd.tmp",
+            "context-offload/.a.md.Ab12Cd.tmp",
+        ] {
+            file(&s.join(rel), hour, now);
+        }
+        let doomed = plan(s, now);
+        assert_eq!(
+            names(&doomed, s),
+            [
+                "context-offload/.a.md.Ab12Cd.tmp",
+                "pipeline/.7.json.Ab12Cd.tmp"
+            ]
+        );
+        let pipeline_temp = doomed
+            .iter()
+            .find(|d| d.path.ends_with("pipeline/.7.json.Ab12Cd.tmp"));
+        assert_eq!(
+            pipeline_temp.unwrap().guard,
+            Guard::LockOf(s.join("pipeline/7.json"))
+        );
+        // Under its pipeline file's lock: a writer at work keeps it.
+        let held = crate::json_file::lock(&s.join("pipeline/7.json")).unwrap();
+        let started = std::time::Instant::now();
+        assert!(!remove_judged(pipeline_temp.unwrap()).unwrap());
+        assert!(started.elapsed() >= LOCK_WAIT);
+        drop(held);
+        assert!(remove_judged(pipeline_temp.unwrap()).unwrap());
+    }
+
+    /// Whatever guards it, a file changed after it was judged stays; one
+    /// that did not change goes.
+    #[test]
+    fn a_file_changed_after_it_was_judged_is_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let now = SystemTime::now();
+        file(&s.join("session-snapshots/old.json"), DAY * 31, now);
+        file(&s.join("session-snapshots/.old.json.lock"), DAY * 31, now);
+        file(&s.join("session-snapshots/new.json"), DAY, now);
+        file(&s.join("context-offload/aaaa.md"), DAY * 8, now);
+        file(&s.join(".pre-compact-1.json.q.tmp"), DAY, now);
+        let doomed = plan(s, now);
+        assert_eq!(doomed.len(), 4, "{doomed:?}");
+        // Each changed after the judgement, the way its writer changes it:
+        // the record saved again, the offload reused (touched), the temp
+        // file written to.
+        crate::atomic::write_atomic(&s.join("session-snapshots/old.json"), b"{\"saved\":1}")
+            .unwrap();
+        fs::File::options()
+            .write(true)
+            .open(s.join("context-offload/aaaa.md"))
+            .unwrap()
+            .set_times(FileTimes::new().set_modified(now).set_accessed(now))
+            .unwrap();
+        fs::write(s.join(".pre-compact-1.json.q.tmp"), b"more").unwrap();
+        for d in &doomed {
+            assert!(!remove_judged(d).unwrap(), "{} removed", d.path.display());
+        }
+        assert_eq!(
+            fs::read(s.join("session-snapshots/old.json")).unwrap(),
+            b"{\"saved\":1}"
+        );
+        for rel in [
+            "session-snapshots/.old.json.lock",
+            "context-offload/aaaa.md",
+            ".pre-compact-1.json.q.tmp",
+        ] {
+            assert!(s.join(rel).is_file(), "{rel}");
+        }
+        // Nothing left aside.
+        let aside: Vec<_> = fs::read_dir(s.join("context-offload"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(aside, ["aaaa.md"]);
+
+        // Unchanged: all go, the lock with its record.
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        file(&s.join("session-snapshots/old.json"), DAY * 31, now);
+        file(&s.join("session-snapshots/.old.json.lock"), DAY * 31, now);
+        file(&s.join("session-snapshots/new.json"), DAY, now);
+        file(&s.join("context-offload/aaaa.md"), DAY * 8, now);
+        let doomed = plan(s, now);
+        for d in &doomed {
+            assert!(remove_judged(d).unwrap(), "{} kept", d.path.display());
+        }
+        assert_eq!(fs::read_dir(s.join("context-offload")).unwrap().count(), 0);
+        let left: Vec<_> = fs::read_dir(s.join("session-snapshots"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["new.json"]);
+    }
+
+    #[test]
+    fn references_past_the_first_mebibytes_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path();
+        let now = SystemTime::now();
+        let name = format!("{}.md", "ab".repeat(32));
+        file(&s.join("context-offload").join(&name), DAY * 8, now);
+        let mut text = vec![b' '; 5 << 20];
+        text.extend_from_slice(format!("context-offload/{name}").as_bytes());
+        fs::write(s.join("pre-compact-x.json"), &text).unwrap();
+        assert!(plan(s, now).is_empty());
+    }
+
+    /// The naive oracle: which names occur anywhere in the text.
+    fn naive(text: &[u8], names: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut found: Vec<Vec<u8>> = names
+            .iter()
+            .filter(|n| !n.is_empty() && text.windows(n.len()).any(|w| w == &n[..]))
+            .cloned()
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        #[test]
+        fn the_streaming_scan_finds_what_a_naive_search_finds(
+            text in proptest::collection::vec(proptest::sample::select(b"ab.md".to_vec()), 0..300),
+            names in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(b"ab.md".to_vec()), 1..8),
+                1..6,
+            ),
+            chunk in 1usize..40,
+        ) {
+            let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+            let mut scan = ReferenceScan::new(&refs);
+            let mut buf = Vec::new();
+            scan.feed(&text[..], chunk, &mut buf).unwrap();
+            let mut got: Vec<Vec<u8>> = scan.found().map(<[u8]>::to_vec).collect();
+            got.sort();
+            proptest::prop_assert_eq!(got, naive(&text, &names));
+            proptest::prop_assert!(buf.capacity() <= chunk + 8 + 64);
+        }
     }
 }

@@ -47,7 +47,9 @@ impl GitState {
 
     /// HEAD's short form (12 characters).
     pub fn short_head(&self) -> Option<&str> {
-        self.head.as_deref().map(|h| &h[..h.len().min(12)])
+        self.head
+            .as_deref()
+            .map(|h| crate::cut::cut_str(h, 12, crate::cut::Keep::Head))
     }
 }
 

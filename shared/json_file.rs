@@ -90,21 +90,41 @@ pub fn lock_wait() -> Duration {
 
 /// Blocks until the exclusive lock for `path` is held.
 pub fn lock(path: &Path) -> io::Result<FileLock> {
-    let file = open_lock(path)?;
-    file.lock()?;
-    Ok(FileLock { _file: file })
+    loop {
+        let file = open_lock(path)?;
+        file.lock()?;
+        if still_named(&file, path)? {
+            return Ok(FileLock { _file: file });
+        }
+    }
+}
+
+/// True when the lock file just locked is still the one its name leads to.
+/// `jkz gc` removes a session record's lock file (holding it): a writer that
+/// opened it before and locked it after holds a lock nobody else can see,
+/// so it must take the new one instead.
+fn still_named(file: &File, path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    Ok(std::fs::symlink_metadata(lock_path(path))
+        .is_ok_and(|named| named.dev() == held.dev() && named.ino() == held.ino()))
 }
 
 /// Takes the exclusive lock for `path`, waiting at most `wait`; past it, an
 /// error (`TimedOut`) naming the lock file.
 pub fn lock_within(path: &Path, wait: Duration) -> io::Result<FileLock> {
-    let file = open_lock(path)?;
+    let mut file = open_lock(path)?;
     let deadline = Instant::now() + wait;
     // Polled: a blocking lock cannot be given up on.
     let mut pause = Duration::from_millis(1);
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(FileLock { _file: file }),
+            Ok(()) if still_named(&file, path)? => return Ok(FileLock { _file: file }),
+            // Removed while we waited (see `still_named`): the new one.
+            Ok(()) => {
+                file = open_lock(path)?;
+                continue;
+            }
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
@@ -375,6 +395,34 @@ mod tests {
         )
         .unwrap();
         assert!(path.exists());
+    }
+
+    #[test]
+    fn a_lock_file_removed_by_its_holder_is_not_held_by_a_waiter() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        let held = lock(&path).unwrap();
+        // A writer opens the lock file, then waits for it.
+        let waiter = std::thread::spawn({
+            let path = path.clone();
+            move || {
+                let got = lock_within(&path, Duration::from_secs(10)).unwrap();
+                let named = std::fs::metadata(lock_path(&path)).unwrap();
+                use std::os::unix::fs::MetadataExt;
+                let mine = got._file.metadata().unwrap();
+                (named.ino() == mine.ino(), got)
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // The holder removes the lock file (as gc does) and lets go.
+        std::fs::remove_file(lock_path(&path)).unwrap();
+        drop(held);
+        let (same, got) = waiter.join().unwrap();
+        assert!(same, "the waiter holds a lock on a removed file");
+        // And it is the lock everyone else sees now.
+        let err = lock_within(&path, Duration::ZERO).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        drop(got);
     }
 
     #[test]

@@ -2,10 +2,16 @@
 //!
 //! Resolution, first that applies: `--state-dir DIR` > `JKZ_STATE_DIR` >
 //! `$CLAUDE_PROJECT_DIR/state` > hook input `cwd` + `/state` > `./state`.
-//! The first three are explicit: the user named the place, so jkz may create
-//! it. The last two are implicit: they are used only when `state/` already
-//! exists (a project opts in with `jkz install`), so a tool run in a random
-//! directory never leaves a `state/` behind.
+//!
+//! Who may create it, one rule for every tool that writes (the hooks,
+//! `jkz-session`, `jkz-truncate`'s full output, `jkz-compress`, `jkz state
+//! set`), applied by [`StateDir::ensure`]: only a root the user named —
+//! `--state-dir` or `JKZ_STATE_DIR` — is created when missing. Every other
+//! root is located, never created: it is written into only when it already
+//! exists (`jkz install` creates it: the project opted in). That includes
+//! `$CLAUDE_PROJECT_DIR/state`: Claude Code sets `CLAUDE_PROJECT_DIR` for
+//! every hook in every project, so a user-level hook would otherwise leave
+//! a `state/` (not git-ignored) in each repository it ever ran in.
 //!
 //! Symbolic links: the root itself may be one (`state -> /big/disk/state`,
 //! or a `--state-dir` naming a link) — where state lives is the user's
@@ -16,12 +22,20 @@
 //! replaced by rename, which replaces a link rather than its target.
 //! (`state/` is owner-only, 0700: only its owner can plant a link there, so
 //! checking before use, without a race-free `openat` walk, is enough.)
+//! Nothing below the root is read through a link either, nor from anything
+//! but a regular file: see [`read`].
 
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+
+pub mod read;
+pub use read::{
+    check_listed_dir, open_state_file, read_state_file, read_state_file_into, read_user_file,
+    read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
+};
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
@@ -64,8 +78,10 @@ pub enum Source {
 
 impl Source {
     /// True when the user named this place, so it may be created.
+    /// `CLAUDE_PROJECT_DIR` is not the user naming a state directory: the
+    /// client sets it in every project.
     pub fn is_explicit(self) -> bool {
-        matches!(self, Source::Flag | Source::Env | Source::ProjectDir)
+        matches!(self, Source::Flag | Source::Env)
     }
 }
 
@@ -200,130 +216,6 @@ pub fn is_real_dir(path: &Path) -> io::Result<bool> {
     }
 }
 
-/// `open(2)`'s `O_NONBLOCK`: opening a FIFO returns at once instead of
-/// waiting for a writer. Regular files ignore it. (No libc crate: the Linux
-/// value, the same on the architectures jkz is built for.)
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
-))]
-const O_NONBLOCK: i32 = 0o4000;
-#[cfg(not(all(
-    any(target_os = "linux", target_os = "android"),
-    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
-)))]
-const O_NONBLOCK: i32 = 0;
-
-/// Opens a file under `state/` for reading, refusing anything but a regular
-/// file. A FIFO planted as `state/pipeline/7.json` would otherwise block a
-/// hook forever on `open` (no writer) or `read`; a device could stream
-/// without end. Checked before opening, opened with `O_NONBLOCK`, and
-/// checked again on the open file, so a swap in between is caught too.
-pub fn open_state_file(path: &Path) -> io::Result<File> {
-    open_regular(path).map(|(file, _)| file)
-}
-
-/// [`open_state_file`], also returning the file's size.
-fn open_regular(path: &Path) -> io::Result<(File, u64)> {
-    // Where O_NONBLOCK is known, the open itself cannot block; elsewhere
-    // look first (a swap in between is still caught below).
-    if O_NONBLOCK == 0 && !fs::metadata(path)?.is_file() {
-        return Err(not_a_regular_file());
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(not_a_regular_file());
-    }
-    Ok((file, meta.len()))
-}
-
-/// Reads a state file (see [`open_state_file`]), at most `max + 1` bytes so
-/// the caller can tell a file larger than `max` from one of exactly `max`.
-pub fn read_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    read_state_file_into(path, max, &mut bytes)?;
-    Ok(bytes)
-}
-
-/// [`read_state_file`] into a buffer the caller reuses; returns the length.
-pub fn read_state_file_into(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
-    use std::io::Read;
-    let (file, len) = open_regular(path)?;
-    let limit = max.saturating_add(1);
-    // Room for the whole file (and the probe for its end) up front: one read
-    // instead of a series of growing ones. The size is a hint; the limit rules.
-    buf.reserve(len.min(limit) as usize + 1);
-    file.take(limit).read_to_end(buf)
-}
-
-/// Reads many small state files, one after another, into one buffer it
-/// keeps: the reading loop of `jkz-pre-compact`, which reads thousands.
-///
-/// For a file its directory listing already reported regular, a read is one
-/// `open`, one `read` and one `close`: a read that returns less than asked
-/// is the end of the file (it is, for a regular file on Linux), so there is
-/// neither a `stat` for the size nor a second read to see the end. The open
-/// still uses `O_NONBLOCK`, so a FIFO swapped in after the listing cannot
-/// block it, and the bound holds against a device. Any other file goes the
-/// way of [`read_state_file`]: checked to be regular, read to its end.
-#[derive(Default)]
-pub struct SmallFileReader {
-    /// Zero-filled once, then reused: its length is its usable size.
-    buf: Vec<u8>,
-}
-
-impl SmallFileReader {
-    /// What a read starts with; it grows (doubling) up to `max + 1`.
-    const FIRST_SIZE: usize = 64 * 1024;
-
-    /// Reads the file at `path`: at most `max + 1` bytes, so the caller can
-    /// tell a file larger than `max` from one of exactly `max`.
-    /// `listed_regular` says the directory listing reported it a regular file.
-    pub fn read(&mut self, path: &Path, listed_regular: bool, max: u64) -> io::Result<&[u8]> {
-        use std::io::Read;
-        let mut file = if listed_regular {
-            OpenOptions::new()
-                .read(true)
-                .custom_flags(O_NONBLOCK)
-                .open(path)?
-        } else {
-            open_regular(path)?.0
-        };
-        let limit = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
-        let mut len = 0;
-        while len < limit {
-            if len == self.buf.len() {
-                let size = (len * 2).max(Self::FIRST_SIZE).min(limit);
-                self.buf.resize(size, 0);
-            }
-            // Never past the limit, whatever size an earlier file grew to.
-            let end = self.buf.len().min(limit);
-            let room = end - len;
-            let n = match file.read(&mut self.buf[len..end]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            len += n;
-            if n == 0 || (listed_regular && n < room) {
-                break;
-            }
-        }
-        Ok(&self.buf[..len])
-    }
-}
-
-fn not_a_regular_file() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        "not a regular file: jkz reads only regular files in the state directory",
-    )
-}
-
 /// Opens (creating it owner-only if missing) a lock file for writing,
 /// refusing to follow a symbolic link in its place: a link planted as
 /// `.<name>.lock` would otherwise make jkz create or open its target.
@@ -412,6 +304,27 @@ mod tests {
     }
 
     #[test]
+    fn the_project_dir_locates_but_never_creates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().to_str().unwrap();
+        let vars = [("CLAUDE_PROJECT_DIR", project)];
+        let r = StateDir::resolve_with(None, None, env(&vars));
+        assert_eq!(r.source(), Source::ProjectDir);
+        assert_eq!(r.ensure().unwrap(), None);
+        assert_eq!(r.ensure_subdir("pipeline").unwrap(), None);
+        assert!(!tmp.path().join("state").exists());
+        // Once the project opted in, it is where state goes.
+        std::fs::create_dir(tmp.path().join("state")).unwrap();
+        let sub = r.ensure_subdir("pipeline").unwrap().unwrap();
+        assert_eq!(sub, tmp.path().join("state/pipeline"));
+        // Named explicitly, a root is created.
+        let named = tmp.path().join("named");
+        let vars = [("JKZ_STATE_DIR", named.to_str().unwrap())];
+        let r = StateDir::resolve_with(None, None, env(&vars));
+        assert_eq!(r.ensure().unwrap(), Some(named.as_path()));
+    }
+
+    #[test]
     fn explicit_root_is_created_owner_only() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
@@ -427,81 +340,6 @@ mod tests {
             let mode = std::fs::metadata(dir).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700);
         }
-    }
-
-    /// A named pipe at `path`, with no writer.
-    fn mkfifo(path: &Path) -> PathBuf {
-        let status = std::process::Command::new("mkfifo")
-            .arg(path)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        path.to_path_buf()
-    }
-
-    #[test]
-    fn a_fifo_is_refused_without_blocking() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fifo = mkfifo(&tmp.path().join("7.json"));
-        // Without a writer, a plain open would block forever here.
-        let err = read_state_file(&fifo, 1024).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
-        let regular = tmp.path().join("8.json");
-        std::fs::write(&regular, b"{}").unwrap();
-        assert_eq!(read_state_file(&regular, 1024).unwrap(), b"{}");
-        assert_eq!(
-            read_state_file(&regular, 1).unwrap().len(),
-            2,
-            "max + 1 bytes"
-        );
-    }
-
-    #[test]
-    fn the_small_file_reader_reads_every_size_whole_and_bounded() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut reader = SmallFileReader::default();
-        let first = SmallFileReader::FIRST_SIZE;
-        // Sizes around each buffer size the reader passes through.
-        for size in [
-            0,
-            1,
-            2,
-            first - 1,
-            first,
-            first + 1,
-            2 * first,
-            3 * first + 7,
-        ] {
-            let path = tmp.path().join(format!("{size}.json"));
-            let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
-            std::fs::write(&path, &bytes).unwrap();
-            for listed_regular in [true, false] {
-                let read = reader.read(&path, listed_regular, 1 << 20).unwrap();
-                assert!(read == bytes, "size {size}, listed {listed_regular}");
-                // Bounded at max + 1: enough to tell "more than max".
-                for max in [size.saturating_sub(1), 0, 10, first] {
-                    let read = reader.read(&path, listed_regular, max as u64).unwrap();
-                    assert_eq!(read.len(), size.min(max + 1), "size {size}, max {max}");
-                    assert_eq!(read, &bytes[..read.len()]);
-                }
-            }
-        }
-        // After the buffer grew for a large file, a small bound still holds.
-        let big = tmp.path().join(format!("{}.json", 3 * first + 7));
-        assert_eq!(reader.read(&big, true, 10).unwrap().len(), 11);
-    }
-
-    #[test]
-    fn the_small_file_reader_never_blocks_on_a_fifo() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fifo = mkfifo(&tmp.path().join("7.json"));
-        let mut reader = SmallFileReader::default();
-        // Not listed as regular: checked, and refused.
-        let err = reader.read(&fifo, false, 1024).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
-        // Swapped in after a listing that said regular: read without a
-        // writer, it is empty at once (the caller finds no JSON there).
-        assert_eq!(reader.read(&fifo, true, 1024).unwrap(), b"");
     }
 
     #[test]

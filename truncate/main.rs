@@ -57,8 +57,8 @@ Head share by role (--head-share overrides):
 {}
 Full output: when the input is truncated, it is saved whole to
 STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
-JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (./state only if it
-exists already). Failing to save it is a warning, never a lost output.
+JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
+they exist already). Failing to save it is a warning, never a lost output.
 
 Exit codes:
   0  success, also when the reader of stdout went away (broken pipe)
@@ -92,7 +92,7 @@ struct Cli {
     head_share: Option<f64>,
 
     /// State directory for the full output (default: JKZ_STATE_DIR, then
-    /// $CLAUDE_PROJECT_DIR/state, then ./state if it exists).
+    /// $CLAUDE_PROJECT_DIR/state or ./state if it exists).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
 

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cut::{cut_str, Keep};
 use crate::git::GitState;
 use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
 
@@ -47,8 +48,90 @@ pub struct PipelineDigest {
     pub last_updated: Option<String>,
 }
 
+/// The most client characters one text item of a stored digest keeps (a
+/// failure context, a plan, a decision, a phase …): far more than any
+/// rendering shows (the summarizer's whole budget is 8,000), so a digest
+/// stays small however large a pipeline file grows. A longer item keeps its
+/// head and its end ([`head_tail`]); the whole stays in the pipeline file.
+pub const MAX_STORED_ITEM: usize = 16 * 1024;
+
+/// The most pending decisions a stored digest keeps (a rendering shows 8).
+pub const MAX_STORED_DECISIONS: usize = 100;
+
+/// `s` within [`MAX_STORED_ITEM`]; bounding again changes nothing.
+pub fn bound_item(s: &mut String) {
+    // Bytes ≥ UTF-16 units ≥ bytes / 4: most items are decided without
+    // counting, and a 10 MB one is never counted whole.
+    let over = s.len() > 4 * MAX_STORED_ITEM
+        || (s.len() > MAX_STORED_ITEM && client_len(s) > MAX_STORED_ITEM);
+    if over {
+        // Room for the note, so the result is itself within the bound.
+        let (head, tail) = split_head_tail(s, MAX_STORED_ITEM - 256);
+        let omitted = s.len() - head.len() - tail.len();
+        *s = format!(
+            "{head} […{omitted} bytes cut here when recorded; the whole is in the pipeline file] {tail}"
+        );
+    }
+}
+
+/// The view's decision-critical texts within their bounds ([`bound_item`],
+/// [`MAX_STORED_DECISIONS`]), and the fields no digest reads emptied: what
+/// a digest keeps of a pipeline file however large the file is.
+pub fn bound_view(view: &mut Normalized) {
+    for s in [&mut view.current_phase, &mut view.issue_type] {
+        bound_item(s);
+    }
+    for s in [
+        &mut view.active_agent,
+        &mut view.last_updated,
+        &mut view.failure_context,
+        &mut view.approved_plan,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        bound_item(s);
+    }
+    view.pending_decisions.truncate(MAX_STORED_DECISIONS);
+    view.pending_decisions.iter_mut().for_each(bound_item);
+    view.sub_issues = Vec::new();
+    view.started_at = serde_json::Value::Null;
+}
+
 impl PipelineDigest {
+    /// The digest of a view and its plan, every text within its bound
+    /// ([`bound_item`]).
     pub fn of(n: &Normalized, plan: Option<ApprovedPlan>) -> PipelineDigest {
+        let mut d = PipelineDigest::unbounded(n, plan);
+        d.bound();
+        d
+    }
+
+    /// Every text within its bound; bounding again changes nothing.
+    pub fn bound(&mut self) {
+        for s in [&mut self.issue, &mut self.issue_type, &mut self.phase] {
+            bound_item(s);
+        }
+        for s in [
+            &mut self.active_agent,
+            &mut self.verdict,
+            &mut self.failure_context,
+            &mut self.last_updated,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            bound_item(s);
+        }
+        if let Some(plan) = &mut self.approved_plan {
+            bound_item(&mut plan.source);
+            bound_item(&mut plan.text);
+        }
+        self.pending_decisions.truncate(MAX_STORED_DECISIONS);
+        self.pending_decisions.iter_mut().for_each(bound_item);
+    }
+
+    fn unbounded(n: &Normalized, plan: Option<ApprovedPlan>) -> PipelineDigest {
         PipelineDigest {
             issue: n.issue.to_string(),
             issue_type: n.issue_type.clone(),
@@ -146,9 +229,11 @@ pub struct Candidates {
 impl Candidates {
     const KEEP: usize = MAX_DETAILED + MAX_NAMED;
 
-    /// Takes a pipeline's view (ignored unless active).
-    pub fn offer(&mut self, view: Normalized) {
+    /// Takes a pipeline's view (ignored unless active), keeping only what a
+    /// digest reads, within its bounds ([`bound_view`]).
+    pub fn offer(&mut self, mut view: Normalized) {
         if view.is_active() {
+            bound_view(&mut view);
             self.active += 1;
             self.newest.push(view);
             self.trim_when_full();
@@ -217,22 +302,92 @@ impl Limits {
     }
 }
 
-/// Length as the client counts it (JavaScript string length: UTF-16 units).
+/// Length as the client counts it (JavaScript string length: UTF-16 units):
+/// one per character, two for a character outside the BMP (4 bytes in
+/// UTF-8). Counted from the bytes, eight at a time: a pipeline file can
+/// hold a 10 MB failure log, and this is asked of it.
 pub fn client_len(s: &str) -> usize {
-    s.encode_utf16().count()
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    if s.is_ascii() {
+        return s.len();
+    }
+    let bytes = s.as_bytes();
+    // Continuation bytes (10xxxxxx) are no unit; 4-byte leads (11110xxx)
+    // are two.
+    let mut continuation = 0;
+    let mut four_byte_leads = 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        continuation += (w & !(w << 1) & HIGH).count_ones() as usize;
+        four_byte_leads += (w & (w << 1) & (w << 2) & (w << 3) & HIGH).count_ones() as usize;
+    }
+    for &b in words.remainder() {
+        continuation += usize::from(b & 0xC0 == 0x80);
+        four_byte_leads += usize::from(b >= 0xF0);
+    }
+    bytes.len() - continuation + four_byte_leads
 }
 
-/// `s` cut to at most `max` client characters, with a note of what was cut.
+/// `s` cut to at most `max` client characters, head and tail with the end
+/// favoured, and a note of what was cut and where the whole is.
 fn cut(s: &str, max: usize, whole: &str) -> String {
-    if client_len(s) <= max {
+    head_tail(s, max, whole)
+}
+
+/// The share of a cut text's budget its head keeps; the tail keeps the
+/// rest. The end is favoured: a failure log ends with the error, a plan's
+/// last steps are the ones still to do, and a decision's question closes it.
+pub const HEAD_SHARE_THIRDS: usize = 1;
+
+/// `s` when it has at most `max` client characters; else its first third
+/// and its last two thirds of `max` around a note saying how much was cut
+/// and where the whole is (`whole`). The note is not counted in `max`.
+/// Every place a digest cuts text cuts here.
+pub fn head_tail(s: &str, max: usize, whole: &str) -> String {
+    if s.len() <= max {
         return s.to_string();
     }
-    let note = format!(
-        " […cut: {} of {} characters shown; {whole}]",
-        max,
-        client_len(s)
-    );
-    cut_plain(s, max) + &note
+    let len = client_len(s);
+    if len <= max {
+        return s.to_string();
+    }
+    let (head, tail) = split_head_tail(s, max);
+    let cut = len - client_len(head) - client_len(tail);
+    format!("{head} […{cut} of {len} characters cut here; {whole}] {tail}")
+}
+
+/// The head and the tail [`head_tail`] keeps of a text longer than `max`
+/// client characters: the head a third of `max`, the tail the rest.
+fn split_head_tail(s: &str, max: usize) -> (&str, &str) {
+    let head = head_units(s, max * HEAD_SHARE_THIRDS / 3);
+    let rest = cut_str(s, s.len() - head.len(), Keep::Tail);
+    let tail = tail_units(rest, max - client_len(head));
+    (head, tail)
+}
+
+/// The longest start of `s` of at most `max` client characters.
+pub fn head_units(s: &str, max: usize) -> &str {
+    cut_str(s, byte_len_of_units(s.chars(), max), Keep::Head)
+}
+
+/// The longest end of `s` of at most `max` client characters.
+pub fn tail_units(s: &str, max: usize) -> &str {
+    cut_str(s, byte_len_of_units(s.chars().rev(), max), Keep::Tail)
+}
+
+/// The bytes of the whole characters of `chars` that fit in `max` UTF-16
+/// units, taken in order.
+fn byte_len_of_units(chars: impl Iterator<Item = char>, max: usize) -> usize {
+    let (mut units, mut bytes) = (0, 0);
+    for c in chars {
+        units += c.len_utf16();
+        if units > max {
+            break;
+        }
+        bytes += c.len_utf8();
+    }
+    bytes
 }
 
 /// Multi-line text as an indented block under a list item.
@@ -378,21 +533,7 @@ pub fn render(digest: &Digest, header: &str, notes: &[String], budget: usize) ->
     }
     // Still too long (huge header or notes): a hard cut, still within budget.
     let marker = "\n[…cut to fit]";
-    cut_plain(&text, budget.saturating_sub(client_len(marker))) + marker
-}
-
-/// `s` cut to at most `max` client characters, at a character boundary.
-fn cut_plain(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        used += c.len_utf16();
-        if used > max {
-            break;
-        }
-        out.push(c);
-    }
-    out
+    head_units(&text, budget.saturating_sub(client_len(marker))).to_string() + marker
 }
 
 fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) -> String {
@@ -489,6 +630,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(n, (phase, minute))| {
+                    let n = n + 1; // issue numbers start at 1
                     let text = match minute {
                         Some(m) => format!(
                             r#"{{"{n}": {{"current_phase": "{phase}", "last_updated": "2025-01-01T00:{m:02}:00Z"}}}}"#
@@ -600,6 +742,47 @@ mod tests {
     }
 
     proptest! {
+        /// The oracle: the standard library's UTF-16 encoder.
+        #[test]
+        fn client_len_counts_utf16_units(s in "[a€é😀\n]{0,40}|\\PC{0,40}") {
+            prop_assert_eq!(client_len(&s), s.encode_utf16().count());
+        }
+
+        /// Head and tail are whole characters from each end, the tail the
+        /// larger, and together within the limit.
+        #[test]
+        fn head_tail_keeps_both_ends_within_the_limit(
+            s in "[a€é😀\n]{0,200}|\\PC{0,200}",
+            max in 0usize..120,
+        ) {
+            let out = head_tail(&s, max, "w");
+            if client_len(&s) <= max {
+                prop_assert_eq!(out, s);
+            } else {
+                let (head, rest) = out.split_once(" […").unwrap();
+                let tail = rest.rsplit_once("] ").unwrap().1;
+                prop_assert!(s.starts_with(head) && s.ends_with(tail));
+                prop_assert!(client_len(head) + client_len(tail) <= max);
+                prop_assert!(client_len(head) <= max / 3);
+                // Nothing more of the end would have fit.
+                let longer = tail_units(&s, client_len(tail) + 2);
+                prop_assert!(client_len(head) + client_len(longer) > max || longer.len() + head.len() >= s.len());
+                let cut = client_len(&s) - client_len(head) - client_len(tail);
+                let note = format!("{cut} of {} characters cut here; w", client_len(&s));
+                prop_assert!(rest.starts_with(&note), "{}", rest);
+            }
+        }
+
+        #[test]
+        fn bounding_is_idempotent(len in 0usize..40_000, wide in any::<bool>()) {
+            let mut s = if wide { "€".repeat(len) } else { "x".repeat(len) };
+            bound_item(&mut s);
+            prop_assert!(client_len(&s) <= MAX_STORED_ITEM);
+            let once = s.clone();
+            bound_item(&mut s);
+            prop_assert_eq!(s, once);
+        }
+
         #[test]
         fn render_always_fits(plan in 0usize..3000, decisions in 0usize..40,
                               header_len in 0usize..6000, budget in 200usize..10_000) {

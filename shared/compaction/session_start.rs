@@ -1,11 +1,14 @@
 //! The `jkz-session-start` hook: after a compaction (`source` `compact`) or
 //! a resumed session (`resume`), puts the decision-critical state back.
 //!
-//! Where the digest comes from, first that applies: the snapshot this
-//! session's record points at, the project's newest snapshot, the live
-//! pipeline state (so it works even when PreCompact never ran). When it
-//! comes from a snapshot, the current git state is compared with the
-//! snapshot's and a moved branch or HEAD is said first.
+//! What it re-injects ([`reconcile`](super::reconcile)): the live pipeline
+//! state, read now, compared with the newest snapshot — the one this
+//! session's record points at, else the project's newest. The snapshot
+//! supplies the pipelines whose files are gone since; the text says when the
+//! snapshot was taken and which items changed since, and a moved branch or
+//! HEAD. Without a snapshot (PreCompact never ran, or it cannot be read: the
+//! text says which) the live state alone; without a readable pipeline
+//! directory, the snapshot alone, said to be so.
 //!
 //! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
 //! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
@@ -14,14 +17,16 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::digest::{reinjection_context, Digest};
-use super::snapshot::{self, SnapshotHead};
+use super::digest::{head_units, reinjection_context, Candidates, Digest, PipelineDigest};
+use super::reconcile::{reconcile, LiveFile};
+use super::snapshot::{self, HeadError, SnapshotHead};
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
-use crate::pipeline;
+use crate::pipeline::{self, FileContent, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_snapshot;
 use crate::state_dir::StateDir;
@@ -31,6 +36,12 @@ pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The sources this hook answers.
 pub const SOURCES: &[&str] = &["compact", "resume"];
+
+/// The most "changed since the snapshot" lines shown (the rest are counted).
+const MAX_CHANGE_LINES: usize = 8;
+
+/// The most client characters of one such line.
+const MAX_CHANGE_LINE: usize = 400;
 
 /// Runs the hook with `stdin` as the event; prints the hook output.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
@@ -56,33 +67,50 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         None => None,
     };
     // Read before waiting on git, so the two overlap.
-    let found =
-        find_snapshot(&state, session.as_ref()).ok_or_else(|| live_digest(&state, warnings));
+    let found = find_snapshot(&state, session.as_ref());
+    if let Err(Some(problem)) = &found {
+        warnings.warn(problem);
+    }
+    let live = live_digest(&state);
     let current_git = match git {
         Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
         Started::Failed(state) => state,
     };
-    let context = match found {
-        Ok((name, head, whose)) => {
-            let notes = moved_notes(&head.digest.git, &current_git);
+    let now = Utc::now();
+    let (mut digest, origin, notes) = match (found, live) {
+        (Ok(found), Ok(live)) => {
+            let r = reconcile(&found.head.digest, live, |issue| live_file(&state, issue));
             let origin = format!(
-                "{whose} snapshot {name}, taken {} before compaction",
-                head.created_at
+                "the live pipeline state, read now; compared with {}",
+                found.describe(now)
             );
-            let mut digest = head.digest;
-            digest.git = current_git;
-            reinjection_context(&digest, source, &origin, &notes)
+            let mut notes = moved_notes(&found.head.digest.git, &current_git);
+            notes.extend(change_notes(&r.changes));
+            (r.digest, origin, notes)
         }
-        Err(mut digest) => {
-            digest.git = current_git;
-            reinjection_context(
-                &digest,
-                source,
-                "live pipeline state; no pre-compact snapshot found",
-                &[],
-            )
+        (Ok(found), Err(why)) => {
+            warnings.warn(format!("{why}; re-injecting the snapshot's values"));
+            let origin = format!(
+                "{}; the live pipeline state cannot be read now ({why}), so these are the snapshot's values",
+                found.describe(now)
+            );
+            let notes = moved_notes(&found.head.digest.git, &current_git);
+            (found.head.digest, origin, notes)
+        }
+        (Err(problem), live) => {
+            let digest = live.unwrap_or_else(|why| {
+                warnings.warn(why);
+                Digest::default()
+            });
+            let origin = match problem {
+                None => "live pipeline state; no pre-compact snapshot found".to_string(),
+                Some(problem) => format!("live pipeline state; {problem}"),
+            };
+            (digest, origin, Vec::new())
         }
     };
+    digest.git = current_git;
+    let context = reinjection_context(&digest, source, &origin, &notes);
     let out = json!({
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
@@ -92,16 +120,77 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     hook::print(&format!("{out}\n"), warnings);
 }
 
+/// The snapshot compared with: its name, its head, and whose it is.
+struct Found {
+    name: String,
+    head: SnapshotHead,
+    whose: &'static str,
+}
+
+impl Found {
+    /// "this session's snapshot NAME, taken TIME (12 min ago)".
+    fn describe(&self, now: DateTime<Utc>) -> String {
+        let age = DateTime::parse_from_rfc3339(&self.head.created_at)
+            .ok()
+            .map(|t| format!(" ({})", ago(now - t.with_timezone(&Utc))))
+            .unwrap_or_default();
+        format!(
+            "{} snapshot {}, taken {}{age} before compaction",
+            self.whose, self.name, self.head.created_at
+        )
+    }
+}
+
+/// A duration as people say it: "40 s ago", "12 min ago", "3 h ago", "2 days ago".
+fn ago(d: chrono::Duration) -> String {
+    let s = d.num_seconds().max(0);
+    match s {
+        0..=89 => format!("{s} s ago"),
+        90..=5399 => format!("{} min ago", (s + 30) / 60),
+        5400..=172_799 => format!("{} h ago", (s + 1800) / 3600),
+        _ => format!("{} days ago", s / 86_400),
+    }
+}
+
+/// The "changed since the snapshot" lines.
+fn change_notes(changes: &[String]) -> Vec<String> {
+    if changes.is_empty() {
+        return vec!["Nothing in the pipeline state changed since the snapshot.".into()];
+    }
+    let mut notes = vec!["Changed since the snapshot (the values below are the live ones):".into()];
+    for c in changes.iter().take(MAX_CHANGE_LINES) {
+        let line = head_units(c, MAX_CHANGE_LINE);
+        let more = if line.len() < c.len() { " …" } else { "" };
+        notes.push(format!("- {line}{more}"));
+    }
+    if changes.len() > MAX_CHANGE_LINES {
+        notes.push(format!(
+            "- (+{} more issues changed: `jkz state list`)",
+            changes.len() - MAX_CHANGE_LINES
+        ));
+    }
+    notes
+}
+
 /// The newest usable snapshot: the session's own, else the project's.
-fn find_snapshot(
-    state: &StateDir,
-    session: Option<&SessionId>,
-) -> Option<(String, SnapshotHead, &'static str)> {
+/// `Err(None)` when there is none; `Err(Some(why))` when the newest one
+/// there is cannot be used (e.g. too large), said instead of "not found".
+fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found, Option<String>> {
+    let mut problem = None;
+    let mut try_read =
+        |name: String, whose: &'static str| match snapshot::read_head(&state.join(&name)) {
+            Ok(head) => Some(Found { name, head, whose }),
+            Err(HeadError::Missing) => None,
+            Err(e) => {
+                problem.get_or_insert(format!("{whose} snapshot {name} cannot be used: {e}"));
+                None
+            }
+        };
     if let Some(session) = session {
         let record = session_snapshot::record_path(state, session);
         if let Some(name) = session_snapshot::last_snapshot_name(&record) {
-            if let Some(head) = snapshot::read_head(&state.join(&name)) {
-                return Some((name, head, "this session's"));
+            if let Some(found) = try_read(name, "this session's") {
+                return Ok(found);
             }
         }
     }
@@ -109,28 +198,55 @@ fn find_snapshot(
     snapshot::list(state.path())
         .into_iter()
         .take(5)
-        .find_map(|name| {
-            snapshot::read_head(&state.join(&name)).map(|h| (name, h, "the project's newest"))
-        })
+        .find_map(|name| try_read(name, "the project's newest"))
+        .ok_or(problem)
 }
 
-fn live_digest(state: &StateDir, warnings: &mut Warnings) -> Digest {
-    let files = pipeline::list(state).unwrap_or_else(|e| {
-        warnings.warn(format!(
-            "reading {}: {e}",
-            state.join(pipeline::PIPELINE_DIR).display()
-        ));
-        Vec::new()
-    });
-    let views: Vec<_> = pipeline::load_all(&files)
-        .into_iter()
-        .filter_map(|p| p.view.ok())
-        .collect();
-    Digest::build(
-        &views,
-        &state.join(pipeline::PIPELINE_DIR),
-        GitState::default(),
-    )
+/// The digest of the live pipeline state (read as `jkz-pre-compact` reads
+/// it: thousands of files, the newest few kept); an error when the pipeline
+/// directory cannot be listed.
+fn live_digest(state: &StateDir) -> Result<Digest, String> {
+    let dir = state.join(pipeline::PIPELINE_DIR);
+    let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+    let mut all = Candidates::default();
+    pipeline::visit_in_order(
+        &files,
+        Candidates::default,
+        |run: &mut Candidates, _: &PipelineFile, content: FileContent| {
+            if let FileContent::Valid { view, .. } = content {
+                run.offer(view);
+            }
+        },
+        |run| all.merge(run),
+    );
+    Ok(all.digest(&dir, GitState::default()))
+}
+
+/// What is known now of one issue a snapshot detailed.
+fn live_file(state: &StateDir, issue: &str) -> LiveFile {
+    let Ok(issue) = IssueNumber::parse(issue) else {
+        return LiveFile::Unreadable("not an issue number".into());
+    };
+    let file = PipelineFile {
+        path: pipeline::pipeline_path(state, &issue),
+        issue,
+        regular: false,
+    };
+    match std::fs::symlink_metadata(&file.path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return LiveFile::Gone,
+        _ => {}
+    }
+    let loaded = pipeline::load_all(std::slice::from_ref(&file));
+    match loaded.into_iter().next().map(|l| l.view) {
+        Some(Ok(view)) => {
+            let dir = state.join(pipeline::PIPELINE_DIR);
+            let plan = pipeline::approved_plan(&dir, &view.issue, Some(&view));
+            let digest = PipelineDigest::of(&view, plan);
+            LiveFile::Read(Box::new(digest), view.is_active())
+        }
+        Some(Err(e)) => LiveFile::Unreadable(e.to_string()),
+        None => LiveFile::Unreadable("not read".into()),
+    }
 }
 
 /// Lines saying what moved in git since the snapshot.

@@ -11,7 +11,7 @@
 //! | `session_id` | the validated session id, or null |
 //! | `event` | the hook event exactly as received (unknown fields kept), or null |
 //! | `event_error` | why the event could not be read (only when it could not) |
-//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the file's JSON, verbatim) with `normalized`, or `error` with `raw_text` |
+//! | `pipelines` | every `state/pipeline/<N>.json`: `issue`, `file`, and `raw` (the file's JSON, verbatim) with `normalized`, or `error` with `raw_text` (its first 64 KiB); a file over [`MAX_ENTRY_RAW`] has `raw_omitted` (its size) instead of `raw`, and a bounded `normalized` |
 //! | `git` | branch, HEAD, dirty paths ([`GitState`]) |
 //! | `digest` | the decision-critical items the summarizer was given ([`Digest`]) |
 //!
@@ -30,7 +30,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::digest::Digest;
+use super::digest::{bound_view, Digest};
 use crate::atomic::{AtomicFile, Durability};
 use crate::git::GitState;
 use crate::pipeline::{FileContent, PipelineFile};
@@ -42,6 +42,14 @@ pub const MAX_AGE_DAYS: i64 = 7;
 /// The most bytes of a snapshot read back (a snapshot of 10,000 pipeline
 /// files is a few MiB).
 pub const MAX_SNAPSHOT_READ: u64 = 256 * 1024 * 1024;
+
+/// The largest pipeline file copied verbatim into a snapshot (`raw`). Real
+/// pipeline files are a few KiB; a larger one is still read and viewed (its
+/// phase, verdicts, decisions count), but its snapshot entry holds its size
+/// and a view whose texts are bounded ([`bound_view`]), so 40 files of
+/// 10 MB make a snapshot of kilobytes, not of 400 MB. The file itself stays
+/// on disk, untouched. The same bound as an invalid file's recorded text.
+pub const MAX_ENTRY_RAW: usize = 64 * 1024;
 
 const TS_FORMAT: &str = "%Y%m%dT%H%M%S%.3fZ";
 
@@ -269,6 +277,21 @@ impl PipelineEntries {
         out.extend_from_slice(issue);
         out.extend_from_slice(b".json\"");
         match content {
+            FileContent::Valid { view, json: raw } if raw.len() > MAX_ENTRY_RAW => {
+                out.extend_from_slice(b",\"raw_omitted\":{\"bytes\":");
+                json(out, &raw.len())?;
+                out.extend_from_slice(b",\"why\":");
+                json(
+                    out,
+                    &format!(
+                        "larger than {MAX_ENTRY_RAW} bytes: not copied; the file stays in state/pipeline/"
+                    ),
+                )?;
+                out.extend_from_slice(b"},\"normalized\":");
+                let mut view = view.clone();
+                bound_view(&mut view);
+                view.write_json(out);
+            }
             FileContent::Valid { view, json: raw } => {
                 out.extend_from_slice(b",\"raw\":");
                 out.extend_from_slice(raw);
@@ -295,10 +318,50 @@ pub struct SnapshotHead {
     pub digest: Digest,
 }
 
-/// Reads a snapshot's head; none when missing or not a snapshot.
-pub fn read_head(path: &Path) -> Option<SnapshotHead> {
-    let bytes = crate::state_dir::read_state_file(path, MAX_SNAPSHOT_READ).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// Why a snapshot could not be used.
+#[derive(Debug)]
+pub enum HeadError {
+    /// Not there (never written, or pruned).
+    Missing,
+    /// Over [`MAX_SNAPSHOT_READ`]: not read (its size in bytes).
+    TooLarge(u64),
+    /// There but unreadable, or not a snapshot.
+    Unusable(String),
+}
+
+impl std::fmt::Display for HeadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeadError::Missing => f.write_str("not found"),
+            HeadError::TooLarge(size) => write!(
+                f,
+                "{size} bytes, over the {MAX_SNAPSHOT_READ}-byte read limit: not read (a snapshot written by an older jkz, before pipeline files were bounded in snapshots)"
+            ),
+            HeadError::Unusable(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Reads a snapshot's head. A file over [`MAX_SNAPSHOT_READ`] is refused by
+/// its size, before anything is read.
+pub fn read_head(path: &Path) -> Result<SnapshotHead, HeadError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(HeadError::Missing),
+        Ok(meta) if meta.is_file() && meta.len() > MAX_SNAPSHOT_READ => {
+            return Err(HeadError::TooLarge(meta.len()))
+        }
+        _ => {}
+    }
+    let bytes =
+        crate::state_dir::read_state_file(path, MAX_SNAPSHOT_READ).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => HeadError::Missing,
+            _ => HeadError::Unusable(format!("unreadable: {e}")),
+        })?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_READ {
+        let size = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+        return Err(HeadError::TooLarge(size));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| HeadError::Unusable(format!("not a snapshot: {e}")))
 }
 
 #[cfg(test)]

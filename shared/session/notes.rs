@@ -7,6 +7,7 @@
 //! duplicate), except `next_steps`, which a save replaces whole: an old plan
 //! beside a new one misleads. Each section keeps at most [`MAX_ITEMS`].
 
+use crate::cut::{cut_str, Keep};
 use serde_json::{Map, Value};
 
 /// Items kept per section; the oldest go first.
@@ -119,10 +120,7 @@ pub fn parse(text: &str) -> Result<Notes, String> {
 
 fn clip(mut text: String) -> String {
     if text.len() > MAX_ITEM_BYTES {
-        let mut end = MAX_ITEM_BYTES - '…'.len_utf8();
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = cut_str(&text, MAX_ITEM_BYTES - '…'.len_utf8(), Keep::Head).len();
         text.truncate(end);
         text.push('…');
     }

@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::notes::Section;
+use crate::compaction::digest::{head_tail, head_units};
+use crate::cut::{cut_str, Keep};
 
 /// The most `load` prints, in bytes. Well under what a slash command's
 /// injected output may carry, and small enough not to crowd the window.
@@ -33,7 +35,7 @@ pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 /// The git state ([`crate::git::GitState`] as JSON) in one line.
 fn git_line(git: &Value) -> Option<String> {
     let text = |k: &str| git.get(k).and_then(Value::as_str);
-    let short = text("head").map(|h| &h[..h.len().min(12)]);
+    let short = text("head").map(|h| cut_str(h, 12, Keep::Head));
     let mut line = match (text("branch"), short) {
         (Some(branch), Some(head)) => format!("branch `{branch}` at {head}"),
         (Some(branch), None) => format!("branch `{branch}` (no commit yet)"),
@@ -46,15 +48,11 @@ fn git_line(git: &Value) -> Option<String> {
     Some(line)
 }
 
-/// Cuts a one-line text to `max` characters.
-fn short(text: &str, max: usize) -> String {
+/// A text in one line, cut to about `max` characters head and tail with
+/// the end favoured (a failure log ends with the error), as every digest cuts.
+fn short(text: &str, max: usize, whole: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        let cut: String = flat.chars().take(max - 1).collect();
-        format!("{cut}…")
-    } else {
-        flat
-    }
+    head_tail(&flat, max, whole)
 }
 
 /// A pipeline's normalized view ([`crate::pipeline::Normalized`] as JSON):
@@ -70,7 +68,7 @@ fn pipeline_lines(p: &Value) -> String {
     if let Some(error) = text("error") {
         return format!(
             "- issue {issue}: unreadable pipeline file ({})\n",
-            short(error, 160)
+            short(error, 160, "see the pipeline file")
         );
     }
     let mut line = format!(
@@ -106,10 +104,13 @@ fn pipeline_lines(p: &Value) -> String {
         .filter_map(Value::as_str)
         .take(5)
     {
-        line.push_str(&format!("  - pending decision: {}\n", short(d, 200)));
+        line.push_str(&format!(
+            "  - pending decision: {}\n",
+            short(d, 200, "see `--json`")
+        ));
     }
     if let Some(f) = text("failure_context") {
-        line.push_str(&format!("  - failure: {}\n", short(f, 300)));
+        line.push_str(&format!("  - failure: {}\n", short(f, 300, "see `--json`")));
     }
     line
 }
@@ -132,10 +133,7 @@ fn bullet(text: &str, note: Option<&str>) -> String {
 
 fn cut(text: &mut String, max: usize) {
     if text.len() > max {
-        let mut end = max.saturating_sub('…'.len_utf8() + 1);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = cut_str(text, max.saturating_sub('…'.len_utf8() + 1), Keep::Head).len();
         text.truncate(end);
         text.push_str("…\n");
     }
@@ -258,8 +256,7 @@ pub fn headline(snap: &Map<String, Value>) -> String {
     };
     let line = text.lines().next().unwrap_or("");
     if line.chars().count() > 72 {
-        let cut: String = line.chars().take(71).collect();
-        format!("{cut}…")
+        format!("{}…", head_units(line, 71))
     } else {
         line.to_string()
     }

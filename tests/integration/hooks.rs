@@ -356,12 +356,14 @@ fn session_start_prefers_the_sessions_snapshot_then_the_projects() {
     pipeline(&dir, 3, "building");
     pre_compact(&dir, event(&dir, "mine", json!({}))).success();
     std::thread::sleep(std::time::Duration::from_millis(5));
-    // The live state moves on; the snapshot keeps what was compacted.
+    // The live state moves on: its values are re-injected, the snapshot
+    // is what they are compared with.
     pipeline(&dir, 3, "reviewing");
     let text = context(&session_start(&dir, "mine", "compact"));
     assert!(text.contains("this session's snapshot"), "{text}");
     assert!(text.contains("restored after compaction"), "{text}");
-    assert!(text.contains("Phase and iteration: building"), "{text}");
+    assert!(text.contains("Phase and iteration: reviewing"), "{text}");
+    assert!(text.contains("#3: phase building → reviewing"), "{text}");
     let text = context(&session_start(&dir, "someone-else", "resume"));
     assert!(text.contains("the project's newest snapshot"), "{text}");
     assert!(text.contains("restored on resume"), "{text}");
@@ -463,4 +465,335 @@ fn a_hook_with_unknown_arguments_still_runs_and_exits_0() {
         "{}",
         run.report()
     );
+}
+
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn state_set(dir: &Dir, args: &[&str]) {
+    dir.cmd("jkz")
+        .env("JKZ_STATE_DIR", dir.join("state"))
+        .args(["state", "set"])
+        .args(args)
+        .run()
+        .success();
+}
+
+/// Compacted while issue 42 was building with a FAIL verdict and two
+/// pending decisions; the pipeline then moved on (reviewing, both checks
+/// passed, decisions taken) and was committed. SessionStart used to
+/// re-inject the snapshot's values as truth, for this session and others.
+#[test]
+fn session_start_reinjects_the_live_state_not_a_stale_snapshot() {
+    let dir = Dir::new();
+    git_in(dir.path(), &["init", "-q", "-b", "main"]);
+    dir.write(".gitignore", "state/\n");
+    git_in(dir.path(), &["add", "."]);
+    git_in(dir.path(), &["commit", "-q", "-m", "a"]);
+    dir.write(
+        "state/pipeline/42.json",
+        json!({"42": {
+            "current_phase": "building", "active_agent": "builder",
+            "review_passed": "false", "qa_passed": "false",
+            "pending_decisions": ["OLD-DECISION-A: flag or wait?", "OLD-DECISION-B: which db?"],
+            "failure_context": "OLD-FAILURE: test_total failed",
+        }})
+        .to_string(),
+    );
+    let run = pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    assert!(
+        run.stdout_str().contains("overall FAIL"),
+        "{}",
+        run.report()
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    state_set(&dir, &["42", "current_phase", "reviewing"]);
+    state_set(&dir, &["42", "review_passed", "true"]);
+    state_set(&dir, &["42", "qa_passed", "true"]);
+    state_set(&dir, &["--json", "42", "pending_decisions", "[]"]);
+    git_in(
+        dir.path(),
+        &["commit", "-q", "--allow-empty", "-m", "reviewed"],
+    );
+
+    for (session, whose) in [
+        ("abc", "this session's snapshot"),
+        ("someone-else", "the project's newest snapshot"),
+    ] {
+        let text = context(&session_start(&dir, session, "resume"));
+        for want in [
+            "Phase and iteration: reviewing",
+            "Active verdicts: review passed, QA passed; overall PASS",
+            "Pending human decisions: none",
+            whose,
+            "taken ",
+            "Changed since the snapshot",
+            "#42: phase building → reviewing",
+            "overall FAIL) → (review passed, QA passed; overall PASS)",
+            "pending decisions 2 → none",
+            "HEAD moved since the snapshot",
+        ] {
+            assert!(
+                text.contains(want),
+                "{session}: missing {want:?} in\n{text}"
+            );
+        }
+        for stale in [
+            "Phase and iteration: building",
+            "OLD-DECISION",
+            "overall FAIL\n",
+        ] {
+            assert!(
+                !text.contains(stale),
+                "{session}: stale {stale:?} in\n{text}"
+            );
+        }
+    }
+    // The compaction path: same rule, and nothing changed is said so.
+    pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    let text = context(&session_start(&dir, "abc", "compact"));
+    assert!(text.contains("restored after compaction"), "{text}");
+    assert!(
+        text.contains("Nothing in the pipeline state changed since the snapshot"),
+        "{text}"
+    );
+    assert!(text.contains("overall PASS"), "{text}");
+}
+
+/// A snapshot supplies what the live state no longer has.
+#[test]
+fn session_start_takes_a_removed_pipeline_from_the_snapshot() {
+    let dir = Dir::new();
+    pipeline(&dir, 42, "building");
+    pipeline(&dir, 7, "fixing");
+    pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    std::fs::remove_file(dir.join("state/pipeline/42.json")).unwrap();
+    pipeline(&dir, 7, "done");
+    let text = context(&session_start(&dir, "abc", "resume"));
+    for want in [
+        "#42: its pipeline file is gone; shown as the snapshot recorded it",
+        "### Issue #42",
+        "decide 42",
+        "#7: phase fixing → done (finished: no longer active)",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    assert!(!text.contains("### Issue #7"), "{text}");
+}
+
+/// A failure log ends with the error: the digests kept its first ~440
+/// characters and lost the cause.
+#[test]
+fn failure_context_keeps_its_end() {
+    let dir = Dir::new();
+    let log = format!(
+        "FIRST-LINE of the run\n{}THE-REAL-CAUSE: assertion failed at checkout.rs:42",
+        "running test … ok\n".repeat(400)
+    );
+    dir.write(
+        "state/pipeline/42.json",
+        json!({"42": {"current_phase": "fixing", "failure_context": log}}).to_string(),
+    );
+    let run = pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    let text = context(&session_start(&dir, "abc", "compact"));
+    for out in [run.stdout_str(), text] {
+        for want in [
+            "FIRST-LINE",
+            "THE-REAL-CAUSE: assertion failed at checkout.rs:42",
+            "characters cut here; full text: `jkz state get 42 failure_context`",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+    }
+    // jkz-session load: the pipeline status of the saved record.
+    let saved = dir
+        .cmd("jkz-session")
+        .env("JKZ_STATE_DIR", dir.join("state"))
+        .args(["--session", "abc", "save"])
+        .stdin("## Next steps\n- fix it\n")
+        .run()
+        .success();
+    let loaded = dir
+        .cmd("jkz-session")
+        .env("JKZ_STATE_DIR", dir.join("state"))
+        .args(["--session", "abc", "load"])
+        .run()
+        .success();
+    let md = loaded.stdout_str();
+    assert!(
+        md.contains("THE-REAL-CAUSE"),
+        "{}\n{}",
+        saved.report(),
+        loaded.report()
+    );
+    assert!(md.contains("FIRST-LINE"), "{}", loaded.report());
+}
+
+/// Claude Code sets `CLAUDE_PROJECT_DIR` for every hook in every project:
+/// with it, `jkz-pre-compact` (and every other writer) created `state/` in
+/// repositories that never opted in.
+#[test]
+fn the_project_dir_never_creates_state() {
+    let dir = Dir::new();
+    git_in(dir.path(), &["init", "-q", "-b", "main"]);
+    let with_project = |name: &str| dir.cmd(name).env("CLAUDE_PROJECT_DIR", dir.path());
+    let run = with_project("jkz-pre-compact")
+        .stdin(event(&dir, "abc", json!({})))
+        .run()
+        .success();
+    assert!(
+        run.stdout_str()
+            .contains("jkz: decision-critical pipeline state"),
+        "the read-only part still runs\n{}",
+        run.report()
+    );
+    with_project("jkz-session-start")
+        .stdin(event(&dir, "abc", json!({"source": "compact"})))
+        .run()
+        .success();
+    let run = with_project("jkz-session")
+        .args(["--session", "abc", "save"])
+        .stdin("## Next steps\n- x\n")
+        .run()
+        .expect_code(1);
+    assert!(run.stderr_str().contains("jkz install"), "{}", run.report());
+    dir.write("big.log", "line\n".repeat(100_000));
+    let run = with_project("jkz-truncate")
+        .args(["--max-bytes", "1000", "big.log"])
+        .run()
+        .success();
+    assert!(run.stdout().len() <= 1000, "{}", run.report());
+    with_project("jkz-compress")
+        .arg("--threshold")
+        .arg("1024")
+        .stdin(format!("# A\n{}", "text\n".repeat(2000)))
+        .run()
+        .expect_code(3);
+    with_project("jkz")
+        .args(["state", "set", "42", "current_phase", "building"])
+        .run()
+        .expect_code(2);
+    assert!(!dir.join("state").exists(), "{:?}", dir.files());
+    let outside_git: Vec<_> = dir
+        .files()
+        .into_iter()
+        .filter(|p| !p.starts_with(".git"))
+        .collect();
+    assert_eq!(outside_git, [PathBuf::from("big.log")]);
+
+    // Opted in (the directory exists): the hook writes there.
+    std::fs::create_dir(dir.join("state")).unwrap();
+    with_project("jkz-pre-compact")
+        .stdin(event(&dir, "abc", json!({})))
+        .run()
+        .success();
+    assert_eq!(snapshots(&dir).len(), 1);
+    // Named explicitly, a state directory is created.
+    let named = dir.join("elsewhere/state");
+    dir.cmd("jkz-pre-compact")
+        .env("JKZ_STATE_DIR", &named)
+        .stdin(event(&dir, "abc", json!({})))
+        .run()
+        .success();
+    assert!(named.join("session-snapshots/abc.json").exists());
+}
+
+/// A `git.head` of `"a€€€€€"`: cutting it to 12 bytes split a character,
+/// and `jkz-session-start` panicked (the hook then printed nothing).
+#[test]
+fn a_multibyte_git_head_in_a_snapshot_is_still_reinjected() {
+    let dir = Dir::new();
+    git_in(dir.path(), &["init", "-q", "-b", "main"]);
+    git_in(dir.path(), &["commit", "-q", "--allow-empty", "-m", "a"]);
+    pipeline(&dir, 42, "building");
+    pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    let name = &snapshots(&dir)[0];
+    let mut snap: Value = serde_json::from_slice(&dir.read(format!("state/{name}"))).unwrap();
+    snap["digest"]["git"]["head"] = json!("a€€€€€");
+    dir.write(format!("state/{name}"), snap.to_string());
+    let run = session_start(&dir, "abc", "compact");
+    assert_eq!(run.stderr_str(), "", "{}", run.report());
+    let text = context(&run);
+    assert!(
+        text.contains("HEAD moved since the snapshot: a€€€ →"),
+        "{text}"
+    );
+    assert!(text.contains("decide 42"), "{text}");
+}
+
+/// 40 pipeline files of 10 MB made an 830 MB snapshot, which
+/// SessionStart then ignored as "no pre-compact snapshot found".
+#[test]
+fn forty_pipeline_files_of_ten_megabytes_make_a_small_snapshot() {
+    let dir = Dir::new();
+    std::fs::create_dir_all(dir.join("state/pipeline")).unwrap();
+    let filler = "x".repeat(10 * 1024 * 1024);
+    for n in 1..=40 {
+        let file = json!({n.to_string(): {
+            "current_phase": "building",
+            "failure_context": format!("START-{n} {filler} END-{n}"),
+            "last_updated": format!("2025-01-01T00:00:{n:02}.000Z"),
+        }});
+        std::fs::write(
+            dir.join(format!("state/pipeline/{n}.json")),
+            file.to_string(),
+        )
+        .unwrap();
+    }
+    let run = survives(&dir, event(&dir, "abc", json!({})));
+    assert_eq!(run.stderr_str(), "", "{}", run.report());
+    assert!(run.stdout_str().contains("END-40"), "{}", run.report());
+    let name = &snapshots(&dir)[0];
+    let size = std::fs::metadata(dir.join(format!("state/{name}")))
+        .unwrap()
+        .len();
+    assert!(size < 4 * 1024 * 1024, "snapshot of {size} bytes");
+    let snap: Value = serde_json::from_slice(&dir.read(format!("state/{name}"))).unwrap();
+    let entries = snap["pipelines"].as_array().unwrap();
+    assert_eq!(entries.len(), 40);
+    assert!(entries[0]["raw_omitted"]["bytes"].as_u64().unwrap() > 10 * 1024 * 1024);
+    assert_eq!(entries[0]["normalized"]["current_phase"], "building");
+    // The files stay as they were.
+    let len = std::fs::metadata(dir.join("state/pipeline/1.json"))
+        .unwrap()
+        .len();
+    assert!(len > 10 * 1024 * 1024);
+    let text = context(&session_start(&dir, "abc", "compact"));
+    assert!(text.contains("this session's snapshot"), "{text}");
+    assert!(text.contains("END-40"), "{text}");
+}
+
+/// A snapshot over the read limit (written by an older jkz) is named with
+/// the reason, not reported as "no pre-compact snapshot found".
+#[test]
+fn a_too_large_snapshot_is_named_not_reported_missing() {
+    let dir = Dir::new();
+    pipeline(&dir, 42, "building");
+    pre_compact(&dir, event(&dir, "abc", json!({}))).success();
+    let name = &snapshots(&dir)[0];
+    // Sparse: 300 MB on paper, nothing on disk.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(format!("state/{name}")))
+        .unwrap();
+    file.set_len(300 * 1024 * 1024).unwrap();
+    let run = session_start(&dir, "abc", "compact");
+    let text = context(&run);
+    let want = format!("this session's snapshot {name} cannot be used: 314572800 bytes, over the");
+    assert!(text.contains(&want), "{text}");
+    assert!(!text.contains("no pre-compact snapshot found"), "{text}");
+    assert!(run.stderr_str().contains(&want), "{}", run.report());
+    assert!(text.contains("decide 42"), "{text}");
 }

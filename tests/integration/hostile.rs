@@ -254,6 +254,10 @@ fn hooks_take_hostile_cwd_and_environment() {
         let d = Dir::new();
         let name = OsString::from_vec(b"proj\xff".to_vec());
         let target = d.path().join(&name);
+        if var == "CLAUDE_PROJECT_DIR" {
+            // The project opted in: the project directory only locates state/.
+            std::fs::create_dir_all(target.join("state")).unwrap();
+        }
         let run = Cmd::new("jkz-pre-compact", d.path())
             .env(var, target.clone())
             .stdin(event(&world, "s").to_string())
@@ -295,7 +299,8 @@ fn deeply_nested_pipeline_files_crash_nothing() {
     let jkz = |args: &[&str]| world.cmd("jkz").args(args).run();
     jkz(&["state", "show", "2"]).success();
     jkz(&["state", "list"]).success();
-    let run = jkz(&["state", "show", "3"]).expect_code(1);
+    // Unreadable, not missing: exit 2.
+    let run = jkz(&["state", "show", "3"]).expect_code(2);
     assert!(
         run.stderr_str().contains("recursion limit"),
         "{}",
@@ -709,22 +714,29 @@ fn links_inside_state_are_never_followed_for_writing() {
     assert!(!world.outside().join("created-by-pipeline-lock").exists());
     assert!(!world.outside().join("created-by-session-lock").exists());
 
-    // A data file that is a link: read through (reading is harmless), then
-    // replaced by rename: the link goes, its target is untouched.
+    // A data file that is a link: refused, never read through (a record
+    // linked to another file would copy that file's JSON into state); the
+    // link and its target stay as they were.
     let world = World::new();
     std::fs::create_dir_all(world.state().join("session-snapshots")).unwrap();
     let target = world.outside().join("record.json");
     std::fs::write(&target, r#"{"mine": 1}"#).unwrap();
-    symlink(&target, world.state().join("session-snapshots/s.json")).unwrap();
-    world
+    let record = world.state().join("session-snapshots/s.json");
+    symlink(&target, &record).unwrap();
+    let run = world
         .cmd("jkz-session")
         .args(["--session", "s", "save"])
         .stdin("## Decisions\n- x\n")
         .run()
-        .success();
+        .expect_code(1);
+    assert!(
+        run.stderr_str().contains("refused") && run.stderr_str().contains("symbolic link"),
+        "{}",
+        run.report()
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), r#"{"mine": 1}"#);
-    let meta = std::fs::symlink_metadata(world.state().join("session-snapshots/s.json")).unwrap();
-    assert!(meta.is_file());
+    let meta = std::fs::symlink_metadata(&record).unwrap();
+    assert!(meta.file_type().is_symlink());
 
     // A snapshot name already taken by a link: write-once keeps the link
     // and writes nothing through it.

@@ -8,6 +8,7 @@ mod faults;
 mod hooks;
 mod hostile;
 mod install;
+mod readers;
 mod session;
 mod state;
 mod truncate;

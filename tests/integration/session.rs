@@ -370,3 +370,20 @@ fn list_shows_sessions_newest_first() {
     assert!(lines[0].contains("second") && lines[0].contains("chose the other thing"));
     assert!(lines[1].starts_with("* first") && lines[1].contains("built the thing"));
 }
+
+/// A `git.head` of `"a€€€€€"` in a session record: `load` cut it to 12
+/// bytes inside a character and panicked (exit 101).
+#[test]
+fn a_multibyte_git_head_in_a_record_loads() {
+    let dir = Dir::new();
+    save(&dir, "session-A", NOTES_A).success();
+    let mut record = snapshot(&dir, "session-A");
+    record["git"] = json!({"branch": "main", "head": "a€€€€€", "dirty_count": 0});
+    dir.write("state/session-snapshots/session-A.json", record.to_string());
+    let run = load(&dir, "session-B").success();
+    assert!(
+        run.stdout_str().contains("branch `main` at a€€€"),
+        "{}",
+        run.report()
+    );
+}

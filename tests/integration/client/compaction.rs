@@ -216,3 +216,83 @@ fn compaction_keeps_the_decision_critical_state() {
         );
     }
 }
+
+/// Compacted while issue 42 was fixing with a FAIL verdict and a pending
+/// decision; the pipeline then moved on (reviewing, QA passed, the decision
+/// taken). The first request after `--resume` must carry the live values,
+/// not the snapshot's.
+#[test]
+fn resume_after_the_pipeline_moved_on_carries_the_live_state() {
+    let responder = Arc::new(|r: &Recorded| {
+        if is_summarizing(r) {
+            Reply::Text(SUMMARY.into())
+        } else {
+            Reply::Text("Noted.".into())
+        }
+    });
+    let server = ModelServer::start(responder);
+    let project = project_with_pipeline(&server);
+    let session = project
+        .claude("Let us talk about apples.", &[])
+        .session_id();
+    for prompt in ["And pears?", "And plums?"] {
+        project.claude(prompt, &["--resume", &session]).session_id();
+    }
+    let compact = project.claude("/compact keep the plan", &["--resume", &session]);
+    assert!(
+        compact.finished.status.is_some_and(|s| s.success()),
+        "{}",
+        compact.report()
+    );
+    // The pipeline moves on while the chat is closed.
+    for (field, value) in [
+        ("current_phase", "reviewing"),
+        ("active_agent", "reviewer"),
+        ("qa_passed", "true"),
+    ] {
+        let set = std::process::Command::new(bin("jkz"))
+            .current_dir(project.path())
+            .args(["state", "set", "--state-dir", "state", "42", field, value])
+            .output()
+            .unwrap();
+        assert!(set.status.success(), "{set:?}");
+    }
+    let set = std::process::Command::new(bin("jkz"))
+        .current_dir(project.path())
+        .args(["state", "set", "--state-dir", "state", "--json"])
+        .args(["42", "pending_decisions", "[]"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{set:?}");
+
+    let before = server.messages().len();
+    let resumed = project.claude("What next?", &["--resume", &session]);
+    assert_eq!(resumed.session_id(), session, "{}", resumed.report());
+    let messages = server.messages();
+    let first = messages
+        .get(before)
+        .unwrap_or_else(|| panic!("no request after --resume\n{}", resumed.report()));
+    let text = first.all_text();
+    let (_, context) = text
+        .rsplit_once("jkz: pipeline state restored on resume")
+        .unwrap_or_else(|| panic!("no re-injected context on resume\n{text}"));
+    let context = context
+        .split("</system-reminder>")
+        .next()
+        .unwrap_or_default();
+    for live in [
+        "Phase and iteration: reviewing, active agent reviewer",
+        "Active verdicts: review passed, QA passed; overall PASS",
+        "Pending human decisions: none",
+        "Changed since the snapshot",
+        "#42: phase fixing → reviewing",
+        "pending decisions 1 → none",
+        PLAN,
+        FAILURE,
+    ] {
+        assert!(context.contains(live), "lacks {live:?}\n{context}");
+    }
+    for stale in [PHASE, VERDICTS, DECISION] {
+        assert!(!context.contains(stale), "stale {stale:?}\n{context}");
+    }
+}
