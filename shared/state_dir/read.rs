@@ -77,6 +77,12 @@ pub fn open_state_file(path: &Path) -> io::Result<File> {
     open_regular(path, Links::Refuse).map(|(file, _)| file)
 }
 
+/// Opens a file outside `state/` for reading (a tool's output the client
+/// saved): links followed, but only a regular file, never blocking.
+pub fn open_user_file(path: &Path) -> io::Result<File> {
+    open_regular(path, Links::Follow).map(|(file, _)| file)
+}
+
 /// [`open_state_file`], also returning the file's size.
 fn open_regular(path: &Path, links: Links) -> io::Result<(File, u64)> {
     let refused = |e: io::Error| {
