@@ -66,8 +66,8 @@ pub const MIN_BUDGET: u64 = 1_000;
 pub const MAX_INPUT: u64 = 32 * 1024 * 1024;
 
 /// The hook gives up (no answer, the original stands) when reading the
-/// full output takes longer than this; `jkz install` registers the hook
-/// with a 30-second timeout.
+/// full output takes longer than this, well before the client's own hook
+/// timeout (60 seconds unless the registration says otherwise).
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
 /// The cap: [`CAP_VARIABLE`] (its value `env`), else [`DEFAULT_CAP`]; 0
