@@ -68,7 +68,7 @@ unset CLAUDE_PROJECT_DIR JKZ_STATE_DIR
 
 echo "== 31 KB persisted output, $runs runs each (p50 p90, ms)"
 read -r h50 h90 t50 t90 tr50 tr90 < <("$timer" "$runs" "$work/project/state" \
-  "$work/31k.json" "$hook" :: - tail -c 20000 "$work/31k.txt" :: - /bin/true | tr '\n' ' ')
+  "$work/31k.json" "$hook" :: - tail -c 20000 "$work/31k.txt" :: - /bin/true | tr '\n' ' '; echo)
 echo "jkz-post-tool-use   $h50 $h90"
 echo "tail -c 20000 FILE  $t50 $t90"
 echo "/bin/true           $tr50 $tr90"
@@ -81,7 +81,7 @@ SH
 chmod +x "$work/cat-tail.sh"
 read -r a50 a90 b50 b90 c50 c90 d50 d90 < <("$timer" "$reps" "$work/project/state" \
   "$work/100m.json" "$hook" :: "$work/100m-bare.json" "$hook" \
-  :: - tail -c 20000 "$work/100m.txt" :: - "$work/cat-tail.sh" | tr '\n' ' ')
+  :: - tail -c 20000 "$work/100m.txt" :: - "$work/cat-tail.sh" | tr '\n' ' '; echo)
 mbps() { python3 -c "print('%.0f' % (100 / ($1 / 1000)))"; }
 echo "jkz-post-tool-use (full output kept)  $a50 $a90  $(mbps "$a50") MB/s"
 echo "jkz-post-tool-use (no state dir)      $b50 $b90  $(mbps "$b50") MB/s"
@@ -106,7 +106,7 @@ with open(d + "/tool-output.1.jsonl", "w") as a, open(d + "/tool-output.jsonl", 
 PY
 ls -l "$work/ledger" | awk 'NR>1 {print $5, $9}'
 read -r s50 s90 j50 j90 < <("$timer" 20 "$work/unused" - "$jkz" stats --state-dir "$work/ledger" \
-  :: - "$jkz" stats --json --state-dir "$work/ledger" | tr '\n' ' ')
+  :: - "$jkz" stats --json --state-dir "$work/ledger" | tr '\n' ' '; echo)
 echo "jkz stats         $s50 $s90"
 echo "jkz stats --json  $j50 $j90"
 "$jkz" stats --state-dir "$work/ledger"
