@@ -1,13 +1,13 @@
 //! `jkz-compress`: parse arguments, call `jkz::compress`, map the result to
 //! an exit code.
 
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use jkz::cli::Failure;
-use jkz::compress::{self, Excerpt, Settings, Source};
+use jkz::compress::{self, Excerpt, Missing, Settings, Source};
 use jkz::state_dir::StateDir;
 
 const AFTER_HELP: &str = "\
@@ -25,7 +25,9 @@ Exit codes:
   2  bad arguments
   3  sections need offloading but there is no state directory (stdout empty)
   4  the offload store could not be written, e.g. read-only (stdout empty)
-  5  --restore: a marker's file is missing or altered (stdout empty)";
+  5  --restore: a marker's file is missing or altered (stdout empty)
+  6  --restore --partial: some markers could not be restored; each is named
+     on stderr and kept as it is, everything else is restored on stdout";
 
 /// Shrink a context document: sections over the threshold go to disk,
 /// leaving a head excerpt and a marker line; --restore puts them back.
@@ -51,9 +53,10 @@ struct Cli {
     #[arg(long, value_name = "N")]
     excerpt_lines: Option<u64>,
 
-    /// Offload the largest sections first until the output fits in BYTES; if
-    /// protected blocks and excerpts make that impossible, get as close as
-    /// possible and say so on stderr (exit 0).
+    /// Make the output fit in BYTES: if it does not at --threshold, try
+    /// lower thresholds and write the first output that fits; if none does,
+    /// the smallest found (never larger than without --budget), with a note
+    /// on stderr (exit 0).
     #[arg(long, value_name = "BYTES")]
     budget: Option<u64>,
 
@@ -66,6 +69,17 @@ struct Cli {
     #[arg(long, conflicts_with_all = ["threshold", "excerpt", "excerpt_lines", "budget"])]
     restore: bool,
 
+    /// With --restore: restore what can be, keep the marker of each section
+    /// whose file is missing or altered (named on stderr), exit 6.
+    #[arg(long, requires = "restore")]
+    partial: bool,
+
+    /// Print one summary line on stderr (sections offloaded, bytes before
+    /// and after, files written and already present). The default when
+    /// stderr is a terminal.
+    #[arg(long)]
+    stats: bool,
+
     /// The document (default: standard input; `-` also means stdin).
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -74,12 +88,35 @@ struct Cli {
 fn run(cli: Cli) -> Result<u8, Failure> {
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
     let src = Source::open(cli.file.as_deref(), compress::IO_FAILED)?;
+    let stats = cli.stats || io::stderr().is_terminal();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
     if cli.restore {
-        compress::restore(&src, &state, &mut out, compress::IO_FAILED)?;
-        io::Write::flush(&mut out)
+        let missing = if cli.partial {
+            Missing::Keep
+        } else {
+            Missing::Fail
+        };
+        let restored =
+            compress::restore_with(&src, &state, &mut out, compress::IO_FAILED, missing)?;
+        out.flush()
             .map_err(|e| Failure::io(compress::IO_FAILED, "writing the restored document", e))?;
+        let mut err = io::stderr().lock();
+        for line in &restored.kept {
+            let _ = writeln!(err, "jkz-compress: {}", line.replace('\n', " "));
+        }
+        if stats {
+            let _ = writeln!(err, "{}", restored.line());
+        }
+        if !restored.kept.is_empty() {
+            return Err(Failure::new(
+                compress::RESTORE_PARTIAL,
+                format!(
+                    "{} marker(s) could not be restored and were kept; the rest of the document was restored",
+                    restored.kept.len()
+                ),
+            ));
+        }
     } else {
         let excerpt = match (cli.excerpt, cli.excerpt_lines) {
             (_, Some(n)) => Excerpt::Lines(n),
@@ -92,7 +129,10 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             excerpt,
             budget: cli.budget,
         };
-        compress::compress(&src, settings, &state, &mut out, &mut io::stderr())?;
+        let summary = compress::compress(&src, settings, &state, &mut out, &mut io::stderr())?;
+        if stats {
+            let _ = writeln!(io::stderr(), "{}", summary.line());
+        }
     }
     Ok(compress::OK)
 }

@@ -10,13 +10,15 @@
 //! and never held whole; what is kept is the outline (one entry per heading
 //! and per protected block) and fixed copy buffers.
 
+pub mod batch;
+pub mod budget;
 pub mod marker;
 pub mod offload;
 pub mod plan;
 pub mod restore;
 pub mod source;
 
-use std::io::Write;
+use std::io::{self, Write};
 
 use crate::cli::Failure;
 use crate::state_dir::StateDir;
@@ -52,6 +54,9 @@ pub const NO_STATE_DIR: u8 = 3;
 pub const STORE_FAILED: u8 = 4;
 /// `--restore`: a marker's file is missing or altered.
 pub const RESTORE_FAILED: u8 = 5;
+/// `--restore --partial`: some markers could not be restored and were kept
+/// as they are; the rest of the document was restored.
+pub const RESTORE_PARTIAL: u8 = 6;
 
 /// What to compress with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +112,33 @@ impl Settings {
     }
 }
 
+/// What a compression did, for the summary line (`--stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Sections (runs) offloaded, each now a marker.
+    pub offloaded: usize,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Offload files written by this run.
+    pub written: usize,
+    /// Offload files that were already there (touched, not written).
+    pub present: usize,
+}
+
+impl Summary {
+    /// The one summary line, without a newline.
+    pub fn line(&self) -> String {
+        let percent = match self.bytes_in {
+            0 => 100.0,
+            n => self.bytes_out as f64 * 100.0 / n as f64,
+        };
+        format!(
+            "jkz-compress: {} section(s) offloaded, {} -> {} bytes ({percent:.1}%); {} file(s) written, {} already present",
+            self.offloaded, self.bytes_in, self.bytes_out, self.written, self.present
+        )
+    }
+}
+
 /// Compresses `src` to `out`. Notes (an unmet budget) go to `notes`.
 pub fn compress(
     src: &Source,
@@ -114,95 +146,181 @@ pub fn compress(
     state: &StateDir,
     out: &mut impl Write,
     notes: &mut impl Write,
-) -> Result<(), Failure> {
+) -> Result<Summary, Failure> {
     settings.validate()?;
-    let read_err = |e| Failure::io(IO_FAILED, format!("reading {}", src.name()), e);
-    let outline = plan::outline(src).map_err(read_err)?;
-    let store = state.join(OFFLOAD_DIR);
-    let marker_dir = source::absolute(&store).display().to_string();
-    if marker_dir.contains(['\n', '\r']) {
-        return Err(Failure::new(
-            USAGE,
-            format!("the offload directory {marker_dir:?} has a line break in its name"),
-        ));
-    }
-    let path_len = marker_dir.len() + 1 + 64 + ".md".len();
-    let make = |threshold| {
-        plan::plan(src, &outline, threshold, settings.excerpt, path_len).map_err(read_err)
+    let store = Store::new(state)?;
+    let mut summary = Summary {
+        bytes_in: src.len(),
+        ..Summary::default()
     };
-    let mut chosen = make(settings.threshold)?;
-    if let Some(budget) = settings.budget.filter(|&b| chosen.estimated_len > b) {
-        // Lower the threshold, so the largest runs go first, to the highest
-        // one that fits; the floor when none does.
-        let floor = settings.floor().min(settings.threshold);
-        let lowest = make(floor)?;
-        if lowest.estimated_len > budget {
+    let read_err = |name: &str, e| Failure::io(IO_FAILED, format!("reading {name}"), e);
+    let Some(budget) = settings.budget else {
+        let outline = plan::outline(src).map_err(|e| read_err(src.name(), e))?;
+        let plan = store
+            .plan(src, &outline, settings.threshold, settings.excerpt)
+            .map_err(|e| read_err(src.name(), e))?;
+        summary.bytes_out = store.write(src, &plan, out, &mut summary)?;
+        return Ok(summary);
+    };
+    // The search of `budget.rs`, round by round; `doc` is the document a
+    // round works on: the input, then the previous round's output.
+    let floor = settings.floor().min(settings.threshold);
+    let mut doc = None::<Source>;
+    let mut buf = vec![0; source::COPY_BUFFER];
+    loop {
+        let current = doc.as_ref().unwrap_or(src);
+        let err = |e| read_err(current.name(), e);
+        let outline = plan::outline(current).map_err(err)?;
+        let mut counts = budget::LineCounts::default();
+        let mut smallest: Option<(plan::Plan, u64)> = None;
+        for threshold in budget::ladder(settings.threshold, floor) {
+            let candidate = store
+                .plan(current, &outline, threshold, settings.excerpt)
+                .map_err(err)?;
+            let len = budget::exact_len(current, &candidate, store.path_len, &mut counts, &mut buf)
+                .map_err(err)?;
+            if len <= budget {
+                summary.bytes_out = store.write(current, &candidate, out, &mut summary)?;
+                return Ok(summary);
+            }
+            if smallest.as_ref().is_none_or(|(_, least)| len < *least) {
+                smallest = Some((candidate, len));
+            }
+        }
+        let (best, len) = smallest.expect("the ladder has at least one step");
+        let stop = best.offloads.is_empty() || (doc.is_some() && len >= current.len());
+        if stop {
             let _ = writeln!(
                 notes,
-                "jkz-compress: cannot fit the budget of {budget} bytes: the output is about {} bytes \
-                 ({} in protected blocks, which are never offloaded, and the rest in excerpts and \
-                 markers of every section over {floor} bytes)",
-                lowest.estimated_len,
-                outline.kept_bytes()
+                "jkz-compress: cannot fit the budget of {budget} bytes: the output is {} bytes, the \
+                 smallest found ({} of them in protected blocks and markers, which are never \
+                 offloaded; thresholds tried: {} down to {floor})",
+                if doc.is_some() { current.len() } else { len },
+                outline.kept_bytes(),
+                settings.threshold
             );
-            chosen = lowest;
-        } else {
-            let (mut fits, mut over) = (floor, settings.threshold);
-            let mut best = lowest;
-            while over - fits > 1 {
-                let mid = fits + (over - fits) / 2;
-                let candidate = make(mid)?;
-                if candidate.estimated_len <= budget {
-                    (fits, best) = (mid, candidate);
-                } else {
-                    over = mid;
+            summary.bytes_out = match doc {
+                // The previous round's output is the answer.
+                Some(ref done) => {
+                    let mut copy = |chunk: &[u8]| out.write_all(chunk);
+                    done.for_each_chunk(0, done.len(), &mut buf, &mut copy)
+                        .and_then(|()| out.flush())
+                        .map_err(|e| {
+                            Failure::io(IO_FAILED, "writing the compressed document", e)
+                        })?;
+                    done.len()
                 }
-            }
-            chosen = best;
+                None => store.write(current, &best, out, &mut summary)?,
+            };
+            return Ok(summary);
         }
+        let mut next = tempfile::tempfile()
+            .map(io::BufWriter::new)
+            .map_err(|e| Failure::io(IO_FAILED, "creating a temp file", e))?;
+        let len = store.write(current, &best, &mut next, &mut summary)?;
+        let file = next
+            .into_inner()
+            .map_err(|e| Failure::io(IO_FAILED, "writing a temp file", e.into_error()))?;
+        doc = Some(Source::from_temp(file, len, src.name()));
     }
-    let markers = if chosen.offloads.is_empty() {
-        Vec::new()
-    } else {
-        let dir = match state.ensure_subdir(OFFLOAD_DIR) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => {
-                return Err(Failure::new(
-                    NO_STATE_DIR,
-                    format!(
-                        "{} section(s) are over the threshold but there is no state directory to \
-                         offload them to ({} does not exist and was not named explicitly); pass \
-                         --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
-                        chosen.offloads.len(),
-                        state.path().display()
-                    ),
-                ))
-            }
-            Err(e) => {
-                return Err(Failure::io(
-                    STORE_FAILED,
-                    format!("creating {}; nothing was written", store.display()),
-                    e,
-                ))
-            }
-        };
-        offload::store(src, &chosen, &dir, &marker_dir).map_err(|e| {
-            Failure::io(
-                STORE_FAILED,
-                format!(
-                    "writing an offload file in {}; nothing was written",
-                    dir.display()
-                ),
-                e,
-            )
-        })?
-    };
-    offload::write_output(src, &chosen, &markers, out)
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::io(IO_FAILED, "writing the compressed document", e))
 }
 
-pub use restore::restore;
+/// The offload store of one run: where files go and how markers name them.
+struct Store<'a> {
+    state: &'a StateDir,
+    /// The absolute offload directory, as markers name it.
+    marker_dir: String,
+    /// The length of a marker's `path=` value.
+    path_len: usize,
+}
+
+impl<'a> Store<'a> {
+    fn new(state: &'a StateDir) -> Result<Store<'a>, Failure> {
+        let marker_dir = source::absolute(&state.join(OFFLOAD_DIR))
+            .display()
+            .to_string();
+        if marker_dir.contains(['\n', '\r']) {
+            return Err(Failure::new(
+                USAGE,
+                format!("the offload directory {marker_dir:?} has a line break in its name"),
+            ));
+        }
+        let path_len = marker_dir.len() + 1 + 64 + ".md".len();
+        Ok(Store {
+            state,
+            marker_dir,
+            path_len,
+        })
+    }
+
+    fn plan(
+        &self,
+        src: &Source,
+        outline: &plan::Outline,
+        threshold: u64,
+        excerpt: Excerpt,
+    ) -> io::Result<plan::Plan> {
+        plan::plan(src, outline, threshold, excerpt)
+    }
+
+    /// Stores the plan's offloads, then writes its output to `out`; adds
+    /// what it did to `summary` and returns the bytes written.
+    fn write(
+        &self,
+        src: &Source,
+        plan: &plan::Plan,
+        out: &mut impl Write,
+        summary: &mut Summary,
+    ) -> Result<u64, Failure> {
+        let markers = if plan.offloads.is_empty() {
+            Vec::new()
+        } else {
+            let dir = self.offload_dir(plan.offloads.len())?;
+            let stored = offload::store(src, plan, &dir, &self.marker_dir).map_err(|e| {
+                Failure::io(
+                    STORE_FAILED,
+                    format!(
+                        "writing an offload file in {}; nothing was written",
+                        dir.display()
+                    ),
+                    e,
+                )
+            })?;
+            summary.offloaded += plan.offloads.len();
+            summary.written += stored.written;
+            summary.present += stored.present;
+            stored.markers
+        };
+        offload::write_output(src, plan, &markers, out)
+            .and_then(|len| out.flush().map(|()| len))
+            .map_err(|e| Failure::io(IO_FAILED, "writing the compressed document", e))
+    }
+
+    fn offload_dir(&self, sections: usize) -> Result<std::path::PathBuf, Failure> {
+        match self.state.ensure_subdir(OFFLOAD_DIR) {
+            Ok(Some(dir)) => Ok(dir),
+            Ok(None) => Err(Failure::new(
+                NO_STATE_DIR,
+                format!(
+                    "{sections} section(s) are over the threshold but there is no state directory to \
+                     offload them to ({} does not exist and was not named explicitly); pass \
+                     --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
+                    self.state.path().display()
+                ),
+            )),
+            Err(e) => Err(Failure::io(
+                STORE_FAILED,
+                format!(
+                    "creating {}; nothing was written",
+                    self.state.join(OFFLOAD_DIR).display()
+                ),
+                e,
+            )),
+        }
+    }
+}
+
+pub use restore::{restore, restore_with, Missing, Restored};
 
 #[cfg(test)]
 mod props;

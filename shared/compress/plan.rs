@@ -39,7 +39,6 @@ use std::io;
 
 use memchr::memchr;
 
-use super::marker::Marker;
 use super::source::Source;
 use crate::blocks::{BlockScanner, Event, Form, MAX_LINE};
 use crate::cut::{ceil_char_boundary, floor_char_boundary};
@@ -164,7 +163,7 @@ pub fn outline(src: &Source) -> io::Result<Outline> {
 
 /// A piece of a run's text: a stretch of the input, or the newline written
 /// after an excerpt that ends inside a line (so the marker starts a line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Piece {
     Input { start: u64, end: u64 },
     Newline,
@@ -210,20 +209,10 @@ pub struct Plan {
     pub offloads: Vec<Offload>,
     /// The threshold the plan was made with.
     pub threshold: u64,
-    /// An upper bound on the output length (marker line counts estimated
-    /// high), exact when nothing is offloaded.
-    pub estimated_len: u64,
 }
 
-/// Plans the output for `threshold`; `path_len` is the length of a marker's
-/// `path=` value.
-pub fn plan(
-    src: &Source,
-    outline: &Outline,
-    threshold: u64,
-    excerpt: Excerpt,
-    path_len: usize,
-) -> io::Result<Plan> {
+/// Plans the output for `threshold`.
+pub fn plan(src: &Source, outline: &Outline, threshold: u64, excerpt: Excerpt) -> io::Result<Plan> {
     let mut planner = Planner {
         src,
         outline,
@@ -250,22 +239,10 @@ pub fn plan(
         next = after;
     }
     let offloads = planner.offloads;
-    let estimated_len = items
-        .iter()
-        .map(|item| match *item {
-            Item::Text(p) => p.len(),
-            Item::Kept { start, end } => end - start,
-            Item::Offload(i) => {
-                let o = &offloads[i];
-                Marker::len_for(o.len, o.len, o.excerpt, path_len)
-            }
-        })
-        .sum();
     Ok(Plan {
         items,
         offloads,
         threshold,
-        estimated_len,
     })
 }
 
@@ -368,7 +345,12 @@ impl Planner<'_> {
             .headings
             .binary_search_by_key(&start, |h| h.start())
             .is_ok();
-        let keep = excerpt_len(&head, mid_line, heading_first, limit, max_lines);
+        let Some(keep) = excerpt_len(&head, mid_line, heading_first, limit, max_lines) else {
+            // A setext heading too long to keep inline: offloading the run
+            // would turn its text into a plain line.
+            out.extend(run.drain(..).map(Item::Text));
+            return Ok(());
+        };
         debug_assert!((keep as u64) < len);
         let mut left = keep as u64;
         for &piece in run.iter() {
@@ -463,15 +445,20 @@ fn push_piece(run: &mut Vec<Piece>, piece: Piece) {
 /// `max_lines` lines after which the scanner is idle. When even the first
 /// line is longer than `limit`, it is cut at a UTF-8 boundary (the marker
 /// then goes on the next line). A run starting with a heading keeps that
-/// line; a run starting inside a line keeps at least one character, so the
-/// newline written before its marker is always recognizable.
+/// line (a setext heading both its lines: without its underline the text
+/// would be a plain line, and the next compression would see another
+/// section); a run starting inside a line keeps at least one character, so
+/// the newline written before its marker is always recognizable.
+///
+/// `None` when the run must stay whole: it starts with a setext heading
+/// whose two lines are longer than [`HEADING_KEEP`].
 pub fn excerpt_len(
     head: &[u8],
     mid_line: bool,
     heading_first: bool,
     limit: u64,
     max_lines: u64,
-) -> usize {
+) -> Option<usize> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(head.len());
     let mut scanner = if mid_line {
         // Resumed at a piece boundary inside a line: not a line start.
@@ -507,16 +494,52 @@ pub fn excerpt_len(
     }
     let mut least = 0;
     if heading_first {
-        let keep = HEADING_KEEP.min(head.len());
-        least = match memchr(b'\n', &head[..keep]) {
-            Some(nl) => nl + 1,
-            None => floor_char_boundary(head, keep),
-        };
+        least = heading_len(head)?;
     }
     if mid_line {
         least = least.max(ceil_char_boundary(head, 1));
     }
-    best.max(least)
+    Some(best.max(least))
+}
+
+/// How much of a run that starts with a heading stays inline: its line (an
+/// ATX heading cut at [`HEADING_KEEP`] keeps its level, and being longer
+/// than 256 bytes, its non-protected reading), or for a setext heading its
+/// text line and underline, whole, or `None` when they are longer than
+/// [`HEADING_KEEP`].
+fn heading_len(head: &[u8]) -> Option<usize> {
+    let keep = HEADING_KEEP.min(head.len());
+    let first = memchr(b'\n', &head[..keep]).map(|nl| nl + 1);
+    if is_atx(head) {
+        return Some(first.unwrap_or_else(|| floor_char_boundary(head, keep)));
+    }
+    // The scanner reported a setext heading: its underline is the next line.
+    let first = first?;
+    let second = first + memchr(b'\n', &head[first..keep])? + 1;
+    is_underline(&head[first..second]).then_some(second)
+}
+
+/// Whether a line is an ATX heading's: up to three spaces, one to six `#`,
+/// then a blank or the line's end.
+fn is_atx(line: &[u8]) -> bool {
+    let indent = line.iter().take(4).take_while(|&&b| b == b' ').count();
+    let line = &line[indent.min(3)..];
+    let hashes = line.iter().take_while(|&&b| b == b'#').count();
+    indent <= 3
+        && (1..=6).contains(&hashes)
+        && matches!(line.get(hashes), None | Some(b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// A setext underline line (with or without its line end): three or more
+/// `=` or `-` from the first column, then only blanks.
+fn is_underline(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(&mark) = line.first().filter(|&&b| b == b'=' || b == b'-') else {
+        return false;
+    };
+    let run = line.iter().take_while(|&&b| b == mark).count();
+    run >= 3 && line[run..].iter().all(|&b| b == b' ' || b == b'\t')
 }
 
 #[cfg(test)]
@@ -526,38 +549,61 @@ mod tests {
     #[test]
     fn excerpt_takes_whole_lines_within_the_limit() {
         let head = b"a\nbb\nccc\ndddd\n";
-        assert_eq!(excerpt_len(head, false, false, 9, u64::MAX), 9);
-        assert_eq!(excerpt_len(head, false, false, 8, u64::MAX), 5);
-        assert_eq!(excerpt_len(head, false, false, 100, 2), 5);
-        assert_eq!(excerpt_len(head, false, false, 100, 0), 0);
+        assert_eq!(excerpt_len(head, false, false, 9, u64::MAX), Some(9));
+        assert_eq!(excerpt_len(head, false, false, 8, u64::MAX), Some(5));
+        assert_eq!(excerpt_len(head, false, false, 100, 2), Some(5));
+        assert_eq!(excerpt_len(head, false, false, 100, 0), Some(0));
     }
 
     #[test]
     fn excerpt_never_ends_inside_a_fence() {
         let head = b"intro\n```\ncode\n```\nafter\n~~~~\nopen\n";
         // Line ends inside the fences are skipped.
-        assert_eq!(excerpt_len(head, false, false, 15, u64::MAX), 6);
-        assert_eq!(excerpt_len(head, false, false, 25, u64::MAX), 25);
-        assert_eq!(excerpt_len(head, false, false, 35, u64::MAX), 25);
+        assert_eq!(excerpt_len(head, false, false, 15, u64::MAX), Some(6));
+        assert_eq!(excerpt_len(head, false, false, 25, u64::MAX), Some(25));
+        assert_eq!(excerpt_len(head, false, false, 35, u64::MAX), Some(25));
     }
 
     #[test]
     fn long_first_line_is_cut_on_a_char_boundary() {
         let head = "ééééé\nrest\n".as_bytes(); // é is two bytes
-        assert_eq!(excerpt_len(head, false, false, 5, u64::MAX), 4);
+        assert_eq!(excerpt_len(head, false, false, 5, u64::MAX), Some(4));
         // A fence opening cut inside stays out: the marker would be in it.
-        assert_eq!(excerpt_len(b"```aaaaaaaa\n", false, false, 5, u64::MAX), 0);
+        assert_eq!(
+            excerpt_len(b"```aaaaaaaa\n", false, false, 5, u64::MAX),
+            Some(0)
+        );
     }
 
     #[test]
     fn heading_line_is_kept_and_mid_line_runs_keep_a_char() {
         let head = b"## Title\nbody\n";
-        assert_eq!(excerpt_len(head, false, true, 0, u64::MAX), 9);
+        assert_eq!(excerpt_len(head, false, true, 0, u64::MAX), Some(9));
         let long = format!("# {}\n", "x".repeat(1000));
         assert_eq!(
             excerpt_len(long.as_bytes(), false, true, 0, u64::MAX),
-            HEADING_KEEP
+            Some(HEADING_KEEP)
         );
-        assert_eq!(excerpt_len("éa\n".as_bytes(), true, false, 0, u64::MAX), 2);
+        assert_eq!(
+            excerpt_len("éa\n".as_bytes(), true, false, 0, u64::MAX),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_setext_heading_keeps_its_underline_or_stays_whole() {
+        let head = b"Title\n=====\nbody\n";
+        assert_eq!(excerpt_len(head, false, true, 0, u64::MAX), Some(12));
+        assert_eq!(
+            excerpt_len(b"#tag\n---\nbody\n", false, true, 0, u64::MAX),
+            Some(9)
+        );
+        // An ATX heading followed by a rule keeps its own line only.
+        assert_eq!(
+            excerpt_len(b"## A\n---\nbody\n", false, true, 0, u64::MAX),
+            Some(5)
+        );
+        let long = format!("{}\n---\nbody\n", "x".repeat(600));
+        assert_eq!(excerpt_len(long.as_bytes(), false, true, 0, u64::MAX), None);
     }
 }

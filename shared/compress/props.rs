@@ -72,6 +72,9 @@ fn chunk() -> impl Strategy<Value = String> {
         "[a-zé漢 ]{100,300}",
         Just("- list item".to_string()),
         Just("<!-- an ordinary comment -->".to_string()),
+        // A rule, or the underline of a setext heading after a text line.
+        Just("---".to_string()),
+        Just("=====".to_string()),
     ];
     let heading = (
         1usize..=7,
@@ -86,6 +89,18 @@ fn chunk() -> impl Strategy<Value = String> {
         ],
     )
         .prop_map(|(n, t)| format!("{} {t}", "#".repeat(n)));
+    let setext = (
+        prop_oneof![
+            Just("Title"),
+            Just("TL;DR"),
+            Just("Decisions"),
+            Just("Notes"),
+            Just("#tag line"),
+        ],
+        prop_oneof![Just("==="), Just("-----"), Just("--- ")],
+    )
+        .prop_map(|(t, u)| format!("{t}\n{u}"));
+    let heading = prop_oneof![3 => heading, 1 => setext];
     let fence = (
         prop_oneof![
             Just("```"),
@@ -184,8 +199,73 @@ proptest! {
     ))]
 
     #[test]
-    fn round_trip_idempotent_and_protected(doc in document(), settings in settings()) {
+    fn round_trip_idempotent_and_protected(
+        doc in prop_oneof![3 => document(), 1 => nested_document()],
+        settings in settings(),
+    ) {
         check(&doc, settings);
+    }
+}
+
+/// Documents whose size is not monotone in the threshold: sections with
+/// many subsections between the floor and the threshold, so a lower
+/// threshold leaves an excerpt per subsection where a higher one left one
+/// per section.
+fn nested_document() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::collection::vec((1usize..6, 200usize..2500), 1..6),
+        0usize..3000,
+    )
+        .prop_map(|(sections, tail)| {
+            let mut doc = String::from("# Guide\n");
+            for (i, (subsections, size)) in sections.into_iter().enumerate() {
+                doc.push_str(&format!("## Part {i}\n"));
+                for j in 0..subsections {
+                    doc.push_str(&format!("### Item {i}.{j}\n"));
+                    let line = format!("text of item {i}.{j}, some words\n");
+                    doc.push_str(&line.repeat(size / line.len() + 1));
+                }
+            }
+            doc.push_str(&"a closing paragraph line\n".repeat(tail / 25));
+            doc.into_bytes()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(100)
+    ))]
+
+    /// With a budget the output is the first of the ladder's outputs that
+    /// fits (tried in order), else the smallest found, and never larger
+    /// than without a budget. The oracle compresses at each threshold of
+    /// the ladder without a budget.
+    #[test]
+    fn a_budget_never_makes_the_output_larger(
+        doc in prop_oneof![document(), nested_document()],
+        threshold in prop_oneof![Just(1024u64), Just(2048), Just(4096)],
+        excerpt in prop_oneof![Just(Excerpt::Bytes(100)), Just(Excerpt::Bytes(400)), Just(Excerpt::Lines(2))],
+        budget in 0u64..40_000,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        let plain = Settings { threshold, excerpt, budget: None };
+        let with_budget = Settings { budget: Some(budget), ..plain };
+        let out = run_compress(&doc, with_budget, &state);
+        let unbudgeted = run_compress(&doc, plain, &state);
+        prop_assert!(out.len() <= unbudgeted.len(), "{} > {}", out.len(), unbudgeted.len());
+        let floor = with_budget.floor().min(threshold);
+        let ladder: Vec<Vec<u8>> = budget::ladder(threshold, floor)
+            .into_iter()
+            .map(|t| run_compress(&doc, Settings { threshold: t, ..plain }, &state))
+            .collect();
+        match ladder.iter().find(|o| o.len() as u64 <= budget) {
+            Some(first) => prop_assert!(&out == first, "not the first output that fits"),
+            None => {
+                let least = ladder.iter().map(Vec::len).min().unwrap();
+                prop_assert!(out.len() <= least, "{} > the smallest found, {least}", out.len());
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -48,6 +48,41 @@ enum Segment {
     File { found: usize, start: u64, end: u64 },
 }
 
+/// What to do with a marker whose file is missing or altered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// Fail the whole restore, writing nothing ([`RESTORE_FAILED`]).
+    Fail,
+    /// Restore everything else and keep that marker line as it is
+    /// (`--restore --partial`).
+    Keep,
+}
+
+/// What a restore did.
+#[derive(Debug, Default)]
+pub struct Restored {
+    /// Markers put back.
+    pub restored: usize,
+    /// One line for each marker kept (with [`Missing::Keep`]): its line,
+    /// hash and what was wrong.
+    pub kept: Vec<String>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl Restored {
+    /// The one summary line (`--stats`), without a newline.
+    pub fn line(&self) -> String {
+        format!(
+            "jkz-compress: {} section(s) restored, {} kept as markers, {} -> {} bytes",
+            self.restored,
+            self.kept.len(),
+            self.bytes_in,
+            self.bytes_out
+        )
+    }
+}
+
 /// Restores `src` to `out`. Errors: `io_code` for reading and writing,
 /// [`RESTORE_FAILED`] for a marker whose file is missing or altered.
 pub fn restore(
@@ -55,41 +90,87 @@ pub fn restore(
     state: &StateDir,
     out: &mut impl Write,
     io_code: u8,
-) -> Result<(), Failure> {
+) -> Result<Restored, Failure> {
+    restore_with(src, state, out, io_code, Missing::Fail)
+}
+
+/// [`restore`], choosing what a missing or altered file does.
+///
+/// Every marker is checked against the file it names, every time: the
+/// content of a file is hashed once however many markers name it, but each
+/// marker's own `bytes=` must be that file's size.
+pub fn restore_with(
+    src: &Source,
+    state: &StateDir,
+    out: &mut impl Write,
+    io_code: u8,
+    missing: Missing,
+) -> Result<Restored, Failure> {
     let read_err = |e| Failure::io(io_code, format!("reading {}", src.name()), e);
     let markers = find_markers(src).map_err(read_err)?;
     let store = state.join(OFFLOAD_DIR);
-    let mut verified: HashMap<String, (PathBuf, Option<u8>)> = HashMap::new();
+    let mut hashed: HashMap<(String, String), Verified> = HashMap::new();
     let mut found = Vec::with_capacity(markers.len());
+    let mut restored = Restored {
+        bytes_in: src.len(),
+        ..Restored::default()
+    };
+    // A marker that cannot be restored: an error, or a note and kept.
+    let refuse = |what: String, kept: &mut Vec<String>| match missing {
+        Missing::Fail => Err(Failure::new(
+            RESTORE_FAILED,
+            format!("{what}; nothing was written"),
+        )),
+        Missing::Keep => {
+            kept.push(format!("{what}; the marker was kept"));
+            Ok(())
+        }
+    };
     for (start, end, line, marker) in markers {
-        let (file, last) = match verified.get(&marker.sha256) {
-            Some(v) => v.clone(),
-            None => {
-                let v = verify(&marker, line, &store.join(format!("{}.md", marker.sha256)))?;
-                verified.insert(marker.sha256.clone(), v.clone());
-                v
+        let key = (marker.sha256.clone(), marker.path.clone());
+        let verified = match hashed.get(&key) {
+            Some(v) => Ok(v.clone()),
+            None => verify(&marker, line, &store.join(format!("{}.md", marker.sha256))),
+        };
+        let verified = match verified {
+            Ok(v) => v,
+            Err(what) => {
+                refuse(what, &mut restored.kept)?;
+                continue;
             }
         };
-        let newline_added = marker.excerpt > 0 && {
-            let mut b = [0u8];
-            crate::state_dir::open_state_file(&file)
-                .and_then(|f| f.read_exact_at(&mut b, marker.excerpt - 1))
-                .map_err(|e| {
-                    Failure::io(RESTORE_FAILED, format!("reading {}", file.display()), e)
-                })?;
-            b[0] != b'\n'
+        hashed.insert(key, verified.clone());
+        let what = || format!("marker on line {line} (sha256={})", marker.sha256);
+        if verified.len != marker.bytes {
+            let reason = format!(
+                "{}: {} has {} bytes (the right content for this hash), the marker says {}",
+                what(),
+                verified.path.display(),
+                verified.len,
+                marker.bytes
+            );
+            refuse(reason, &mut restored.kept)?;
+            continue;
+        }
+        let newline_added = match excerpt_ends_inside_a_line(&verified.path, marker.excerpt) {
+            Ok(added) => added,
+            Err(e) => {
+                let reason = format!("{}: reading {}: {e}", what(), verified.path.display());
+                refuse(reason, &mut restored.kept)?;
+                continue;
+            }
         };
         found.push(Found {
             start,
             end,
             line,
             marker,
-            file,
-            last,
+            file: verified.path,
+            last: verified.last,
             newline_added,
         });
     }
-    let segments = segments(src, &found).map_err(|e| match e {
+    let segments = segments(src, &found, missing, &mut restored.kept).map_err(|e| match e {
         Broken::Io(e) => read_err(e),
         Broken::Marker(f) => f,
     })?;
@@ -97,7 +178,8 @@ pub fn restore(
     for segment in segments {
         let (copied, what) = match segment {
             Segment::Input { start, end } => (
-                src.for_each_chunk(start, end, &mut buf, |c| out.write_all(c)),
+                src.for_each_chunk(start, end, &mut buf, |c| out.write_all(c))
+                    .map(|()| end - start),
                 src.name().to_string(),
             ),
             Segment::File {
@@ -107,13 +189,27 @@ pub fn restore(
             } => {
                 let path = &found[i].file;
                 let copied = crate::state_dir::open_state_file(path)
-                    .and_then(|f| for_each_chunk(&f, start, end, &mut buf, |c| out.write_all(c)));
+                    .and_then(|f| for_each_chunk(&f, start, end, &mut buf, |c| out.write_all(c)))
+                    .map(|()| end - start);
+                restored.restored += 1;
                 (copied, path.display().to_string())
             }
         };
-        copied.map_err(|e| Failure::io(io_code, format!("copying {what} to the output"), e))?;
+        restored.bytes_out +=
+            copied.map_err(|e| Failure::io(io_code, format!("copying {what} to the output"), e))?;
     }
-    Ok(())
+    Ok(restored)
+}
+
+/// Whether the excerpt before a marker ends inside a line, so compress
+/// wrote a newline after it: the last inline byte of the file's content.
+fn excerpt_ends_inside_a_line(file: &Path, excerpt: u64) -> io::Result<bool> {
+    if excerpt == 0 {
+        return Ok(false);
+    }
+    let mut b = [0u8];
+    crate::state_dir::open_state_file(file)?.read_exact_at(&mut b, excerpt - 1)?;
+    Ok(b[0] != b'\n')
 }
 
 /// Every marker line in the input: start, end, line number, marker.
@@ -149,13 +245,18 @@ pub(super) fn find_markers(src: &Source) -> io::Result<Vec<(u64, u64, u64, Marke
     Ok(found)
 }
 
-/// Finds and checks a marker's file: the state directory's copy first, then
-/// the marker's `path=`. Returns the file and its last byte.
-fn verify(
-    marker: &Marker,
-    line: u64,
-    in_store: &std::path::Path,
-) -> Result<(PathBuf, Option<u8>), Failure> {
+/// A marker's file, found and hashed: it holds the content its name says.
+#[derive(Clone, Debug)]
+struct Verified {
+    path: PathBuf,
+    len: u64,
+    last: Option<u8>,
+}
+
+/// Finds a marker's file (the state directory's copy first, then the
+/// marker's `path=`) and checks that its content hashes to the marker's
+/// sha256. The error is the reason, naming the marker.
+fn verify(marker: &Marker, line: u64, in_store: &Path) -> Result<Verified, String> {
     let named = PathBuf::from(&marker.path);
     let what = || format!("marker on line {line} (sha256={})", marker.sha256);
     let candidates = if named == in_store {
@@ -169,22 +270,13 @@ fn verify(
             .map(|f| (p.clone(), f))
     }) else {
         let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-        return Err(Failure::new(
-            RESTORE_FAILED,
-            format!(
-                "{}: offload file not found (looked for {}); nothing was written",
-                what(),
-                tried.join(" and ")
-            ),
+        return Err(format!(
+            "{}: offload file not found (looked for {})",
+            what(),
+            tried.join(" and ")
         ));
     };
-    let io_err = |e| {
-        Failure::io(
-            RESTORE_FAILED,
-            format!("{}: reading {}", what(), path.display()),
-            e,
-        )
-    };
+    let io_err = |e: io::Error| format!("{}: reading {}: {e}", what(), path.display());
     let len = file.metadata().map_err(io_err)?.len();
     let mut hasher = Sha256::new();
     let mut last = None;
@@ -196,20 +288,17 @@ fn verify(
     })
     .map_err(io_err)?;
     let actual = format!("{:x}", hasher.finalize());
-    if len != marker.bytes || actual != marker.sha256 {
-        return Err(Failure::new(
-            RESTORE_FAILED,
-            format!(
-                "{}: {} was altered ({} bytes, sha256={}; the marker says {} bytes); nothing was written",
-                what(),
-                path.display(),
-                len,
-                actual,
-                marker.bytes
-            ),
+    if actual != marker.sha256 {
+        return Err(format!(
+            "{}: {} was altered ({} bytes, sha256={}; the marker says {} bytes)",
+            what(),
+            path.display(),
+            len,
+            actual,
+            marker.bytes
         ));
     }
-    Ok((path, last))
+    Ok(Verified { path, len, last })
 }
 
 enum Broken {
@@ -220,7 +309,12 @@ enum Broken {
 /// The output as input stretches and file stretches. A newline written
 /// after an excerpt that ended inside a line is dropped again here: it is
 /// the last byte before its marker line.
-fn segments(src: &Source, found: &[Found]) -> Result<Vec<Segment>, Broken> {
+fn segments(
+    src: &Source,
+    found: &[Found],
+    missing: Missing,
+    kept: &mut Vec<String>,
+) -> Result<Vec<Segment>, Broken> {
     let mut segments = Vec::with_capacity(2 * found.len() + 1);
     let mut at = 0;
     for (i, f) in found.iter().enumerate() {
@@ -229,16 +323,29 @@ fn segments(src: &Source, found: &[Found]) -> Result<Vec<Segment>, Broken> {
             end: f.start,
         });
         if f.newline_added {
-            drop_newline(src, found, &mut segments).map_err(|e| match e {
-                Some(e) => Broken::Io(e),
-                None => Broken::Marker(Failure::new(
-                    RESTORE_FAILED,
-                    format!(
-                        "marker on line {} (sha256={}): the line before it is not the end of its excerpt; nothing was written",
+            match drop_newline(src, found, &mut segments) {
+                Ok(()) => {}
+                Err(Some(e)) => return Err(Broken::Io(e)),
+                Err(None) => {
+                    let what = format!(
+                        "marker on line {} (sha256={}): the line before it is not the end of its excerpt",
                         f.line, f.marker.sha256
-                    ),
-                )),
-            })?;
+                    );
+                    if missing == Missing::Fail {
+                        return Err(Broken::Marker(Failure::new(
+                            RESTORE_FAILED,
+                            format!("{what}; nothing was written"),
+                        )));
+                    }
+                    kept.push(format!("{what}; the marker was kept"));
+                    segments.push(Segment::Input {
+                        start: f.start,
+                        end: f.end,
+                    });
+                    at = f.end;
+                    continue;
+                }
+            }
         }
         segments.push(Segment::File {
             found: i,

@@ -62,6 +62,16 @@ impl Source {
         })
     }
 
+    /// A temp file holding `len` bytes (an intermediate document), named
+    /// in messages as `name`.
+    pub fn from_temp(file: File, len: u64, name: &str) -> Source {
+        Source {
+            file,
+            len,
+            name: name.to_string(),
+        }
+    }
+
     pub fn len(&self) -> u64 {
         self.len
     }

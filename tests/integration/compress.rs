@@ -386,7 +386,436 @@ fn help_documents_every_flag_and_exit_code() {
         "16384",
         "Exit codes",
         "5  --restore",
+        "--partial",
+        "--stats",
+        "6  --restore --partial",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}\n{help}");
+    }
+}
+
+/// The same command with `--state-dir st`, run in `dir`.
+fn compress_in(dir: &Dir, args: &[&str]) -> crate::util::Cmd {
+    dir.cmd("jkz-compress")
+        .args(["--state-dir", "st"])
+        .args(args)
+}
+
+const NOT_MONOTONE: &str = include_str!("fixtures/budget-not-monotone.md");
+
+/// The fixture: three sections of eight subsections of ~5 KB, between the
+/// floor (4 KiB) and the default threshold (16 KiB). At the default each
+/// section goes whole behind one excerpt; at the floor every subsection
+/// leaves an excerpt of its own, an output eight times larger. A budget
+/// neither can meet used to keep the floor's output.
+#[test]
+fn budget_never_makes_the_output_larger_than_no_budget() {
+    let dir = Dir::new();
+    dir.write("doc.md", NOT_MONOTONE);
+    let plain = compress_in(&dir, &["doc.md"]).run().success();
+    let at_floor = compress_in(&dir, &["--threshold", "4096", "doc.md"])
+        .run()
+        .success();
+    assert!(
+        at_floor.stdout().len() > 4 * plain.stdout().len(),
+        "the fixture is not monotone in the threshold: {} at the floor, {} at the default",
+        at_floor.stdout().len(),
+        plain.stdout().len()
+    );
+    for budget in ["10", "5000", "6000"] {
+        let run = compress_in(&dir, &["--budget", budget, "doc.md"])
+            .run()
+            .success();
+        assert_eq!(
+            run.stdout(),
+            plain.stdout(),
+            "--budget {budget}\n{}",
+            run.report()
+        );
+        assert!(
+            run.stderr_str().contains("cannot fit the budget"),
+            "{}",
+            run.report()
+        );
+        let again = compress_in(&dir, &["--budget", budget])
+            .stdin(run.stdout())
+            .run()
+            .success();
+        assert_eq!(
+            again.stdout(),
+            run.stdout(),
+            "idempotent with --budget {budget}"
+        );
+    }
+    // A budget that the default misses but a lower threshold meets.
+    let roomy = plain.stdout().len() + 40_000;
+    let run = compress_in(&dir, &["--budget", &roomy.to_string(), "doc.md"])
+        .run()
+        .success();
+    assert_eq!(
+        run.stdout(),
+        plain.stdout(),
+        "the default fits: nothing to search"
+    );
+    let tight = (plain.stdout().len() - 1).to_string();
+    let run = compress_in(&dir, &["--budget", &tight, "doc.md"])
+        .run()
+        .success();
+    assert!(
+        run.stdout().len() <= plain.stdout().len(),
+        "{}",
+        run.report()
+    );
+    let back = compress_in(&dir, &["--restore"])
+        .stdin(run.stdout())
+        .run()
+        .success();
+    assert_eq!(back.stdout(), NOT_MONOTONE.as_bytes());
+}
+
+/// Sets a file's access and modification times `days` days back.
+fn age(path: &Path, days: u64) {
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_times(
+        std::fs::FileTimes::new()
+            .set_accessed(then)
+            .set_modified(then),
+    )
+    .unwrap();
+}
+
+/// A compress that finds its offload file already there used to leave it
+/// untouched, so its times stayed old and `jkz gc` removed it as idle: the
+/// document just compressed could no longer be restored.
+#[test]
+fn gc_keeps_an_offload_file_that_a_compress_just_reused() {
+    let dir = Dir::new();
+    let (sha, _) = compressed_in(&dir);
+    let file = dir.join(format!("st/context-offload/{sha}.md"));
+    age(&file, 30);
+    let again = compress_in(&dir, &["doc.md"]).run().success();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    assert!(
+        modified.elapsed().unwrap() < std::time::Duration::from_secs(3600),
+        "the reused file was not touched"
+    );
+    dir.cmd("jkz")
+        .args(["gc", "--state-dir", "st"])
+        .run()
+        .success();
+    assert!(file.exists(), "gc removed a file a compress had just used");
+    let back = compress_in(&dir, &["--restore"])
+        .stdin(again.stdout())
+        .run()
+        .success();
+    assert_eq!(back.stdout(), large_doc(3000).as_bytes());
+}
+
+/// With every offload file present, a second run writes no file at all:
+/// under a file-size limit of 0 blocks (any write to a file fails), it
+/// still succeeds, and says so with --stats.
+#[test]
+fn a_second_run_writes_no_file() {
+    let dir = Dir::new();
+    dir.write("doc.md", NOT_MONOTONE);
+    let first = compress_in(&dir, &["--stats", "--threshold", "4096", "doc.md"])
+        .run()
+        .success();
+    let err = first.stderr_str();
+    assert!(
+        err.contains("24 section(s) offloaded")
+            && err.contains("24 file(s) written, 0 already present"),
+        "{}",
+        first.report()
+    );
+    let inodes = |dir: &Dir| -> Vec<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let mut v: Vec<u64> = std::fs::read_dir(dir.join("st/context-offload"))
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().ino())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = inodes(&dir);
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 0; exec {} --stats --state-dir st --threshold 4096 doc.md",
+        crate::util::bin("jkz-compress").display()
+    );
+    let second = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env_remove("JKZ_STATE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{err}");
+    assert_eq!(second.stdout, first.stdout());
+    assert!(
+        err.contains("0 file(s) written, 24 already present"),
+        "{err}"
+    );
+    assert_eq!(inodes(&dir), before, "files were replaced");
+}
+
+/// A second marker with the same sha256 skipped the size check: with
+/// `bytes=99999999 excerpt=0` 86 KB went to stdout before exit 1, with
+/// `bytes=10` the section was silently cut to 10 bytes (exit 0).
+#[test]
+fn restore_checks_a_repeated_marker_against_its_file() {
+    let dir = Dir::new();
+    let (_, out) = compressed_in(&dir);
+    let text = String::from_utf8(out).unwrap();
+    let marker = text.lines().find(|l| l.starts_with(MARKER)).unwrap();
+    let bytes = marker
+        .split(" bytes=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let excerpt = marker
+        .split(" excerpt=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    for lie in ["99999999", "10"] {
+        let forged = marker
+            .replace(&format!(" bytes={bytes} "), &format!(" bytes={lie} "))
+            .replace(&format!(" excerpt={excerpt} "), " excerpt=0 ");
+        let doc = format!("{text}{forged}\n");
+        let run = compress_in(&dir, &["--restore"])
+            .stdin(&doc)
+            .run()
+            .expect_code(5);
+        assert!(run.stdout().is_empty(), "{}", run.report());
+        assert!(
+            run.stderr_str().contains(&format!("the marker says {lie}")),
+            "{}",
+            run.report()
+        );
+        // --partial restores the honest marker and keeps the forged one.
+        let partial = compress_in(&dir, &["--restore", "--partial"])
+            .stdin(&doc)
+            .run()
+            .expect_code(6);
+        let expected = format!("{}{forged}\n", large_doc(3000));
+        assert_eq!(partial.stdout_str(), expected, "{}", partial.report());
+    }
+}
+
+/// An offload file removed (say by `jkz gc`, when only a document outside
+/// `state/` used it) made the whole restore fail with an empty stdout.
+/// `--partial` restores the rest, keeps that marker and names it.
+#[test]
+fn restore_partial_keeps_the_marker_of_a_missing_file() {
+    let dir = Dir::new();
+    dir.write("doc.md", NOT_MONOTONE);
+    let once = compress_in(&dir, &["--threshold", "4096", "doc.md"])
+        .run()
+        .success();
+    let found = markers(once.stdout());
+    assert_eq!(found.len(), 24);
+    let gone = sha_of(&found[5]);
+    let path = dir.join(format!("st/context-offload/{gone}.md"));
+    let content = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let strict = compress_in(&dir, &["--restore"])
+        .stdin(once.stdout())
+        .run()
+        .expect_code(5);
+    assert!(strict.stdout().is_empty());
+    let partial = compress_in(&dir, &["--restore", "--partial", "--stats"])
+        .stdin(once.stdout())
+        .run()
+        .expect_code(6);
+    let err = partial.stderr_str();
+    assert!(
+        err.contains(&gone) && err.contains("not found") && err.contains("the marker was kept"),
+        "{}",
+        partial.report()
+    );
+    assert!(
+        err.contains("23 section(s) restored, 1 kept as markers"),
+        "{err}"
+    );
+    assert_eq!(markers(partial.stdout()), vec![found[5].clone()]);
+    // Only that section is short of the original, by what its file held.
+    let excerpt: usize = found[5]
+        .split(" excerpt=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        partial.stdout().len(),
+        NOT_MONOTONE.len() - content.len() + excerpt + found[5].len() + 1
+    );
+    // With the file back, the partial output restores whole.
+    std::fs::write(&path, &content).unwrap();
+    let whole = compress_in(&dir, &["--restore"])
+        .stdin(partial.stdout())
+        .run()
+        .success();
+    assert_eq!(whole.stdout(), NOT_MONOTONE.as_bytes());
+}
+
+#[test]
+fn stats_line_only_when_asked_or_on_a_terminal() {
+    let dir = Dir::new();
+    dir.write("doc.md", large_doc(3000));
+    let quiet = compress_in(&dir, &["doc.md"]).run().success();
+    assert!(quiet.stderr_str().is_empty(), "{}", quiet.report());
+    let size = large_doc(3000).len();
+    let stats = compress_in(&dir, &["--stats", "doc.md"]).run().success();
+    assert_eq!(
+        stats.stderr_str(),
+        format!(
+            "jkz-compress: 1 section(s) offloaded, {size} -> {} bytes ({:.1}%); 0 file(s) written, 1 already present\n",
+            stats.stdout().len(),
+            stats.stdout().len() as f64 * 100.0 / size as f64
+        )
+    );
+    // stderr on a terminal (script(1) gives the command one).
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("note: no script(1); the terminal case is not checked");
+        return;
+    }
+    let shown = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} --state-dir st doc.md > out.md",
+            crate::util::bin("jkz-compress").display()
+        ))
+        .arg("/dev/null")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("1 section(s) offloaded"), "{text}");
+}
+
+/// Release notes: a `## TL;DR` with a nested `### Details`, then one setext
+/// section per release (`v1.2.0` underlined with `-`), each with a few
+/// subsections.
+fn release_notes(releases: usize) -> String {
+    let mut s = String::from(
+        "Release notes\n=============\n\n## TL;DR\n\nUpgrade to 3.0: the config format changed.\n\n### Details\n\n",
+    );
+    for i in 0..600 {
+        s.push_str(&format!(
+            "detail {i}: a key that moved, and where it went now\n"
+        ));
+    }
+    for r in (0..releases).rev() {
+        s.push_str(&format!("\nv1.{r}.0\n------\n\n"));
+        for part in ["Added", "Fixed"] {
+            s.push_str(&format!("### {part}\n\n"));
+            for i in 0..250 {
+                s.push_str(&format!(
+                    "- 1.{r}.0 {part} item {i}: what changed for users\n"
+                ));
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// The protected `## TL;DR` section ran to the next heading of its level,
+/// and setext headings were text, so it held every release after it: a
+/// release-notes document was kept verbatim (894 KB in the reported case).
+/// Now its nested `### Details` and each setext release are sections like
+/// any other; the TL;DR itself stays.
+#[test]
+fn release_notes_under_a_tldr_compress_like_any_other_document() {
+    let dir = Dir::new();
+    let doc = release_notes(36);
+    assert!(doc.len() > 800_000, "{}", doc.len());
+    dir.write("notes.md", &doc);
+    let once = compress_in(&dir, &["notes.md"]).run().success();
+    let out = once.stdout_str();
+    assert!(
+        out.len() * 10 < doc.len(),
+        "{} of {} bytes kept",
+        out.len(),
+        doc.len()
+    );
+    assert!(out.starts_with(
+        "Release notes\n=============\n\n## TL;DR\n\nUpgrade to 3.0: the config format changed.\n\n### Details\n"
+    ), "{}", once.report());
+    for r in 0..36 {
+        assert!(
+            out.contains(&format!("\nv1.{r}.0\n------\n")),
+            "release {r}'s heading lost"
+        );
+    }
+    assert!(markers(once.stdout()).len() > 36, "{}", once.report());
+    let twice = compress_in(&dir, &[]).stdin(once.stdout()).run().success();
+    assert_eq!(twice.stdout(), once.stdout(), "idempotent");
+    let back = compress_in(&dir, &["--restore"])
+        .stdin(once.stdout())
+        .run()
+        .success();
+    assert!(back.stdout() == doc.as_bytes(), "restore(compress(x)) != x");
+}
+
+/// Markers written before setext headings were headings: an excerpt could
+/// keep a setext heading's text line and offload its underline. Such a
+/// document still restores byte for byte, and compressing it (twice)
+/// changes nothing it should not.
+#[test]
+fn markers_made_before_setext_headings_still_restore_and_compress_idempotently() {
+    use sha2::{Digest, Sha256};
+    let dir = Dir::new();
+    let store = dir.join("st/context-offload");
+    std::fs::create_dir_all(&store).unwrap();
+    let mut section = String::from("# Notes\nv1.0\n----\n");
+    for i in 0..2000 {
+        section.push_str(&format!("line {i} of the old release notes\n"));
+    }
+    // The text line kept, its underline offloaded; then both kept.
+    for excerpt in [
+        "# Notes\nv1.0\n".len(),
+        "# Notes\nv1.0\n----\nline 0 of the old release notes\n".len(),
+    ] {
+        let sha = format!("{:x}", Sha256::digest(section.as_bytes()));
+        let path = store.join(format!("{sha}.md"));
+        std::fs::write(&path, &section).unwrap();
+        let old = format!(
+            "{}<!-- jkz:offload sha256={sha} bytes={} lines=2002 excerpt={excerpt} path={} -->\n",
+            &section[..excerpt],
+            section.len(),
+            path.display()
+        );
+        let back = compress_in(&dir, &["--restore"])
+            .stdin(&old)
+            .run()
+            .success();
+        assert_eq!(back.stdout_str(), section, "excerpt {excerpt}");
+        let once = compress_in(&dir, &[]).stdin(&old).run().success();
+        let twice = compress_in(&dir, &[]).stdin(once.stdout()).run().success();
+        assert_eq!(
+            twice.stdout(),
+            once.stdout(),
+            "excerpt {excerpt}: idempotent"
+        );
+        let back = compress_in(&dir, &["--restore"])
+            .stdin(once.stdout())
+            .run()
+            .success();
+        assert_eq!(
+            back.stdout_str(),
+            section,
+            "excerpt {excerpt}: restore after compress"
+        );
     }
 }
