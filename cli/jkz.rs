@@ -3,7 +3,7 @@
 //! module; this file only wires them to clap.
 //!
 //! Exit codes: `jkz state`: see `jkz::state_cmd`. `install`, `uninstall`,
-//! `doctor`, `gc`:
+//! `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
 //! |---|---|
@@ -49,6 +49,8 @@ enum Command {
     Doctor(DoctorArgs),
     /// Apply retention to the state directory and report what it freed.
     Gc(GcArgs),
+    /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
+    Stats(jkz::tool_output::stats::StatsArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +75,10 @@ fn main() -> ExitCode {
             jkz::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
         ),
         Command::Gc(args) => jkz::cli::exit("jkz gc", jkz::gc::gc(&args, &state, &mut buffered())),
+        Command::Stats(args) => jkz::cli::exit(
+            "jkz stats",
+            jkz::tool_output::stats::stats(&args, &state, &mut buffered()),
+        ),
     }
 }
 

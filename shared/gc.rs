@@ -7,6 +7,7 @@
 //! | `session-snapshots/<id>.json` | not written for 30 days (an orphan: its chat is over), except the newest snapshot |
 //! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
+//! | `tool-output.jsonl`, `tool-output.1.jsonl` | never: the savings ledger's writer bounds it (rotated at 8 MiB, two files at most; see `tool_output::ledger`) |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a

@@ -24,4 +24,5 @@ pub mod session_snapshot;
 pub mod setup;
 pub mod state_cmd;
 pub mod state_dir;
+pub mod tool_output;
 pub mod truncate;

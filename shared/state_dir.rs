@@ -33,8 +33,8 @@ use std::path::{Component, Path, PathBuf};
 
 pub mod read;
 pub use read::{
-    check_listed_dir, open_state_file, read_state_file, read_state_file_into, read_user_file,
-    read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
+    check_listed_dir, open_state_file, open_user_file, read_state_file, read_state_file_into,
+    read_user_file, read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
 };
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a

@@ -6,13 +6,13 @@
 //! "command": "…"}]}], …}}`. jkz registers one matcher group of its own per
 //! entry in [`REGISTRATIONS`]; other groups, other hooks in them and every
 //! other key are never touched. A hook is jkz's when the program of its
-//! command (first word, quotes removed) is named `jkz-pre-compact` or
-//! `jkz-session-start`: that survives a reinstall to another prefix.
+//! command (first word, quotes removed) is named `jkz-pre-compact`,
+//! `jkz-session-start` or `jkz-post-tool-use`: that survives a reinstall to another prefix.
 
 use serde_json::{Map, Value};
 
 /// The hook programs jkz registers.
-pub const HOOK_PROGRAMS: [&str; 2] = ["jkz-pre-compact", "jkz-session-start"];
+pub const HOOK_PROGRAMS: [&str; 3] = ["jkz-pre-compact", "jkz-session-start", "jkz-post-tool-use"];
 
 /// One registration: Claude Code event, matcher, hook program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +23,9 @@ pub struct Registration {
 }
 
 /// What `jkz install` registers: PreCompact for every trigger (manual and
-/// auto), SessionStart after a compaction and on resume.
-pub const REGISTRATIONS: [Registration; 3] = [
+/// auto), SessionStart after a compaction and on resume, PostToolUse for
+/// the tools whose output can be large (Bash, Read, Grep, every MCP tool).
+pub const REGISTRATIONS: [Registration; 4] = [
     Registration {
         event: "PreCompact",
         matcher: "",
@@ -39,6 +40,11 @@ pub const REGISTRATIONS: [Registration; 3] = [
         event: "SessionStart",
         matcher: "resume",
         program: "jkz-session-start",
+    },
+    Registration {
+        event: "PostToolUse",
+        matcher: "Bash|Read|Grep|mcp__.*",
+        program: "jkz-post-tool-use",
     },
 ];
 
@@ -389,7 +395,11 @@ mod tests {
             original["hooks"]["PreCompact"][0]
         );
         assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 2);
-        assert_eq!(s["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
+        assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            s["hooks"]["PostToolUse"][0],
+            original["hooks"]["PostToolUse"][0]
+        );
         for reg in REGISTRATIONS {
             assert_eq!(
                 registered_commands(&s, reg.event, reg.matcher, reg.program),

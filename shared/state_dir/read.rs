@@ -77,6 +77,23 @@ pub fn open_state_file(path: &Path) -> io::Result<File> {
     open_regular(path, Links::Refuse).map(|(file, _)| file)
 }
 
+/// Opens a file outside `state/` for reading (a tool's output the client
+/// saved): links followed, but only a regular file, never blocking.
+/// Nothing is reported on stderr: the caller says what the file was for.
+pub fn open_user_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device, socket or directory)",
+        ));
+    }
+    Ok(file)
+}
+
 /// [`open_state_file`], also returning the file's size.
 fn open_regular(path: &Path, links: Links) -> io::Result<(File, u64)> {
     let refused = |e: io::Error| {

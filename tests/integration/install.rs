@@ -70,7 +70,10 @@ fn install_merges_with_other_tools_is_idempotent_and_uninstall_restores_bytes() 
     // Other tools' entries are all still there, unchanged, first.
     assert_eq!(s["permissions"], original["permissions"]);
     assert_eq!(s["env"], original["env"]);
-    assert_eq!(s["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
+    assert_eq!(
+        s["hooks"]["PostToolUse"][0],
+        original["hooks"]["PostToolUse"][0]
+    );
     assert_eq!(
         s["hooks"]["PreCompact"][0],
         original["hooks"]["PreCompact"][0]
@@ -91,6 +94,11 @@ fn install_merges_with_other_tools_is_idempotent_and_uninstall_restores_bytes() 
         ["other-tool start", &start]
     );
     assert_eq!(commands_of(&s, "SessionStart", "resume"), [start]);
+    assert_eq!(
+        commands_of(&s, "PostToolUse", "Bash|Read|Grep|mcp__.*"),
+        ["jkz-post-tool-use"]
+    );
+    assert_eq!(commands_of(&s, "PostToolUse", "Bash"), ["other-tool post"]);
     // Commands, state/ (0700) and .gitignore.
     let save_md = String::from_utf8(dir.read("project/.claude/commands/jkz/save.md")).unwrap();
     assert!(save_md.contains("jkz-session save") && save_md.contains("allowed-tools:"));
@@ -463,7 +471,13 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(out.status.success(), "{shown}");
-        for b in ["jkz", "jkz-pre-compact", "jkz-session-start", "jkz-session"] {
+        for b in [
+            "jkz",
+            "jkz-pre-compact",
+            "jkz-session-start",
+            "jkz-post-tool-use",
+            "jkz-session",
+        ] {
             assert!(prefix.join(b).is_file(), "{b} not installed\n{shown}");
         }
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -11,5 +11,6 @@ mod install;
 mod readers;
 mod session;
 mod state;
+mod tool_output;
 mod truncate;
 mod util;

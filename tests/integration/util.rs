@@ -17,6 +17,7 @@ pub fn bin(name: &str) -> PathBuf {
         "jkz-pre-compact" => env!("CARGO_BIN_EXE_jkz-pre-compact"),
         "jkz-session-start" => env!("CARGO_BIN_EXE_jkz-session-start"),
         "jkz-session" => env!("CARGO_BIN_EXE_jkz-session"),
+        "jkz-post-tool-use" => env!("CARGO_BIN_EXE_jkz-post-tool-use"),
         other => panic!("no binary named {other}"),
     };
     PathBuf::from(path)

@@ -17,6 +17,7 @@ pub mod model_server;
 mod compaction;
 mod plugin;
 mod session;
+mod tool_output;
 
 use std::fs::OpenOptions;
 use std::io::Read;

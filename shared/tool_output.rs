@@ -1,0 +1,380 @@
+//! `jkz-post-tool-use`: the truncation contract on every tool output that
+//! enters the model's window.
+//!
+//! Claude Code runs the PostToolUse hook after each tool call with the
+//! tool's result; a hook may hand back a replacement
+//! (`updatedToolOutput`, for MCP tools `updatedMCPToolOutput`). When the
+//! output is longer than the cap, jkz answers with what
+//! [`crate::truncate`] — the same engine as `jkz-truncate`, called, not
+//! copied — makes of the full output: the head, every protected block that
+//! fits, the tail, one marker per gap naming the saved full output
+//! (`state/context-offload/`, when the project opted in). At or under the
+//! cap, the hook prints nothing and the result stands.
+//!
+//! - The full output comes from the client's persisted file when it saved
+//!   one (`persistedOutputPath`: Bash output over 30,000 characters, whose
+//!   `stdout` in the hook input is already cut), else from the hook input.
+//!   The file is streamed: memory is the engine's, whatever its size.
+//! - The head share comes from the call ([`roles`]).
+//! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for Bash
+//!   it is also kept under the client's own inline limit, less `stderr`,
+//!   so the answer is shown inline rather than persisted again.
+//! - Each guarded call appends one line to the savings ledger
+//!   ([`ledger`]), counted against what the client would have shown
+//!   ([`client`]); `jkz stats` sums it up ([`stats`]).
+//!
+//! Never hurts a tool call: bad input, an unreadable file, a deadline
+//! ([`DEADLINE`]) passed, any error at all: one line on stderr, nothing on
+//! stdout, exit 0, and the original result stands.
+
+pub mod client;
+pub mod ledger;
+pub mod response;
+pub mod roles;
+pub mod stats;
+
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::time::{Duration, Instant};
+
+use crate::hook::Warnings;
+use crate::hook_input::HookInput;
+use crate::state_dir::StateDir;
+use crate::truncate::{self, Settings};
+
+use self::client::{FullOutput, PREVIEW_BYTES};
+use self::ledger::Entry;
+use self::response::{Body, ToolOutput};
+
+/// The environment variable that sets the cap.
+pub const CAP_VARIABLE: &str = "JKZ_TOOL_OUTPUT_BYTES";
+
+/// The default cap, in bytes. Measured on the client: an answer of up to
+/// 30,000 characters is shown inline, a longer one is persisted again and
+/// previewed (2 KB of its head). 20,000 stays well under that with room for
+/// `stderr`, holds a few hundred lines of head and tail around the
+/// protected blocks, and is twice what the client keeps of a failing
+/// command (10,000 characters).
+pub const DEFAULT_CAP: u64 = 20_000;
+
+/// Below this many bytes for the body (after `stderr`), the hook leaves the
+/// output alone: there is no room to say anything useful.
+pub const MIN_BUDGET: u64 = 1_000;
+
+/// The largest hook input read: the client sends MCP results whole (it
+/// persists them only after the hook). Larger inputs are left alone.
+pub const MAX_INPUT: u64 = 32 * 1024 * 1024;
+
+/// The hook gives up (no answer, the original stands) when reading the
+/// full output takes longer than this, well before the client's own hook
+/// timeout (60 seconds unless the registration says otherwise).
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The cap: [`CAP_VARIABLE`] (its value `env`), else [`DEFAULT_CAP`]; 0
+/// turns the guard off. An invalid value gives `Err` with the default and
+/// a one-line warning naming the variable.
+pub fn resolve_cap(env: Option<&OsStr>) -> Result<u64, (u64, String)> {
+    let Some(value) = env.filter(|v| !v.is_empty()) else {
+        return Ok(DEFAULT_CAP);
+    };
+    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(cap) => Ok(cap),
+        None => Err((
+            DEFAULT_CAP,
+            format!(
+                "{CAP_VARIABLE}={:?} is not a byte count (a whole number, 0 to turn the guard off); using {DEFAULT_CAP}",
+                value.to_string_lossy()
+            ),
+        )),
+    }
+}
+
+/// The hook: reads the event from `stdin`, returns the answer to print
+/// (`None`: print nothing), and records the call in the ledger.
+pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
+    let started = Instant::now();
+    let input = match HookInput::read_bounded(stdin, MAX_INPUT) {
+        Ok(input) => input,
+        Err(e) => {
+            warnings.warn(format!("{e}; the tool's output stands"));
+            return None;
+        }
+    };
+    let cwd = input.cwd();
+    let output = match ToolOutput::from_input(input) {
+        Ok(Some(output)) => output,
+        Ok(None) => return None,
+        Err(e) => {
+            warnings.warn(e);
+            return None;
+        }
+    };
+    let cap = match resolve_cap(std::env::var_os(CAP_VARIABLE).as_deref()) {
+        Ok(cap) => cap,
+        Err((cap, warning)) => {
+            warnings.warn(warning);
+            cap
+        }
+    };
+    if cap == 0 {
+        return None;
+    }
+    let project = crate::hook::project_dir(cwd.clone());
+    let state = StateDir::resolve(None, cwd.as_deref());
+    let mut notes = Vec::new();
+    let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
+        .into_iter()
+        .chain(roles::built_in())
+        .collect();
+    let head_share = roles::head_share(&output.call, &rules);
+    let guarded = guard(&output, cap, head_share, &state, &mut notes);
+    for n in notes {
+        warnings.warn(n);
+    }
+    let guarded = match guarded {
+        Ok(Some(g)) => g,
+        Ok(None) => return None,
+        Err(e) => {
+            warnings.warn(format!("{e}; the tool's output stands"));
+            return None;
+        }
+    };
+    let answer = output.answer(guarded.text).to_string();
+    let entry = Entry {
+        ts: chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+        tool: output.tool.clone(),
+        call: ledger::short_call(&output.call),
+        full: guarded.full,
+        client: guarded.client,
+        jkz: guarded.jkz,
+        blocks: guarded.blocks,
+        ms: started.elapsed().as_millis() as u64,
+    };
+    if let Err(e) = ledger::append(&state, &entry) {
+        warnings.warn(format!(
+            "cannot append to {}: {e}",
+            state.join(ledger::LEDGER).display()
+        ));
+    }
+    Some(answer)
+}
+
+/// What the guard made of an output longer than its budget.
+#[derive(Debug)]
+pub struct Guarded {
+    /// The text the model sees instead of the body.
+    pub text: String,
+    /// Bytes of the full output (body and what is beside it).
+    pub full: u64,
+    /// Bytes the client would have shown.
+    pub client: u64,
+    /// Bytes jkz shows.
+    pub jkz: u64,
+    /// Protected blocks in `text`.
+    pub blocks: u64,
+}
+
+/// Truncates `output`'s body to its budget; `Ok(None)` when it fits.
+/// Warnings (a full output that could not be saved, bad rule lines) are
+/// added to `notes`.
+pub fn guard(
+    output: &ToolOutput,
+    cap: u64,
+    head_share: f64,
+    state: &StateDir,
+    notes: &mut Vec<String>,
+) -> Result<Option<Guarded>, String> {
+    let limit = output.kind.inline_limit().map_or(cap, |l| cap.min(l));
+    let budget = limit.saturating_sub(output.beside);
+    if budget < MIN_BUDGET {
+        return Ok(None);
+    }
+    match &output.body {
+        Body::Inline(text) => {
+            if text.len() as u64 <= budget {
+                return Ok(None);
+            }
+            let over_limit = output
+                .kind
+                .inline_limit()
+                .is_some_and(|l| text.chars().count() as u64 + output.beside > l);
+            let mut head = text.as_bytes();
+            head = &head[..head.len().min(PREVIEW_BYTES + 1)];
+            run_engine(
+                text.as_bytes(),
+                budget,
+                head_share,
+                state,
+                "the hook input",
+                None,
+                notes,
+            )
+            .map(|r| {
+                r.map(|(text, full, blocks)| {
+                    finish(output, text, full, blocks, over_limit, head, None)
+                })
+            })
+        }
+        Body::Persisted(path) => {
+            let file = crate::state_dir::open_user_file(path)
+                .map_err(|e| format!("cannot read the persisted output {}: {e}", path.display()))?;
+            let mut reader = Watched::new(file, DEADLINE);
+            let shown = path.display().to_string();
+            let result = run_engine(
+                &mut reader,
+                budget,
+                head_share,
+                state,
+                &shown,
+                Some(&shown),
+                notes,
+            )?;
+            let head = reader.head;
+            Ok(result.map(|(text, full, blocks)| {
+                finish(output, text, full, blocks, true, &head, Some(&shown))
+            }))
+        }
+    }
+}
+
+/// Fills in the counts of a guarded output.
+fn finish(
+    output: &ToolOutput,
+    text: String,
+    body_bytes: u64,
+    blocks: u64,
+    over_limit: bool,
+    head: &[u8],
+    path: Option<&str>,
+) -> Guarded {
+    let full = body_bytes + output.beside;
+    let client = client::shown_bytes(&FullOutput {
+        bytes: full,
+        over_limit,
+        head,
+        path,
+    });
+    let jkz = text.len() as u64 + output.beside;
+    Guarded {
+        text,
+        full,
+        client,
+        jkz,
+        blocks,
+    }
+}
+
+/// Runs the truncation engine on `input` within `budget`; `None` when it
+/// did not truncate. Returns the text, the input's length and the protected
+/// blocks in the text. When no full output could be saved under `state/`
+/// and the client has one (`client_copy`), a last line names it, within
+/// the budget.
+fn run_engine(
+    input: impl Read,
+    budget: u64,
+    head_share: f64,
+    state: &StateDir,
+    source: &str,
+    client_copy: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Option<(String, u64, u64)>, String> {
+    let note = client_copy.map(|p| format!("[jkz: the full output is the client's copy: {p}]\n"));
+    let reserve = note.as_ref().map_or(0, |n| n.len() as u64);
+    let settings = Settings {
+        cap: budget.saturating_sub(reserve).max(1),
+        head_share,
+        full_output: Some(state.clone()),
+    };
+    let mut out = Vec::with_capacity(budget as usize);
+    let mut engine_warnings = Vec::new();
+    let summary = truncate::truncate(input, &mut out, &settings, source, &mut engine_warnings)
+        .map_err(|f| f.message)?;
+    for line in String::from_utf8_lossy(&engine_warnings).lines() {
+        notes.push(line.to_string());
+    }
+    if !summary.truncated {
+        return Ok(None);
+    }
+    if summary.full_output.is_none() {
+        if let Some(note) = note {
+            if out.last().is_some_and(|&b| b != b'\n') {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(note.as_bytes());
+        }
+    }
+    let blocks = crate::blocks::find_blocks(&out).len() as u64;
+    let text = match String::from_utf8(out) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(Some((text, summary.input_bytes, blocks)))
+}
+
+/// A reader that keeps the first bytes read (the client's preview is made
+/// from them) and fails once its deadline has passed.
+struct Watched<R> {
+    inner: R,
+    deadline: Instant,
+    head: Vec<u8>,
+}
+
+impl<R> Watched<R> {
+    fn new(inner: R, within: Duration) -> Watched<R> {
+        Watched {
+            inner,
+            deadline: Instant::now() + within,
+            head: Vec::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for Watched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if Instant::now() > self.deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("gave up after {} s", DEADLINE.as_secs()),
+            ));
+        }
+        let n = self.inner.read(buf)?;
+        let want = (PREVIEW_BYTES + 1).saturating_sub(self.head.len()).min(n);
+        self.head.extend_from_slice(&buf[..want]);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_variable() {
+        assert_eq!(resolve_cap(None), Ok(DEFAULT_CAP));
+        assert_eq!(resolve_cap(Some(OsStr::new(""))), Ok(DEFAULT_CAP));
+        assert_eq!(resolve_cap(Some(OsStr::new(" 5000 "))), Ok(5000));
+        assert_eq!(resolve_cap(Some(OsStr::new("0"))), Ok(0));
+        let (cap, warning) = resolve_cap(Some(OsStr::new("20k"))).unwrap_err();
+        assert_eq!(cap, DEFAULT_CAP);
+        assert!(
+            warning.starts_with("JKZ_TOOL_OUTPUT_BYTES=\"20k\""),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn the_watched_reader_keeps_the_head_and_keeps_time() {
+        let data = vec![b'a'; 10_000];
+        let mut r = Watched::new(&data[..], Duration::from_secs(60));
+        let mut sink = Vec::new();
+        r.read_to_end(&mut sink).unwrap();
+        assert_eq!(r.head.len(), PREVIEW_BYTES + 1);
+        assert_eq!(sink, data);
+        let mut late = Watched::new(&data[..], Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        let err = late.read_to_end(&mut sink).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+}

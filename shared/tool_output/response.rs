@@ -1,0 +1,310 @@
+//! A tool's output as the PostToolUse hook receives it, and the output jkz
+//! hands back in its place, in the shape the client expects for that tool.
+//!
+//! Shapes (measured on Claude Code 2.1.197):
+//!
+//! | tool | `tool_response` | the text guarded | answered with |
+//! |---|---|---|---|
+//! | Bash | `{stdout, stderr, interrupted, isImage, noOutputExpected}`, plus `persistedOutputPath`, `persistedOutputSize` when the client persisted it (`stdout` is then cut to 30,000 characters) | the persisted file, else `stdout` | `updatedToolOutput`: the same object, `stdout` replaced, the persisted fields dropped |
+//! | Read | `{type: "text", file: {filePath, content, numLines, startLine, totalLines}}` | `file.content` | `updatedToolOutput`: `content` and `numLines` replaced |
+//! | Grep | `{mode, numFiles, filenames, content, numLines, appliedLimit}` | `content` | `updatedToolOutput`: `content` and `numLines` replaced |
+//! | `mcp__*` | the content blocks, `[{type: "text", text}]` (whole, never cut) | the texts, joined by newlines | `updatedMCPToolOutput`: one text block |
+//!
+//! Anything else (an MCP result with an image, a Read of an image or a
+//! notebook, Grep's file lists) is left alone: every field but the one
+//! replaced passes through unchanged.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use super::client::ToolKind;
+use crate::hook_input::HookInput;
+
+/// Where the full output is.
+#[derive(Debug, PartialEq)]
+pub enum Body {
+    /// In the hook input.
+    Inline(String),
+    /// In a file the client wrote (Bash output over its inline limit).
+    Persisted(PathBuf),
+}
+
+/// One tool call's output, ready to be guarded.
+#[derive(Debug)]
+pub struct ToolOutput {
+    pub tool: String,
+    pub kind: ToolKind,
+    /// The Bash command, else the tool's name: what the role table and the
+    /// ledger see.
+    pub call: String,
+    pub body: Body,
+    /// Bytes the model sees beside the body (Bash's `stderr`).
+    pub beside: u64,
+    /// The tool's response as received.
+    response: Value,
+}
+
+impl ToolOutput {
+    /// The guarded output of a PostToolUse event; `Ok(None)` for a tool or
+    /// a shape jkz leaves alone, `Err` (one line) for an input that is not
+    /// a PostToolUse event. The guarded text is moved out of the input, not
+    /// copied: a large output is held once.
+    pub fn from_input(input: HookInput) -> Result<Option<ToolOutput>, String> {
+        match input.event_name() {
+            Some("PostToolUse") => {}
+            other => {
+                return Err(format!(
+                    "not a PostToolUse event (hook_event_name {other:?}): nothing to do"
+                ))
+            }
+        }
+        let Some(tool) = input.text("tool_name").map(str::to_string) else {
+            return Err("PostToolUse event without a tool_name".into());
+        };
+        let Some(kind) = ToolKind::of(&tool) else {
+            return Ok(None);
+        };
+        let command = input
+            .raw
+            .get("tool_input")
+            .and_then(|i| i.get("command"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let mut raw = input.raw;
+        let Some(mut response) = raw.remove("tool_response") else {
+            return Ok(None);
+        };
+        drop(raw);
+        let (call, body, beside) = match kind {
+            ToolKind::Bash => {
+                let persisted = text(&response, "persistedOutputPath").filter(|p| !p.is_empty());
+                let body = match persisted {
+                    Some(path) => Body::Persisted(PathBuf::from(path)),
+                    None => match take_text(response.get_mut("stdout")) {
+                        Some(stdout) => Body::Inline(stdout),
+                        None => return Ok(None),
+                    },
+                };
+                let stderr = text(&response, "stderr").map_or(0, |s| s.len());
+                (command, body, stderr as u64)
+            }
+            ToolKind::Read => {
+                match take_text(response.get_mut("file").and_then(|f| f.get_mut("content"))) {
+                    Some(content) => (tool.clone(), Body::Inline(content), 0),
+                    None => return Ok(None),
+                }
+            }
+            ToolKind::Grep => match take_text(response.get_mut("content")) {
+                Some(content) => (tool.clone(), Body::Inline(content), 0),
+                None => return Ok(None),
+            },
+            ToolKind::Mcp => match mcp_text(&response) {
+                Some(t) => {
+                    // The answer rebuilds the content from the new text.
+                    match &mut response {
+                        Value::Object(o) => {
+                            o.insert("content".into(), Value::Null);
+                        }
+                        Value::String(s) => s.clear(),
+                        other => *other = Value::Null,
+                    }
+                    (tool.clone(), Body::Inline(t), 0)
+                }
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(ToolOutput {
+            tool,
+            kind,
+            call,
+            body,
+            beside,
+            response,
+        }))
+    }
+
+    /// The hook's answer: the response with the guarded text replaced by
+    /// `text`.
+    pub fn answer(&self, text: String) -> Value {
+        let lines = text.lines().count();
+        let (key, updated) = match self.kind {
+            ToolKind::Bash => {
+                let mut r = self.response.clone();
+                if let Some(o) = r.as_object_mut() {
+                    o.insert("stdout".into(), Value::String(text));
+                    // They describe the original output; kept, the client
+                    // could preview that file again instead of this text.
+                    o.remove("persistedOutputPath");
+                    o.remove("persistedOutputSize");
+                }
+                ("updatedToolOutput", r)
+            }
+            ToolKind::Read => {
+                let mut r = self.response.clone();
+                if let Some(f) = r.get_mut("file").and_then(Value::as_object_mut) {
+                    f.insert("content".into(), Value::String(text));
+                    f.insert("numLines".into(), json!(lines));
+                }
+                ("updatedToolOutput", r)
+            }
+            ToolKind::Grep => {
+                let mut r = self.response.clone();
+                if let Some(o) = r.as_object_mut() {
+                    o.insert("content".into(), Value::String(text));
+                    o.insert("numLines".into(), json!(lines));
+                }
+                ("updatedToolOutput", r)
+            }
+            ToolKind::Mcp => {
+                let updated = match &self.response {
+                    Value::String(_) => Value::String(text),
+                    Value::Object(o) => {
+                        let mut o: Map<String, Value> = o.clone();
+                        o.insert("content".into(), json!([{"type": "text", "text": text}]));
+                        Value::Object(o)
+                    }
+                    _ => json!([{"type": "text", "text": text}]),
+                };
+                ("updatedMCPToolOutput", updated)
+            }
+        };
+        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", key: updated}})
+    }
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Moves a string out of a JSON value, leaving an empty one.
+fn take_text(v: Option<&mut Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(std::mem::take(s)),
+        _ => None,
+    }
+}
+
+/// The text of an MCP tool's result: a string, or content blocks (bare or
+/// under `content`) that are all text, joined by newlines. `None` when any
+/// block is not text: an image must reach the model as it is.
+fn mcp_text(response: &Value) -> Option<String> {
+    let blocks = match response {
+        Value::String(s) => return Some(s.clone()),
+        Value::Array(blocks) => blocks,
+        Value::Object(o) => o.get("content")?.as_array()?,
+        _ => return None,
+    };
+    let mut texts = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        if b.get("type").and_then(Value::as_str) != Some("text") {
+            return None;
+        }
+        texts.push(b.get("text")?.as_str()?);
+    }
+    Some(texts.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(v: Value) -> HookInput {
+        HookInput::parse(v.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn bash_persisted_output_is_read_from_its_file_and_the_answer_drops_the_path() {
+        let i = input(json!({
+            "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "cargo test"},
+            "tool_response": {"stdout": "cut", "stderr": "warn\n", "interrupted": false,
+                "isImage": false, "noOutputExpected": false, "future": 1,
+                "persistedOutputPath": "/h/tool-results/x.txt", "persistedOutputSize": 400000}
+        }));
+        let out = ToolOutput::from_input(i).unwrap().unwrap();
+        assert_eq!(out.body, Body::Persisted("/h/tool-results/x.txt".into()));
+        assert_eq!((out.call.as_str(), out.beside), ("cargo test", 5));
+        let a = out.answer("kept".into());
+        let u = &a["hookSpecificOutput"]["updatedToolOutput"];
+        assert_eq!(a["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+        assert_eq!(u["stdout"], "kept");
+        assert_eq!(u["stderr"], "warn\n");
+        assert_eq!(u["future"], 1, "unknown fields pass through");
+        assert!(u.get("persistedOutputPath").is_none() && u.get("persistedOutputSize").is_none());
+    }
+
+    #[test]
+    fn read_grep_and_mcp_shapes() {
+        let read = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Read",
+            "tool_response": {"type": "text", "file": {"filePath": "/p/a", "content": "a\nb\nc\n",
+                "numLines": 3, "startLine": 1, "totalLines": 3}}}),
+        );
+        let out = ToolOutput::from_input(read).unwrap().unwrap();
+        assert_eq!(out.body, Body::Inline("a\nb\nc\n".into()));
+        let a = out.answer("a\n".into());
+        let f = &a["hookSpecificOutput"]["updatedToolOutput"]["file"];
+        assert_eq!(
+            (f["content"].as_str(), f["numLines"].as_u64()),
+            (Some("a\n"), Some(1))
+        );
+        assert_eq!(f["totalLines"], 3);
+
+        let grep = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Grep",
+            "tool_response": {"mode": "content", "content": "x:1:y", "numLines": 1}}),
+        );
+        let out = ToolOutput::from_input(grep).unwrap().unwrap();
+        assert_eq!(out.body, Body::Inline("x:1:y".into()));
+        let files = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Grep",
+            "tool_response": {"mode": "files_with_matches", "filenames": ["a"]}}),
+        );
+        assert!(ToolOutput::from_input(files).unwrap().is_none());
+
+        let mcp = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "mcp__ci__logs",
+            "tool_response": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}),
+        );
+        let out = ToolOutput::from_input(mcp).unwrap().unwrap();
+        assert_eq!(out.body, Body::Inline("one\ntwo".into()));
+        let a = out.answer("t".into());
+        assert_eq!(
+            a["hookSpecificOutput"]["updatedMCPToolOutput"],
+            json!([{"type": "text", "text": "t"}])
+        );
+        let image = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
+            "tool_response": [{"type": "text", "text": "a"}, {"type": "image", "data": "…"}]}),
+        );
+        assert!(ToolOutput::from_input(image).unwrap().is_none());
+        let wrapped = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "mcp__x__y",
+            "tool_response": {"content": [{"type": "text", "text": "a"}], "isError": false}}),
+        );
+        let out = ToolOutput::from_input(wrapped).unwrap().unwrap();
+        let a = out.answer("b".into());
+        assert_eq!(
+            a["hookSpecificOutput"]["updatedMCPToolOutput"]["isError"],
+            false
+        );
+    }
+
+    #[test]
+    fn other_tools_and_events() {
+        let write = input(
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Write",
+            "tool_response": {"content": "x"}}),
+        );
+        assert!(ToolOutput::from_input(write).unwrap().is_none());
+        let failure = input(
+            json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "error": "Exit code 1\n…"}),
+        );
+        assert!(ToolOutput::from_input(failure).is_err());
+        let no_response = input(json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"}));
+        assert!(ToolOutput::from_input(no_response).unwrap().is_none());
+    }
+}
