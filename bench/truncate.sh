@@ -7,6 +7,8 @@
 #   bench/truncate.sh            (takes a few minutes on 2 cores)
 #   REPS=5 bench/truncate.sh     (more rounds)
 #   JKZ_TRUNCATE_BIN=/path/to/jkz-truncate bench/truncate.sh   (another build)
+#   JKZ_TRUNCATE_BASE=/path/to/old/jkz-truncate bench/truncate.sh
+#       (also runs that build, interleaved, and reports new/base ratios)
 #
 # Needs python3 and GNU time (/usr/bin/time; `apt-get install time`).
 # Every command reads through a pipe (`cat log | …`): `tail -c` on a regular
@@ -53,7 +55,13 @@ declare -A label=(
   [full]="jkz-truncate (full output kept)"
   [floor_read]="floor: read the pipe only"
   [floor_copy]="floor: read + write the copy"
+  [base_nofull]="base build --no-full-output"
+  [base_full]="base build (full output kept)"
 )
+base="${JKZ_TRUNCATE_BASE:-}"
+if [ -n "$base" ]; then
+  names+=(base_nofull base_full)
+fi
 declare -A times rss
 
 # run NAME: one timed run of the command NAME names, reading the log
@@ -68,11 +76,13 @@ run() {
     full) cmd=("$bin" --state-dir "$state") ;;
     floor_read) cmd=("$floor" read) ;;
     floor_copy) cmd=("$floor" copy "$state/copy") ;;
+    base_nofull) cmd=("$base" --no-full-output) ;;
+    base_full) cmd=("$base" --state-dir "$state") ;;
   esac
   t0=$(date +%s.%N)
   cat "$log" | /usr/bin/time -f "%M" -o "$out/rss.txt" "${cmd[@]}" > /dev/null
   t1=$(date +%s.%N)
-  if [ "$name" = full ]; then
+  if [ "$name" = full ] || [ "$name" = base_full ]; then
     ls "$state/context-offload" | grep -q '^full-' || { echo "no full output was saved" >&2; exit 1; }
   fi
   times[$name]+="$(echo "$t1 - $t0" | bc -l) "
@@ -99,6 +109,21 @@ printf 'ratio vs tail -c, best (median): --no-full-output %.2fx (%.2fx), target 
 printf 'floors vs tail -c, best (median): read only %.2fx (%.2fx); read + write the copy %.2fx (%.2fx)\n' \
   "$(ratio "${best[tail]}" "${best[floor_read]}")" "$(ratio "${median[tail]}" "${median[floor_read]}")" \
   "$(ratio "${best[tail]}" "${best[floor_copy]}")" "$(ratio "${median[tail]}" "${median[floor_copy]}")"
+
+if [ -n "$base" ]; then
+  printf 'this build vs base, best (median): --no-full-output %.2fx (%.2fx); full output kept %.2fx (%.2fx) (time ratio, < 1.10 is within 10 %%)\n' \
+    "$(ratio "${best[nofull]}" "${best[base_nofull]}")" "$(ratio "${median[nofull]}" "${median[base_nofull]}")" \
+    "$(ratio "${best[full]}" "${best[base_full]}")" "$(ratio "${median[full]}" "${median[base_full]}")"
+fi
+
+# One line of 300,000 jkz comments (4 MB), every comment a block spanning
+# the line: held once, whatever the number of comments.
+python3 -c "print('<!-- jkz:x -->' * 300000)" > "$out/comment-dense.txt"
+/usr/bin/time -f "%M %e" -o "$out/rss-dense.txt" "$bin" --no-full-output --max-bytes 2000000 \
+  < "$out/comment-dense.txt" > /dev/null
+read -r rssd secsd < "$out/rss-dense.txt"
+printf 'comment-dense 4 MB line, --max-bytes 2000000: %s s, peak RSS %d KiB (limit 3 x cap + 16 MiB = %d KiB)\n' \
+  "$secsd" "$rssd" $(( (3 * 2000000 + (16 << 20)) / 1024 ))
 
 limit_kib=$(( (3 * cap + (16 << 20)) / 1024 ))
 echo "4 GiB stream (generated on the fly):"

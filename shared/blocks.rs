@@ -13,16 +13,26 @@
 //!    closing fence (same character, at least as long).
 //! 3. Tag blocks starting a line: `<compact-plan>` … `</compact-plan>` (any kind
 //!    name, lower case, attributes allowed), through the line of the closing tag.
-//! 4. Heading sections: an ATX heading whose text is TL;DR, TLDR, Decisions,
+//! 4. Heading sections: a heading whose text is TL;DR, TLDR, Decisions,
 //!    Accumulated Patterns, Compact Plan, Plan Digest or Verdict —
 //!    case-insensitive, emphasis (`*`, `_`) and a trailing `:` ignored, and
 //!    `NAME: more text` accepted too (`## Verdict: FAIL`) — through the line
-//!    before the next heading of the same or higher level.
+//!    before the next heading of any level. The section's own text is the
+//!    signal: a nested subsection (`### Details` under `## TL;DR`) ends it and
+//!    is ordinary text unless its own heading names a kind.
+//!
+//! Headings are ATX headings (`## Title`) and setext headings: a line of
+//! text directly followed by an underline, a line of three or more `=`
+//! (level 1) or `-` (level 2) starting in the first column with nothing but
+//! blanks after it. The text line must be ordinary text: not blank, not an
+//! underline itself, and holding nothing the scanner recognizes (no heading,
+//! fence, tag or jkz comment); a heading reported this way starts at the
+//! text line.
 //!
 //! Inside a fence, a comment or a tag block nothing else is recognized (that is
 //! content); ordinary fences are tracked so a `#` line in code is not a heading.
-//! Heading sections nest, and fences and comments inside them are reported as
-//! blocks of their own.
+//! Fences and comments inside a heading section are reported as blocks of
+//! their own.
 //!
 //! # Bounds
 //!
@@ -44,6 +54,10 @@ static COMMENT_OPEN: LazyLock<memmem::Finder<'static>> =
 static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"-->"));
 static TAG_CLOSE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"</"));
+static NEWLINE_DASH: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\n-"));
+static NEWLINE_EQUALS: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\n="));
 
 /// Lines longer than this are scanned in pieces of this many bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -135,15 +149,18 @@ impl ProtectedBlock {
 /// What the scanner reports, in input order of the moment it is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// An ATX heading line outside any fence, comment or tag block, protected
-    /// or not (`kind` is set for the protected names).
+    /// A heading outside any fence, comment or tag block, protected or not
+    /// (`kind` is set for the protected names). For a setext heading `start`
+    /// is the start of its text line, the line before the underline.
     Heading {
         level: u8,
         start: u64,
         kind: Option<Kind>,
     },
     /// A block that has just ended. Nested blocks end before the blocks that
-    /// hold them, so blocks arrive ordered by `end`, not by `start`.
+    /// hold them, so blocks arrive ordered by `end`, not by `start`. A block
+    /// may end before the current batch: a setext heading ends the open
+    /// section at its text line, the line before the underline.
     Block(ProtectedBlock),
 }
 
@@ -168,9 +185,16 @@ enum Raw {
 
 #[derive(Clone, Copy, Debug)]
 struct Section {
-    level: u8,
     kind: Kind,
     start: u64,
+}
+
+/// The line just scanned, when it could be a setext heading's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TextLine {
+    start: u64,
+    /// The kind its text names, if it becomes a heading.
+    kind: Option<Kind>,
 }
 
 /// The streaming scanner. Feed it the input in batches with [`scan`]; each
@@ -188,8 +212,13 @@ pub struct BlockScanner {
     /// Absolute offset of the first byte of the current line.
     line_start: u64,
     raw: Raw,
-    /// Open protected heading sections, levels strictly increasing.
-    sections: Vec<Section>,
+    /// The open protected heading section (sections end at any heading, so
+    /// at most one is open).
+    section: Option<Section>,
+    /// The previous line, when a setext underline would make it a heading.
+    text_line: Option<TextLine>,
+    /// jkz comments opened so far (a line with one is no heading text).
+    comments_seen: u64,
     /// Skip plain lines in bulk (off only in tests, as the oracle).
     fast_path: bool,
 }
@@ -214,7 +243,9 @@ impl BlockScanner {
             pos: 0,
             line_start: 0,
             raw: Raw::None,
-            sections: Vec::new(),
+            section: None,
+            text_line: None,
+            comments_seen: 0,
             fast_path: true,
         }
     }
@@ -238,11 +269,32 @@ impl BlockScanner {
         self.pos
     }
 
+    /// Absolute offset of the first byte of the current line (the position
+    /// itself between lines).
+    pub fn line_start(&self) -> u64 {
+        self.line_start
+    }
+
     /// True when no fence (protected or not), comment, tag block or protected
     /// heading section is open: the next line is read as ordinary text, so a
     /// `<!-- jkz:… -->` line placed here is seen as a comment.
     pub fn is_idle(&self) -> bool {
-        matches!(self.raw, Raw::None) && self.sections.is_empty()
+        matches!(self.raw, Raw::None) && self.section.is_none()
+    }
+
+    /// The starts of the blocks open right now: a fence, comment or tag
+    /// block, and a protected heading section. A streaming caller that
+    /// needs a long block's first bytes copies them from here on, before
+    /// they leave its window.
+    pub fn open_starts(&self) -> (Option<u64>, Option<u64>) {
+        let raw = match self.raw {
+            Raw::None => None,
+            Raw::Fence { kind: None, .. } => None,
+            Raw::Fence { start, .. } | Raw::Comment { start, .. } | Raw::Tag { start, .. } => {
+                Some(start)
+            }
+        };
+        (raw, self.section.map(|s| s.start))
     }
 
     /// Scans one batch, appending what it finds to `events`.
@@ -275,7 +327,7 @@ impl BlockScanner {
             };
             // A piece that starts a line and is the line's first piece.
             let first = at_line_start;
-            self.piece(piece, first, events);
+            self.piece(piece, first, ends_line, events);
             self.pos += piece.len() as u64;
             if ends_line {
                 self.line_start = self.pos;
@@ -287,10 +339,11 @@ impl BlockScanner {
 
     /// The fast path: skips the whole lines at the start of `rest` in which
     /// nothing can open, exactly as [`piece`] would, without its per-line
-    /// work. A line can open something only if it holds `<!--` or its first
-    /// non-blank byte is `` ` ``, `~`, `#` or `<`; those bytes are found with
-    /// SIMD searches over the whole stretch, so plain text costs no per-line
-    /// work at all. It stops before a heading section could reach
+    /// work. A line can open something only if it holds `<!--`, its first
+    /// non-blank byte is `` ` ``, `~`, `#` or `<`, or its first byte is `=`
+    /// or `-` (a setext underline); those are found with SIMD searches over
+    /// the whole stretch, so plain text costs no per-line work at all. The
+    /// last skipped line is remembered as a possible setext heading text. It stops before a heading section could reach
     /// [`BLOCK_BOUND`], so bounds are still enforced at the same piece.
     /// Returns the number of bytes skipped (always whole lines).
     ///
@@ -316,7 +369,15 @@ impl BlockScanner {
                     m
                 }
             };
-            let p = mark.min(lt);
+            let under = match found.under {
+                Some(m) if m >= from => m,
+                _ => {
+                    let m = next_underline_start(batch, from, at);
+                    found.under = Some(m);
+                    m
+                }
+            };
+            let p = mark.min(lt).min(under);
             if p >= span_end {
                 // Nothing can open here: skip every whole line.
                 break memchr::memrchr(b'\n', &batch[at..span_end]).map_or(at, |nl| at + nl + 1);
@@ -334,6 +395,15 @@ impl BlockScanner {
             from = p + 1;
         };
         let skipped = stop - at;
+        if skipped > 0 {
+            let last_start =
+                memchr::memrchr(b'\n', &batch[at..stop - 1]).map_or(at, |nl| at + nl + 1);
+            // A line longer than a piece is scanned in pieces: no text line.
+            let last = &batch[last_start..stop];
+            self.text_line = (last.len() <= self.max_line)
+                .then(|| text_line(last, self.pos + (last_start - at) as u64))
+                .flatten();
+        }
         self.pos += skipped as u64;
         self.line_start = self.pos;
         skipped
@@ -344,7 +414,7 @@ impl BlockScanner {
     /// lines must end before the bound of the open raw block (which started
     /// at `raw_start`) and of the outermost open section.
     fn skip_limit(&self, raw_start: Option<u64>, available: usize) -> usize {
-        let oldest = match (raw_start, self.sections.first()) {
+        let oldest = match (raw_start, self.section) {
             (Some(r), Some(s)) => Some(r.min(s.start)),
             (r, s) => r.or(s.map(|s| s.start)),
         };
@@ -399,22 +469,43 @@ impl BlockScanner {
         if let Some(block) = self.end_raw(end, false) {
             events.push(Event::Block(block));
         }
-        while let Some(s) = self.sections.pop() {
+        if let Some(s) = self.section.take() {
             events.push(section_block(s, end, true));
         }
     }
 
-    fn piece(&mut self, piece: &[u8], first: bool, events: &mut Vec<Event>) {
+    fn piece(&mut self, piece: &[u8], first: bool, ends_line: bool, events: &mut Vec<Event>) {
+        // The previous line's candidacy is used (by an underline) or lost
+        // here; this line's is known once it ends.
+        let previous = self.text_line.take();
+        let idle_line = first && ends_line && matches!(self.raw, Raw::None);
+        let comments_before = self.comments_seen;
+        let plain = self.piece_events(piece, first, previous, events);
+        if plain && idle_line && self.comments_seen == comments_before {
+            self.text_line = text_line(piece, self.pos);
+        }
+    }
+
+    /// Scans one piece; true when the piece was ordinary text (it opened no
+    /// fence, heading or tag block; comments are counted apart).
+    fn piece_events(
+        &mut self,
+        piece: &[u8],
+        first: bool,
+        previous: Option<TextLine>,
+        events: &mut Vec<Event>,
+    ) -> bool {
         let start = self.pos;
         let end = start + piece.len() as u64;
         let mut from = 0;
+        let mut plain = false;
         match self.raw {
             Raw::Fence { marker, len, .. } => {
                 if first && is_closing_fence(piece, marker, len) {
                     let block = self.end_raw(end, true);
                     events.extend(block.map(Event::Block));
                 }
-                return;
+                return false;
             }
             Raw::Comment { .. } => match COMMENT_CLOSE.find(piece) {
                 Some(at) => {
@@ -422,7 +513,7 @@ impl BlockScanner {
                     events.extend(block.map(Event::Block));
                     from = at + 3;
                 }
-                None => return,
+                None => return false,
             },
             Raw::Tag { kind, .. } => match find_closing_tag(piece, kind) {
                 Some(after) => {
@@ -430,7 +521,7 @@ impl BlockScanner {
                     events.extend(block.map(Event::Block));
                     from = after;
                 }
-                None => return,
+                None => return false,
             },
             Raw::None if first => {
                 let line = trim_eol(piece);
@@ -441,16 +532,13 @@ impl BlockScanner {
                         kind,
                         start,
                     };
-                    return;
+                    return false;
                 }
                 if let Some((level, kind)) = heading(line) {
-                    while self.sections.last().is_some_and(|s| s.level >= level) {
-                        let s = self.sections.pop().expect("checked non-empty");
-                        events.push(section_block(s, start, true));
-                    }
-                    events.push(Event::Heading { level, start, kind });
-                    if let Some(kind) = kind {
-                        self.sections.push(Section { level, kind, start });
+                    self.heading(level, start, kind, events);
+                } else if let Some(level) = underline_level(line) {
+                    if let Some(text) = previous {
+                        self.heading(level, text.start, text.kind, events);
                     }
                 } else if let Some((kind, after)) = tag_opening(line) {
                     self.raw = Raw::Tag { kind, start };
@@ -460,13 +548,28 @@ impl BlockScanner {
                             events.extend(block.map(Event::Block));
                             from = after + close;
                         }
-                        None => return,
+                        None => return false,
                     }
+                } else {
+                    plain = true;
                 }
             }
             Raw::None => {}
         }
         self.scan_comments(piece, from, end, events);
+        plain
+    }
+
+    /// A heading at `start`: it ends the open section (a section's own text
+    /// is the signal, whatever the level) and may open one.
+    fn heading(&mut self, level: u8, start: u64, kind: Option<Kind>, events: &mut Vec<Event>) {
+        if let Some(s) = self.section.take() {
+            events.push(section_block(s, start, true));
+        }
+        events.push(Event::Heading { level, start, kind });
+        if let Some(kind) = kind {
+            self.section = Some(Section { kind, start });
+        }
     }
 
     /// Finds `<!-- jkz:` openers in `piece[from..]` (normal text), opening or
@@ -479,6 +582,7 @@ impl BlockScanner {
                 continue;
             };
             let body = open + 4 + body;
+            self.comments_seen += 1;
             self.raw = Raw::Comment {
                 kind,
                 start: self.line_start,
@@ -525,13 +629,8 @@ impl BlockScanner {
             let block = self.end_raw(end, false);
             events.extend(block.map(Event::Block));
         }
-        // Sections are ordered by start, so the overgrown ones are a prefix.
-        let over = self
-            .sections
-            .iter()
-            .take_while(|s| end - s.start >= BLOCK_BOUND)
-            .count();
-        for s in self.sections.drain(..over).rev() {
+        if let Some(s) = self.section.filter(|s| end - s.start >= BLOCK_BOUND) {
+            self.section = None;
             events.push(section_block(s, end, false));
         }
     }
@@ -544,6 +643,48 @@ struct Found {
     mark: Option<usize>,
     /// Next `<`.
     lt: Option<usize>,
+    /// Next line start holding `=` or `-` (a possible setext underline).
+    under: Option<usize>,
+}
+
+/// The first index `≥ from` in `batch` that starts a line (`at` starts
+/// one) with `=` or `-`, or `batch.len()`.
+fn next_underline_start(batch: &[u8], from: usize, at: usize) -> usize {
+    if (from == at || batch[from - 1] == b'\n') && matches!(batch.get(from), Some(b'=' | b'-')) {
+        return from;
+    }
+    let after_newline = |finder: &memmem::Finder| {
+        finder
+            .find(&batch[from..])
+            .map_or(batch.len(), |n| from + n + 1)
+    };
+    after_newline(&NEWLINE_DASH).min(after_newline(&NEWLINE_EQUALS))
+}
+
+/// A setext underline: three or more `=` (level 1) or `-` (level 2) from
+/// the first column, then only blanks (`line` without its line end).
+fn underline_level(line: &[u8]) -> Option<u8> {
+    let marker = *line.first()?;
+    let level = match marker {
+        b'=' => 1,
+        b'-' => 2,
+        _ => return None,
+    };
+    let run = line.iter().take_while(|&&b| b == marker).count();
+    (run >= 3 && line[run..].iter().all(|&b| b == b' ' || b == b'\t')).then_some(level)
+}
+
+/// The candidacy of a whole ordinary line (`line` with its `\n`, starting
+/// at `start`) as a setext heading's text: not blank, not an underline.
+fn text_line(line: &[u8], start: u64) -> Option<TextLine> {
+    let text = trim_eol(line);
+    if is_blank(text) || underline_level(text).is_some() {
+        return None;
+    }
+    Some(TextLine {
+        start,
+        kind: heading_kind(text),
+    })
 }
 
 fn section_block(s: Section, end: u64, closed: bool) -> Event {
@@ -817,18 +958,73 @@ mod tests {
     }
 
     #[test]
-    fn heading_sections_nest_and_end_at_same_or_higher_level() {
-        let doc =
-            "# Report\n## **TL;DR:**\nok\n### Decisions\n- a\n## Next\n#### Verdict: FAIL\nbad\n";
+    fn heading_sections_end_at_the_next_heading_of_any_level() {
+        // A section's own text is the signal: a nested subsection ends it
+        // and is a section of its own only when it names a kind.
+        let doc = "# Report\n## **TL;DR:**\nok\n### Details\nlong\n### Decisions\n- a\n## Next\n#### Verdict: FAIL\nbad\n";
         let got = blocks(doc);
         let kinds: Vec<_> = got.iter().map(|b| (b.0, b.2.as_str())).collect();
         assert_eq!(
             kinds,
             vec![
-                (Kind::Tldr, "## **TL;DR:**\nok\n### Decisions\n- a\n"),
+                (Kind::Tldr, "## **TL;DR:**\nok\n"),
                 (Kind::Decisions, "### Decisions\n- a\n"),
                 (Kind::VerdictJson, "#### Verdict: FAIL\nbad\n"),
             ]
+        );
+    }
+
+    #[test]
+    fn setext_headings_are_headings() {
+        let doc =
+            "TL;DR\n=====\nship it\nRelease 2.0\n-----------\nnotes\nDecisions:\n---\n- keep\n";
+        let got = blocks(doc);
+        let kinds: Vec<_> = got.iter().map(|b| (b.0, b.2.as_str())).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (Kind::Tldr, "TL;DR\n=====\nship it\n"),
+                (Kind::Decisions, "Decisions:\n---\n- keep\n"),
+            ]
+        );
+        let mut scanner = BlockScanner::new();
+        let mut events = Vec::new();
+        scanner.scan(
+            b"text\n===\n\n---\n  ---\n---\nx <!-- jkz:a -->\n---\n",
+            &mut events,
+        );
+        let headings: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Heading { level, start, .. } => Some((*level, *start)),
+                Event::Block(_) => None,
+            })
+            .collect();
+        // After a blank line an underline is no heading; an indented one is
+        // text (and so heading text for the next underline); a line
+        // holding a jkz comment is no heading text.
+        assert_eq!(headings, vec![(1, 0), (2, 14)]);
+    }
+
+    #[test]
+    fn setext_heading_ends_a_section_across_batches() {
+        // The underline arrives in the next batch: the section ends before
+        // the text line, which the previous batch held.
+        let mut scanner = BlockScanner::new();
+        let mut events = Vec::new();
+        scanner.scan(b"## TL;DR\nok\nNext\n", &mut events);
+        assert!(events.iter().all(|e| !matches!(e, Event::Block(_))));
+        scanner.scan(b"====\nmore\n", &mut events);
+        scanner.finish(&mut events);
+        assert_eq!(
+            in_order(events),
+            vec![ProtectedBlock {
+                kind: Kind::Tldr,
+                form: Form::Heading,
+                start: 0,
+                end: 12,
+                closed: true
+            }]
         );
     }
 
@@ -943,6 +1139,8 @@ mod tests {
                 "~~~\n", "## TL;DR\n", "# Top\n", "### Decisions\n", "<compact-plan>\n",
                 "</compact-plan>\n", "  ## not\n", "<b>\n", "`code`\n", "<!-- plain -->\n",
                 "  ```\n", "x ``` y\n", "````\n", " ~~~ \n", "a ~ b\n", "``\n",
+                "===\n", "---\n", "--- \n", " ---\n", "-- x\n", "- item\n", "TL;DR\n",
+                "2025-03-01 -\n", "=x\n",
             ]), 0..50),
             max_line in 4usize..40,
             keep in proptest::collection::vec(proptest::bool::ANY, 0..64),

@@ -47,7 +47,7 @@ mod prop_tests;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
-use crate::blocks::{BlockScanner, Event, ProtectedBlock};
+use crate::blocks::{BlockScanner, Event, Kind};
 use crate::cli::Failure;
 use crate::cut;
 use crate::lines;
@@ -55,7 +55,7 @@ use crate::state_dir::StateDir;
 
 use self::full_output::FullOutput;
 use self::head_tail::{Chunk, HeadTailBuffer, CHUNK};
-use self::select::{select, Candidate, Pool, Span};
+use self::select::{select, Candidate, Markers, Placement, Pool, Span};
 
 /// The byte budget chosen by `--mode` when neither `--max-bytes` nor
 /// `JKZ_MAX_OUTPUT_BYTES` is given.
@@ -71,6 +71,15 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The name `--mode` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Primary => "primary",
+            Mode::Fallback => "fallback",
+            Mode::Agent => "agent",
+        }
+    }
+
     pub fn cap(self) -> u64 {
         match self {
             Mode::Primary => 307_200,
@@ -78,6 +87,46 @@ impl Mode {
             Mode::Agent => 81_920,
         }
     }
+}
+
+/// The environment variable that sets the cap when `--max-bytes` is absent.
+pub const CAP_VARIABLE: &str = "JKZ_MAX_OUTPUT_BYTES";
+
+/// The cap: the flag, else [`CAP_VARIABLE`] (its value `env`), else the
+/// mode's. A pipe filter fails open: an empty value counts as unset, and an
+/// invalid one gives `Err` with the mode's cap and a one-line warning naming
+/// the variable, never a lost output.
+pub fn resolve_cap(
+    flag: Option<u64>,
+    env: Option<&std::ffi::OsStr>,
+    mode: Mode,
+) -> Result<u64, (u64, String)> {
+    if let Some(cap) = flag {
+        return Ok(cap);
+    }
+    let Some(value) = env.filter(|v| !v.is_empty()) else {
+        return Ok(mode.cap());
+    };
+    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(cap) => Ok(cap),
+        None => Err((
+            mode.cap(),
+            format!(
+                "{CAP_VARIABLE}={} is not a byte count (a whole number, 0 for no limit); \
+                 using the {} mode's cap of {} bytes",
+                shell_quote(&value.to_string_lossy()),
+                mode.name(),
+                thousands(mode.cap())
+            ),
+        )),
+    }
+}
+
+/// `'value'` with any `'` escaped, so a warning shows the value exactly.
+fn shell_quote(value: &str) -> String {
+    let short: String = value.chars().take(64).collect();
+    let more = if short.len() < value.len() { "…" } else { "" };
+    format!("'{}'{more}", short.replace('\'', "'\\''"))
 }
 
 /// How a run truncates.
@@ -204,6 +253,10 @@ struct Streaming {
     events: Vec<Event>,
     buffer: HeadTailBuffer,
     pool: Pool,
+    /// The first bytes of the blocks still open at the end of the last
+    /// batch (and of the current line, when it is longer than a batch), so
+    /// a block longer than the window still has its head.
+    captures: Vec<Capture>,
     /// Newlines seen so far.
     newlines: u64,
     /// Started once the input is known to exceed the cap.
@@ -211,19 +264,35 @@ struct Streaming {
     full_tried: bool,
 }
 
+/// The first bytes of an open block (at most [`Pool::keep`] of them).
+#[derive(Debug)]
+struct Capture {
+    start: u64,
+    newlines_before: u64,
+    bytes: Vec<u8>,
+}
+
 impl Streaming {
     fn new(settings: &Settings, tuning: Tuning) -> Streaming {
         let cap = settings.cap;
-        let head_keep = cap as usize + HEAD_LOOKAHEAD;
-        // A block that can fit is at most `cap` long and ends inside the
-        // latest batch, so `cap + batch` bytes of window are enough to copy it.
-        let tail_keep = cap as usize + tuning.chunk + HEAD_LOOKAHEAD;
+        let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
+        let head_keep = cap_bytes.saturating_add(HEAD_LOOKAHEAD);
+        // A block's first bytes are copied out of the window when it ends in
+        // the latest batch, or (when it is still open) at the end of the
+        // batch it started in. It starts in that batch or on the line just
+        // before (a setext heading's text), so `batch + max_line` bytes of
+        // window are enough; the final tail cut needs `cap + 8`.
+        let tail_keep = cap_bytes
+            .saturating_add(tuning.chunk)
+            .saturating_add(tuning.max_line)
+            .saturating_add(HEAD_LOOKAHEAD);
         Streaming {
             cap,
             scanner: BlockScanner::with_max_line(tuning.max_line),
             events: Vec::new(),
             buffer: HeadTailBuffer::new(head_keep, tail_keep, tuning.chunk, tuning.max_line),
             pool: Pool::new(cap, marker_floor()),
+            captures: Vec::new(),
             newlines: 0,
             full: None,
             full_tried: false,
@@ -233,32 +302,102 @@ impl Streaming {
     /// Scans the batch just handed out by the buffer.
     fn batch(&mut self, settings: &Settings, warnings: &mut dyn Write) {
         let batch = self.buffer.batch();
-        let batch_start = self.buffer.len() - batch.len() as u64;
-        let newlines_before = self.newlines;
         self.scanner.scan(batch, &mut self.events);
-        // Newlines are counted once per batch: blocks arrive ordered by
-        // end, so a cursor walks forward through the batch.
-        let mut cursor = (0usize, newlines_before);
-        let mut newlines_at = |end: u64| {
-            let to = (end - batch_start) as usize;
-            if to >= cursor.0 {
-                cursor.1 += count_newlines(&batch[cursor.0..to]);
-            } else {
-                cursor.1 -= count_newlines(&batch[to..cursor.0]);
-            }
-            cursor.0 = to;
-            cursor.1
-        };
-        take_blocks(
-            &mut self.events,
-            &self.buffer,
-            &mut self.pool,
-            &mut newlines_at,
-        );
-        self.newlines = cursor.1 + count_newlines(&batch[cursor.0..]);
+        self.take_blocks();
         while let Some(chunk) = self.buffer.take_evicted() {
             // Eviction means the input is longer than the cap.
             self.spool(chunk, settings, warnings);
+        }
+    }
+
+    /// Copies the blocks that ended in the last batch into the pool and
+    /// updates the captures of the blocks still open.
+    fn take_blocks(&mut self) {
+        let batch = self.buffer.batch();
+        let batch_start = self.buffer.len() - batch.len() as u64;
+        let pos = self.buffer.len();
+        let keep = self.pool.keep();
+        let newlines_before = self.newlines;
+        for c in &mut self.captures {
+            let have = c.start + c.bytes.len() as u64;
+            let want = pos.min(c.start.saturating_add(keep));
+            if want > have {
+                debug_assert!(have >= batch_start);
+                c.bytes.extend_from_slice(
+                    &batch[(have - batch_start) as usize..(want - batch_start) as usize],
+                );
+            }
+        }
+        // Newlines are counted once per batch: blocks arrive ordered by
+        // end, so a cursor walks forward through the batch.
+        let mut cursor = (0usize, newlines_before);
+        for event in self.events.drain(..) {
+            let Event::Block(b) = event else {
+                continue;
+            };
+            let newlines_end = if b.end >= batch_start {
+                let to = (b.end - batch_start) as usize;
+                if to >= cursor.0 {
+                    cursor.1 += count_newlines(&batch[cursor.0..to]);
+                } else {
+                    cursor.1 -= count_newlines(&batch[to..cursor.0]);
+                }
+                cursor.0 = to;
+                cursor.1
+            } else {
+                // A section ended by a setext heading whose text line is
+                // in the previous batch.
+                newlines_before - self.buffer.count_newlines(b.end, batch_start)
+            };
+            let span = Span {
+                kind: b.kind,
+                start: b.start,
+                end: b.end,
+            };
+            if self.pool.holds(span) {
+                continue;
+            }
+            let stored = span.len().min(keep) as usize;
+            let (head, newlines) = match self.captures.iter().find(|c| c.start == b.start) {
+                Some(c) => (c.bytes[..stored].to_vec(), newlines_end - c.newlines_before),
+                None => {
+                    let mut head = Vec::with_capacity(stored);
+                    self.buffer
+                        .copy_range(b.start, b.start + stored as u64, &mut head);
+                    (head, self.buffer.count_newlines(b.start, b.end))
+                }
+            };
+            self.pool.add(Candidate::new(
+                span,
+                newlines_end - newlines,
+                newlines,
+                head,
+            ));
+        }
+        self.newlines = cursor.1 + count_newlines(&batch[cursor.0..]);
+        // Captures: the open raw block, the open section, the current line
+        // when the batch ended inside it (its comments' blocks start there).
+        let (raw, section) = self.scanner.open_starts();
+        let line = Some(self.scanner.line_start()).filter(|&l| l < pos);
+        let wanted = [raw, section, line];
+        self.captures.retain(|c| wanted.contains(&Some(c.start)));
+        for start in wanted.into_iter().flatten() {
+            if self.captures.iter().any(|c| c.start == start) {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            self.buffer
+                .copy_range(start, pos.min(start.saturating_add(keep)), &mut bytes);
+            let newlines_before = if start >= batch_start {
+                newlines_before + count_newlines(&batch[..(start - batch_start) as usize])
+            } else {
+                newlines_before - self.buffer.count_newlines(start, batch_start)
+            };
+            self.captures.push(Capture {
+                start,
+                newlines_before,
+                bytes,
+            });
         }
     }
 
@@ -294,11 +433,10 @@ impl Streaming {
         warnings: &mut dyn Write,
     ) -> io::Result<Summary> {
         self.scanner.finish(&mut self.events);
+        self.buffer.end_batch();
+        self.take_blocks();
         let total = self.buffer.len();
         let newlines = self.newlines;
-        take_blocks(&mut self.events, &self.buffer, &mut self.pool, &mut |_| {
-            newlines
-        });
         if total <= self.cap {
             output.write_all(self.buffer.head())?;
             output.flush()?;
@@ -311,7 +449,7 @@ impl Streaming {
         }
         // A tail cut reads at most cap + 3 bytes.
         let tail_from = total
-            .saturating_sub(self.cap + HEAD_LOOKAHEAD as u64)
+            .saturating_sub(self.cap.saturating_add(HEAD_LOOKAHEAD as u64))
             .max(self.buffer.tail_start());
         let mut tail_window = Vec::with_capacity((total - tail_from) as usize);
         self.buffer.copy_range(tail_from, total, &mut tail_window);
@@ -349,36 +487,8 @@ impl Streaming {
     }
 }
 
-/// Copies every block that could fit out of the window into the pool, with
-/// the newline count at its end given by `newlines_at`.
-fn take_blocks(
-    events: &mut Vec<Event>,
-    buffer: &HeadTailBuffer,
-    pool: &mut Pool,
-    newlines_at: &mut dyn FnMut(u64) -> u64,
-) {
-    for event in events.drain(..) {
-        let Event::Block(ProtectedBlock {
-            kind, start, end, ..
-        }) = event
-        else {
-            continue;
-        };
-        if !pool.wants(end - start) {
-            continue;
-        }
-        let mut bytes = Vec::with_capacity((end - start) as usize);
-        buffer.copy_range(start, end, &mut bytes);
-        let newlines_before = newlines_at(end) - count_newlines(&bytes);
-        pool.add(Candidate {
-            span: Span { kind, start, end },
-            newlines_before,
-            bytes,
-        });
-    }
-}
-
-fn warn(warnings: &mut dyn Write, message: &dyn std::fmt::Display) {
+/// One warning line on `warnings` (stderr): `jkz-truncate: warning: …`.
+pub fn warn(warnings: &mut dyn Write, message: &dyn std::fmt::Display) {
     // Nothing sensible is left to do if stderr itself fails.
     let _ = writeln!(warnings, "jkz-truncate: warning: {message}");
 }
@@ -415,56 +525,132 @@ fn assemble(
         let h = cut::head_cut(input.head, cap as usize);
         return out.write_all(&input.head[..h]);
     }
-    let spans: Vec<Span> = input.blocks.iter().map(|c| c.span).collect();
-    let selection = select(&spans, cap, marker);
+    let markers = Markers {
+        gap: marker,
+        cut: cut_marker_extra(input.total, path),
+    };
+    let blocks: Vec<_> = input.blocks.iter().map(|c| c.block()).collect();
+    let selection = select(&blocks, cap, markers);
     let (head_budget, tail_budget) = split(cap - selection.used, head_share);
     let h = cut::head_cut(input.head, head_budget as usize);
     let tail_from = cut::tail_cut(input.tail, tail_budget as usize);
     let tail_base = input.total - input.tail.len() as u64;
 
-    // Every kept piece: (start, bytes, newlines before start).
-    let mut pieces: Vec<(u64, &[u8], u64)> = Vec::new();
-    pieces.push((0, &input.head[..h], 0));
-    for (c, chosen) in input.blocks.iter().zip(selection.chosen) {
-        if chosen {
-            pieces.push((c.span.start, &c.bytes, c.newlines_before));
-        }
+    let mut pieces: Vec<Piece> = Vec::new();
+    pieces.push(Piece {
+        start: 0,
+        bytes: &input.head[..h],
+        newlines_before: 0,
+        cut: None,
+    });
+    for (c, placed) in input.blocks.iter().zip(selection.placed) {
+        let (bytes, cut) = match placed {
+            Placement::Skipped => continue,
+            // A block held only in part is placed whole only when other
+            // placed blocks cover it: they write its bytes.
+            Placement::Whole if (c.head().len() as u64) < c.span.len() => continue,
+            Placement::Whole => (c.head(), None),
+            Placement::Head(n) => {
+                let end_newlines = c.newlines_before + c.newlines;
+                (
+                    &c.head()[..n as usize],
+                    Some((c.span.kind, c.span.end, end_newlines)),
+                )
+            }
+        };
+        pieces.push(Piece {
+            start: c.span.start,
+            bytes,
+            newlines_before: c.newlines_before,
+            cut,
+        });
     }
     let tail = &input.tail[tail_from..];
-    pieces.push((
-        tail_base + tail_from as u64,
-        tail,
-        input.newlines - count_newlines(tail),
-    ));
-    pieces.sort_by_key(|&(start, bytes, _)| (start, std::cmp::Reverse(bytes.len())));
+    pieces.push(Piece {
+        start: tail_base + tail_from as u64,
+        bytes: tail,
+        newlines_before: input.newlines - count_newlines(tail),
+        cut: None,
+    });
+    pieces.sort_by_key(|p| (p.start, std::cmp::Reverse(p.bytes.len())));
 
-    let mut at = 0u64; // everything before `at` is written or omitted
-    let mut at_newlines = 0u64;
-    let mut last = None;
-    for (start, bytes, newlines_before) in pieces {
-        let end = start + bytes.len() as u64;
-        if end <= at {
+    let mut gap = Gap {
+        at: 0, // everything before `at` is written or omitted
+        newlines: 0,
+        last: None,
+        cut: None,
+        path,
+    };
+    for piece in pieces {
+        let end = piece.start + piece.bytes.len() as u64;
+        if end <= gap.at {
             continue;
         }
-        if start > at {
-            let line = marker_line(start - at, newlines_before - at_newlines, path, last);
-            out.write_all(line.as_bytes())?;
-            last = Some(b'\n');
+        if piece.start > gap.at {
+            gap.write(piece.start, piece.newlines_before, out)?;
         }
-        let from = at.saturating_sub(start) as usize;
-        let fresh = &bytes[from..];
+        let from = gap.at.saturating_sub(piece.start) as usize;
+        let fresh = &piece.bytes[from..];
         if let Some(&b) = fresh.last() {
             out.write_all(fresh)?;
-            last = Some(b);
+            gap.last = Some(b);
         }
-        at = end;
-        at_newlines = newlines_before + count_newlines(bytes);
+        if piece.cut.is_some() {
+            gap.cut = piece.cut;
+        }
+        gap.at = end;
+        gap.newlines = piece.newlines_before + count_newlines(piece.bytes);
     }
-    if at < input.total {
-        let line = marker_line(input.total - at, input.newlines - at_newlines, path, last);
-        out.write_all(line.as_bytes())?;
+    if gap.at < input.total {
+        gap.write(input.total, input.newlines, out)?;
     }
     Ok(())
+}
+
+/// A stretch of the input that is written: the head, a placed block (or
+/// its head: `cut` is then its kind, end, and newlines before its end), the
+/// tail.
+struct Piece<'a> {
+    start: u64,
+    bytes: &'a [u8],
+    newlines_before: u64,
+    cut: Option<(Kind, u64, u64)>,
+}
+
+/// Where the output stands while the pieces are written.
+struct Gap<'a> {
+    at: u64,
+    /// Newlines before `at`.
+    newlines: u64,
+    /// The last byte written.
+    last: Option<u8>,
+    /// The last block written only in part (its head): kind, end, newlines
+    /// before its end. Every gap that starts inside it names it.
+    cut: Option<(Kind, u64, u64)>,
+    path: Option<&'a str>,
+}
+
+impl Gap<'_> {
+    /// Writes the marker of the gap from `at` to `to` (`newlines` before
+    /// `to`), naming the cut block it starts in, if any.
+    fn write(&mut self, to: u64, newlines: u64, out: &mut dyn Write) -> io::Result<()> {
+        let bytes = to - self.at;
+        let lines = newlines - self.newlines;
+        let line = match self.cut {
+            Some((kind, end, end_newlines)) if end > self.at => {
+                let in_block = if to <= end {
+                    (bytes, lines)
+                } else {
+                    (end - self.at, end_newlines - self.newlines)
+                };
+                cut_marker_line(kind, in_block, (bytes, lines), self.path, self.last)
+            }
+            _ => marker_line(bytes, lines, self.path, self.last),
+        };
+        out.write_all(line.as_bytes())?;
+        self.last = Some(b'\n');
+        Ok(())
+    }
 }
 
 /// Splits what is left for head and tail by the head share.
@@ -491,15 +677,69 @@ pub fn marker_line(bytes: u64, lines: u64, path: Option<&str>, last: Option<u8>)
     )
 }
 
+/// A gap's marker line when the gap starts inside a block cut to its head:
+/// how much of the block it omits (`in_block`: bytes, lines) and, when the
+/// gap (`in_all`) runs past the block's end, how much after it.
+pub fn cut_marker_line(
+    kind: Kind,
+    in_block: (u64, u64),
+    in_all: (u64, u64),
+    path: Option<&str>,
+    last: Option<u8>,
+) -> String {
+    let lead = if last.is_some_and(|b| b != b'\n') {
+        "\n"
+    } else {
+        ""
+    };
+    let counts = |(bytes, lines): (u64, u64)| {
+        let noun = if lines == 1 { "line" } else { "lines" };
+        format!("{} bytes ({} {noun})", thousands(bytes), thousands(lines))
+    };
+    let after = (in_all.0 - in_block.0, in_all.1 - in_block.1);
+    let after = if after.0 == 0 {
+        String::new()
+    } else {
+        format!(", and {} after it", counts(after))
+    };
+    let saved = path.map_or(String::new(), |p| format!("; full output: {p}"));
+    format!(
+        "{lead}[jkz-truncate: {} block cut: {} of it omitted{after}{saved}]\n",
+        kind.name(),
+        counts(in_block)
+    )
+}
+
+/// How much longer than [`marker_bound`] a cut block's marker can be.
+fn cut_marker_extra(total: u64, path: Option<&str>) -> u64 {
+    let longest = Kind::ALL
+        .into_iter()
+        .max_by_key(|k| k.name().len())
+        .expect("kinds");
+    let most = (total, total);
+    let all = (2 * total, 2 * total);
+    let cut = cut_marker_line(longest, most, all, path, Some(b'x')).len() as u64;
+    cut.saturating_sub(marker_bound(total, path))
+}
+
 /// The longest marker an input of `total` bytes can need.
 fn marker_bound(total: u64, path: Option<&str>) -> u64 {
     marker_line(total, total, path, Some(b'x')).len() as u64
 }
 
-/// The shortest marker there is; the pool prunes with it because the final
-/// marker length is known only at the end of the input.
-fn marker_floor() -> u64 {
-    marker_line(0, 0, None, None).len() as u64
+/// The shortest markers there are; the pool prunes with them because the
+/// final marker lengths are known only at the end of the input.
+fn marker_floor() -> Markers {
+    let shortest = Kind::ALL
+        .into_iter()
+        .min_by_key(|k| k.name().len())
+        .expect("kinds");
+    let gap = marker_line(0, 0, None, None);
+    let cut = cut_marker_line(shortest, (0, 0), (0, 0), None, None);
+    Markers {
+        gap: gap.len() as u64,
+        cut: (cut.len() - gap.len()) as u64,
+    }
 }
 
 /// `1234567` → `1,234,567`.
@@ -578,6 +818,29 @@ mod tests {
             marker_line(5, 1, None, Some(b'a')),
             "\n[jkz-truncate: 5 bytes (1 line) omitted]\n"
         );
+    }
+
+    #[test]
+    fn the_cap_variable_fails_open() {
+        use std::ffi::OsStr;
+        let env = |v: &str| resolve_cap(None, Some(OsStr::new(v)), Mode::Agent);
+        assert_eq!(
+            resolve_cap(Some(5), Some(OsStr::new("x")), Mode::Agent),
+            Ok(5)
+        );
+        assert_eq!(resolve_cap(None, None, Mode::Fallback), Ok(102_400));
+        assert_eq!(env(""), Ok(81_920), "empty is unset");
+        assert_eq!(env(" 1000 "), Ok(1000));
+        assert_eq!(env("0"), Ok(0));
+        for bad in ["abc", "-1", "1e6", "18446744073709551616", "12 kb"] {
+            let (cap, warning) = env(bad).unwrap_err();
+            assert_eq!(cap, 81_920, "{bad}");
+            assert!(
+                warning.starts_with("JKZ_MAX_OUTPUT_BYTES=") && warning.contains("81,920"),
+                "{warning}"
+            );
+            assert!(!warning.contains('\n'), "{warning}");
+        }
     }
 
     #[test]

@@ -21,15 +21,37 @@ static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
     format!(
         "\
 Caps: --max-bytes N > JKZ_MAX_OUTPUT_BYTES > --mode (primary 307,200 bytes,
-fallback 102,400, agent 81,920). A cap of 0 passes the input through.
+fallback 102,400, agent 81,920). A cap of 0 passes the input through, and
+so does a cap larger than the input. A filter fails open: an empty
+JKZ_MAX_OUTPUT_BYTES counts as unset, an invalid one is a one-line warning
+and the mode's cap is used; only a bad flag is a usage error (exit 2).
 Input no longer than the cap is printed unchanged. Longer input becomes:
-head, every protected block that fits and is not in head or tail (input
+head, every protected block placed that is not in head or tail (input
 order), tail, with one marker line per gap:
   [jkz-truncate: 1,234,567 bytes (20,311 lines) omitted; full output: PATH]
-Protected blocks take the budget first (verdict-json, compact-plan,
-plan-digest, decisions, tldr, accumulated-patterns, other jkz: signals;
-within a kind the last occurrence first). The output never exceeds the
-cap; a cap too small for one marker line gets the head alone, no marker.
+
+How the budget is divided: head and tail together always keep at least a
+quarter of the cap (split by the head share), so the last lines survive
+however many blocks there are. Protected blocks share the other three
+quarters (kinds, highest first: verdict-json, compact-plan, plan-digest,
+decisions, tldr, accumulated-patterns, other jkz: signals):
+  1. the newest block of each kind, highest kind first, whole if it fits;
+  2. the newest blocks that did not fit share what is left equally, each
+     cut to its head (its first whole lines); the marker after the head
+     says how much of the block is omitted, e.g.
+     [jkz-truncate: tldr block cut: 156,494 bytes (2,414 lines) of it
+     omitted; full output: PATH]
+  3. older blocks, newest first within a kind, whole or cut to their head.
+A block is dropped only when not even its first line fits. Each placed
+block costs its new bytes plus one marker line; what blocks leave goes to
+head and tail. The output never exceeds the cap; a cap too small for one
+marker line gets the head alone, no marker.
+E.g. --max-bytes 3000 on 5,000 verdict comments: about 20 of the newest
+verdicts, and head and tail share at least 750 bytes.
+
+A heading section (## TL;DR, setext TL;DR + ===== …) protects its own
+text, up to the next heading of any level; its subsections are ordinary
+text unless they name a kind themselves.
 
 Head share by role (--head-share overrides):
 {}
@@ -60,8 +82,9 @@ struct Cli {
     #[arg(long, value_name = "ROLE")]
     role: Option<String>,
 
-    /// Output cap in bytes (0: no truncation).
-    #[arg(long, value_name = "N", env = "JKZ_MAX_OUTPUT_BYTES")]
+    /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
+    /// else the mode's cap.
+    #[arg(long, value_name = "N")]
     max_bytes: Option<u64>,
 
     /// Head's share of the head+tail budget, 0.0 to 1.0; overrides --role.
@@ -120,14 +143,22 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             .as_deref()
             .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share)
     });
+    let mut stderr = io::stderr().lock();
+    let env = std::env::var_os(truncate::CAP_VARIABLE);
+    let cap = match truncate::resolve_cap(cli.max_bytes, env.as_deref(), mode) {
+        Ok(cap) => cap,
+        Err((cap, warning)) => {
+            truncate::warn(&mut stderr, &warning);
+            cap
+        }
+    };
     let settings = Settings {
-        cap: cli.max_bytes.unwrap_or(mode.cap()),
+        cap,
         head_share,
         full_output: (!cli.no_full_output)
             .then(|| StateDir::resolve(cli.state_dir.as_deref(), None)),
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
-    let mut stderr = io::stderr().lock();
     match &cli.file {
         Some(path) => {
             let name = path.display().to_string();

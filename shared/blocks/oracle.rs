@@ -17,6 +17,7 @@ struct Oracle {
     heading: Regex,
     tag: Regex,
     comment: Regex,
+    underline: Regex,
 }
 
 #[derive(Clone, Copy)]
@@ -36,6 +37,7 @@ impl Oracle {
             )
             .unwrap(),
             comment: Regex::new(r"<!--[ \t]*jkz:([A-Za-z0-9_.-]+)").unwrap(),
+            underline: Regex::new(r"^(={3,}|-{3,})[ \t]*\r?\n?$").unwrap(),
         }
     }
 
@@ -44,13 +46,29 @@ impl Oracle {
     fn blocks(&self, doc: &[u8]) -> Vec<ProtectedBlock> {
         let mut out = Vec::new();
         let mut open: Option<Open> = None;
-        let mut sections: Vec<(u8, Kind, u64)> = Vec::new();
+        // The open protected section; it ends at the next heading of any
+        // level, setext or ATX.
+        let mut section: Option<(Kind, u64)> = None;
+        // The previous line, if it was ordinary text (a setext heading's
+        // text when an underline follows): its start and named kind.
+        let mut text: Option<(u64, Option<Kind>)> = None;
         let mut at = 0u64;
         for line in doc.split_inclusive(|&b| b == b'\n') {
             let start = at;
             let end = at + line.len() as u64;
             at = end;
             let mut rest_from = 0;
+            let previous = text.take();
+            let mut plain = false;
+            let mut heading_at =
+                |hstart: u64, kind: Option<Kind>, out: &mut Vec<ProtectedBlock>| {
+                    if let Some((k, s)) = section.take() {
+                        out.push(block(k, Form::Heading, s, hstart, true));
+                    }
+                    if let Some(kind) = kind {
+                        section = Some((kind, hstart));
+                    }
+                };
             match open {
                 Some(Open::Fence(marker, len, kind, fstart)) => {
                     let body = String::from_utf8_lossy(line);
@@ -106,14 +124,11 @@ impl Oracle {
                         }
                     }
                     if let Some(c) = self.heading.captures(line) {
-                        let level = c[1].len() as u8;
-                        while sections.last().is_some_and(|s| s.0 >= level) {
-                            let (_, kind, s) = sections.pop().unwrap();
-                            out.push(block(kind, Form::Heading, s, start, true));
-                        }
                         let text = c.get(2).map(|m| m.as_bytes()).unwrap_or(b"");
-                        if let Some(kind) = oracle_heading_kind(text) {
-                            sections.push((level, kind, start));
+                        heading_at(start, oracle_heading_kind(text), &mut out);
+                    } else if self.underline.is_match(line) {
+                        if let Some((tstart, kind)) = previous {
+                            heading_at(tstart, kind, &mut out);
                         }
                     } else if let Some(c) = self.tag.captures(line) {
                         let kind = Kind::from_name(&c[1]).unwrap();
@@ -134,7 +149,16 @@ impl Oracle {
                                 continue;
                             }
                         }
+                    } else {
+                        plain = true;
                     }
+                }
+            }
+            if plain && !self.comment.is_match(line) {
+                let body = String::from_utf8_lossy(line);
+                let body = body.trim_end_matches(['\n', '\r']);
+                if !body.trim_matches([' ', '\t']).is_empty() {
+                    text = Some((start, oracle_heading_kind(body.as_bytes())));
                 }
             }
             // Comments in the rest of the line, one after another.
@@ -163,7 +187,7 @@ impl Oracle {
             Some(Open::Tag(kind, s)) => out.push(block(kind, Form::Tag, s, at, false)),
             _ => {}
         }
-        while let Some((_, kind, s)) = sections.pop() {
+        if let Some((kind, s)) = section {
             out.push(block(kind, Form::Heading, s, at, true));
         }
         out.sort_by_key(|b| (b.start, std::cmp::Reverse(b.end)));
@@ -222,6 +246,7 @@ fn line() -> impl Strategy<Value = String> {
             .prop_map(|(f, i)| format!("{f}{i}")),
         2 => prop::sample::select(vec!["```", "~~~", "````", "~~~~ "]).prop_map(String::from),
         2 => prop::sample::select(vec!["<compact-plan>", "<tldr id=1>", "</compact-plan>", "</tldr>", "x </decisions>", "<decisions>short</decisions> tail", "<Tldr>", "<tldrx>"]).prop_map(String::from),
+        2 => prop::sample::select(vec!["===", "---", "-----  ", " ---", "==", "--- x", "=-=", "- item", "TL;DR", "Decisions:", "Release notes"]).prop_map(String::from),
         2 => prop::sample::select(vec!["<!-- jkz:verdict-json {\"v\":1} -->", "a <!--jkz:propose-issue: T | x", "-->", "end --> <!-- jkz:tldr", "<!-- note -->", "<!-- jkz: -->", "<!-- jkz:x --><!-- jkz:decisions y -->"]).prop_map(String::from),
     ]
 }

@@ -170,6 +170,15 @@ impl HeadTailBuffer {
         self.tail.push_back(fresh);
     }
 
+    /// Marks the last batch as taken care of: [`batch`] is empty until the
+    /// next one (at the end of the input, when the scanner's last blocks
+    /// are taken).
+    ///
+    /// [`batch`]: HeadTailBuffer::batch
+    pub fn end_batch(&mut self) {
+        self.batch = 0;
+    }
+
     /// The last batch handed out.
     pub fn batch(&self) -> &[u8] {
         let newest = self.tail.back().expect("never empty");
@@ -218,6 +227,20 @@ impl HeadTailBuffer {
     /// Appends the bytes `start..end` (absolute offsets, still held in the
     /// tail) to `out`.
     pub fn copy_range(&self, start: u64, end: u64, out: &mut Vec<u8>) {
+        self.for_each_slice(start, end, |s| out.extend_from_slice(s));
+    }
+
+    /// Newlines among the bytes `start..end` (still held in the tail).
+    pub fn count_newlines(&self, start: u64, end: u64) -> u64 {
+        let mut n = 0;
+        self.for_each_slice(start, end, |s| {
+            n += memchr::memchr_iter(b'\n', s).count() as u64;
+        });
+        n
+    }
+
+    /// Calls `f` on the bytes `start..end` (still held), chunk by chunk.
+    fn for_each_slice(&self, start: u64, end: u64, mut f: impl FnMut(&[u8])) {
         assert!(
             start >= self.tail_base && start <= end && end <= self.len(),
             "range {start}..{end} not held (tail holds {}..{})",
@@ -236,7 +259,7 @@ impl HeadTailBuffer {
                 continue;
             }
             let n = (bytes.len() - skip).min(want);
-            out.extend_from_slice(&bytes[skip..skip + n]);
+            f(&bytes[skip..skip + n]);
             want -= n;
             skip = 0;
         }

@@ -17,31 +17,97 @@ use crate::blocks::{BlockScanner, Event};
 
 const MAX_LINE: usize = 16;
 
-/// Precedence-ordered greedy over a mask: (chosen, used).
-fn naive_select(spans: &[Span], cap: u64, marker: u64, len: usize) -> (Vec<bool>, u64) {
-    let mut order: Vec<usize> = (0..spans.len()).collect();
+/// A pool entry: a block and how many of its first bytes are held.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    span: Span,
+    stored: u64,
+}
+
+/// The placement rule over a byte mask, spelled out round by round:
+/// (placements, used).
+fn naive_select(
+    pool: &[Held],
+    input: &[u8],
+    cap: u64,
+    gap: u64,
+    cut: u64,
+) -> (Vec<Placement>, u64) {
+    let limit = cap - cap / 4;
+    let mut placed = vec![Placement::Skipped; pool.len()];
+    if gap > limit {
+        return (placed, gap);
+    }
+    let mut order: Vec<usize> = (0..pool.len()).collect();
     order.sort_by_key(|&i| {
-        (
-            spans[i].kind,
-            Reverse(spans[i].start),
-            Reverse(spans[i].end),
-        )
+        let s = pool[i].span;
+        (s.kind, Reverse(s.start), Reverse(s.end))
     });
-    let mut mask = vec![false; len];
-    let mut chosen = vec![false; spans.len()];
-    let mut used = marker;
-    for i in order {
-        let range = spans[i].start as usize..spans[i].end as usize;
-        let new = mask[range.clone()].iter().filter(|&&m| !m).count() as u64;
-        if new == 0 || used + new + marker <= cap {
-            chosen[i] = true;
-            if new > 0 {
-                used += new + marker;
-                mask[range].iter_mut().for_each(|m| *m = true);
+    let mut newest: Vec<usize> = Vec::new();
+    for kind in Kind::ALL {
+        newest.extend(order.iter().copied().find(|&i| pool[i].span.kind == kind));
+    }
+    let mut mask = vec![false; input.len()];
+    let mut used = gap;
+    let new_in = |mask: &[bool], from: u64, to: u64| {
+        mask[from as usize..to as usize]
+            .iter()
+            .filter(|&&m| !m)
+            .count() as u64
+    };
+    // Whole, if it fits (a covered block is free).
+    let whole = |i: usize, mask: &mut Vec<bool>, used: &mut u64, placed: &mut Vec<Placement>| {
+        let h = pool[i];
+        let new = new_in(mask, h.span.start, h.span.end);
+        let fits = h.stored == h.span.end - h.span.start && *used + new + gap <= limit;
+        if new == 0 || fits {
+            placed[i] = Placement::Whole;
+            *used += if new == 0 { 0 } else { new + gap };
+            mask[h.span.start as usize..h.span.end as usize].fill(true);
+            return true;
+        }
+        false
+    };
+    // The longest run of whole first lines (not all of the block, within
+    // what is held) whose cost fits the allowance.
+    let head = |i: usize,
+                allowance: u64,
+                mask: &mut Vec<bool>,
+                used: &mut u64,
+                placed: &mut Vec<Placement>| {
+        let h = pool[i];
+        let len = h.span.end - h.span.start;
+        let max = h.stored.min(len - 1);
+        let bytes = &input[h.span.start as usize..(h.span.start + max) as usize];
+        for k in (1..=max).rev() {
+            if bytes[k as usize - 1] != b'\n' {
+                continue;
+            }
+            let cost = new_in(mask, h.span.start, h.span.start + k) + gap + cut;
+            if cost <= allowance {
+                placed[i] = Placement::Head(k);
+                *used += cost;
+                mask[h.span.start as usize..(h.span.start + k) as usize].fill(true);
+                return;
             }
         }
+    };
+    let mut deferred = Vec::new();
+    for &i in &newest {
+        if !whole(i, &mut mask, &mut used, &mut placed) {
+            deferred.push(i);
+        }
     }
-    (chosen, used)
+    for (n, &i) in deferred.iter().enumerate() {
+        let share = (limit - used) / (deferred.len() - n) as u64;
+        head(i, share, &mut mask, &mut used, &mut placed);
+    }
+    for &i in order.iter().filter(|i| !newest.contains(i)) {
+        if !whole(i, &mut mask, &mut used, &mut placed) {
+            head(i, limit - used, &mut mask, &mut used, &mut placed);
+        }
+    }
+    (placed, used)
 }
 
 /// Blocks in the order the scanner reports them.
@@ -63,27 +129,41 @@ fn arrivals(input: &[u8]) -> Vec<Span> {
         .collect()
 }
 
-/// The pool's rule, spelled out: keep blocks up to the cap long; when the
-/// kept bytes pass the threshold, keep only what the greedy would choose.
-fn naive_pool(input: &[u8], cap: u64) -> Vec<Span> {
-    let mut pool: Vec<Span> = Vec::new();
+/// The pool's rule, spelled out: hold each block's first bytes up to the
+/// block budget, skipping a block the newest candidates starting at the
+/// same byte already hold; when the held bytes pass the threshold, keep
+/// only what the rule would place, a block placed as a head holding only
+/// that head.
+fn naive_pool(input: &[u8], cap: u64) -> Vec<Held> {
+    let floor = marker_floor();
+    let mut pool: Vec<Held> = Vec::new();
     let mut bytes = 0;
     let mut prune_at = 2 * cap;
     for span in arrivals(input) {
-        if span.end - span.start > cap {
+        let last_start = pool.last().map(|h| h.span.start);
+        let held = pool
+            .iter()
+            .rev()
+            .take_while(|h| Some(h.span.start) == last_start)
+            .any(|h| h.span == span);
+        if held {
             continue;
         }
-        pool.push(span);
-        bytes += span.end - span.start;
+        let stored = (span.end - span.start).min(cap - cap / 4);
+        pool.push(Held { span, stored });
+        bytes += stored;
         if bytes > prune_at {
-            let (keep, _) = naive_select(&pool, cap, marker_floor(), input.len());
+            let (placed, _) = naive_select(&pool, input, cap, floor.gap, floor.cut);
             pool = pool
                 .into_iter()
-                .zip(keep)
-                .filter(|p| p.1)
-                .map(|p| p.0)
+                .zip(placed)
+                .filter_map(|(h, p)| match p {
+                    Placement::Skipped => None,
+                    Placement::Whole => Some(h),
+                    Placement::Head(n) => Some(Held { stored: n, ..h }),
+                })
                 .collect();
-            bytes = pool.iter().map(|s| s.end - s.start).sum();
+            bytes = pool.iter().map(|h| h.stored).sum();
             prune_at = bytes + 2 * cap;
         }
     }
@@ -115,24 +195,63 @@ fn oracle(input: &[u8], cap: u64, share: f64) -> Oracle {
             cuts: None,
         };
     }
+    let cut_marker = cut_marker_line(
+        Kind::AccumulatedPatterns,
+        (n as u64, n as u64),
+        (2 * n as u64, 2 * n as u64),
+        None,
+        Some(b'x'),
+    )
+    .len() as u64
+        - marker;
     let pool = naive_pool(input, cap);
-    let (chosen, used) = naive_select(&pool, cap, marker, n);
+    let (placed, used) = naive_select(&pool, input, cap, marker, cut_marker);
+    prop_assert_le(used, (cap - cap / 4).max(marker));
     let rest = cap - used;
     let head_budget = ((rest as f64 * share).floor() as u64).min(rest);
     let tail_budget = rest - head_budget;
     let h = cut::head_cut(input, head_budget as usize);
     let t = cut::tail_cut(input, tail_budget as usize);
-    let mut keep = vec![false; n];
-    keep[..h].iter_mut().for_each(|k| *k = true);
-    keep[t..].iter_mut().for_each(|k| *k = true);
+    // Every written stretch: (start, end, for a block cut to its head its
+    // kind and end).
+    let mut stretches = vec![(0, h, None)];
     let mut chosen_bytes = Vec::new();
-    for (s, c) in pool.iter().zip(&chosen) {
-        if *c {
-            let r = s.start as usize..s.end as usize;
-            keep[r.clone()].iter_mut().for_each(|k| *k = true);
-            chosen_bytes.push(input[r].to_vec());
+    for (held, p) in pool.iter().zip(&placed) {
+        let (start, end) = (held.span.start as usize, held.span.end as usize);
+        match *p {
+            Placement::Skipped => {}
+            // Held in part, placed only because it is covered: nothing to write.
+            Placement::Whole if held.stored < held.span.end - held.span.start => {}
+            Placement::Whole => {
+                stretches.push((start, end, None));
+                chosen_bytes.push(input[start..end].to_vec());
+            }
+            Placement::Head(k) => {
+                let k = k as usize;
+                stretches.push((start, start + k, Some((held.span.kind, end))));
+                chosen_bytes.push(input[start..start + k].to_vec());
+            }
         }
     }
+    stretches.push((t, n, None));
+    stretches.sort_by_key(|&(s, e, _)| (s, Reverse(e - s)));
+    // The cut stretches that add bytes to what the stretches before them
+    // (by start, longer first) wrote: a gap starting inside the block of
+    // the last such one before it says how much of that block it omits.
+    let mut keep = vec![false; n];
+    let mut fresh_cuts: Vec<(usize, Kind, usize)> = Vec::new();
+    let mut written_to = 0;
+    for &(s, e, cut) in &stretches {
+        keep[s..e].fill(true);
+        if e > written_to {
+            if let Some((kind, end)) = cut {
+                fresh_cuts.push((s, kind, end));
+            }
+            written_to = e;
+        }
+    }
+    let newlines =
+        |from: usize, to: usize| input[from..to].iter().filter(|&&b| b == b'\n').count() as u64;
     let mut output = Vec::new();
     let mut i = 0;
     while i < n {
@@ -140,8 +259,19 @@ fn oracle(input: &[u8], cap: u64, share: f64) -> Oracle {
         if keep[i] {
             output.extend_from_slice(&input[i..j]);
         } else {
-            let lines = input[i..j].iter().filter(|&&b| b == b'\n').count() as u64;
-            let line = marker_line((j - i) as u64, lines, None, output.last().copied());
+            let all = ((j - i) as u64, newlines(i, j));
+            let cut = fresh_cuts
+                .iter()
+                .rev()
+                .find(|c| c.0 <= i)
+                .filter(|c| c.2 > i);
+            let line = match cut {
+                Some(&(_, kind, end)) => {
+                    let in_block = ((end.min(j) - i) as u64, newlines(i, end.min(j)));
+                    cut_marker_line(kind, in_block, all, None, output.last().copied())
+                }
+                None => marker_line(all.0, all.1, None, output.last().copied()),
+            };
             output.extend_from_slice(line.as_bytes());
         }
         i = j;
@@ -151,6 +281,10 @@ fn oracle(input: &[u8], cap: u64, share: f64) -> Oracle {
         chosen: chosen_bytes,
         cuts: Some((h, n - t)),
     }
+}
+
+fn prop_assert_le(a: u64, b: u64) {
+    assert!(a <= b, "{a} > {b}");
 }
 
 /// A reader returning the given chunk sizes in turn (sizes ≥ 1).
@@ -215,11 +349,62 @@ fn piece() -> impl Strategy<Value = &'static [u8]> {
         b"# Heading\n",
         b"### Decisions\r\n",
         b"## Verdict: PASS\n",
+        b"Decisions\n",
+        b"---\n",
+        b"===\n",
     ])
 }
 
+/// A block of `lines` lines of assorted lengths in one of the forms,
+/// closed or not: often larger than the cap, or than the budget left.
+fn big_block() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::sample::select(vec![
+            ("```compact-plan\n", "```\n"),
+            ("<tldr>\n", "</tldr>\n"),
+            ("<!-- jkz:decisions\n", "-->\n"),
+            ("## TL;DR\n", "## Next\n"),
+            ("Verdict\n=======\n", "Other\n-----\n"),
+        ]),
+        prop::collection::vec(0usize..40, 1..30),
+        any::<bool>(),
+    )
+        .prop_map(|((open, close), lens, closed)| {
+            let mut b = open.as_bytes().to_vec();
+            for (i, n) in lens.into_iter().enumerate() {
+                b.extend((0..n).map(|j| b"abcdefgh \xe2\x82\xac"[(i + j) % 11]));
+                b.push(b'\n');
+            }
+            if closed {
+                b.extend_from_slice(close.as_bytes());
+            }
+            b
+        })
+}
+
+/// Many blocks of one kind, or one line dense with comments (every
+/// comment on a line is a block spanning the line).
+fn many_of_one_kind() -> impl Strategy<Value = Vec<u8>> {
+    (1usize..60, any::<bool>()).prop_map(|(n, one_line)| {
+        if one_line {
+            let mut b = b"<!-- jkz:x -->".repeat(n);
+            b.push(b'\n');
+            b
+        } else {
+            (0..n)
+                .flat_map(|i| format!("<!-- jkz:verdict-json {{\"n\":{i}}} -->\n").into_bytes())
+                .collect()
+        }
+    })
+}
+
 fn document() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(piece(), 0..60).prop_map(|v| v.concat())
+    let part = prop_oneof![
+        12 => piece().prop_map(|p| p.to_vec()),
+        1 => big_block(),
+        1 => many_of_one_kind(),
+    ];
+    prop::collection::vec(part, 0..60).prop_map(|v| v.concat())
 }
 
 fn tuning() -> impl Strategy<Value = Tuning> {
@@ -266,14 +451,22 @@ proptest! {
             prop_assert!(memchr::memmem::find(&got, block).is_some());
         }
         // The block that comes first of all (highest kind, last occurrence)
-        // appears whenever it fits beside two markers.
+        // appears whenever it fits beside two markers in the block budget.
         let marker = marker_bound(input.len() as u64, None);
         let spans = arrivals(&input);
         if let Some(top) = spans.iter().min_by_key(|s| (s.kind, Reverse(s.start), Reverse(s.end))) {
-            if top.end - top.start + 2 * marker <= cap {
+            if top.end - top.start + 2 * marker <= select::block_budget(cap) {
                 let bytes = &input[top.start as usize..top.end as usize];
                 prop_assert!(memchr::memmem::find(&got, bytes).is_some(), "top block missing");
             }
+        }
+        // Head and tail keep their minimum however many blocks there are:
+        // a quarter of the cap, less what cutting on a line (at most a
+        // quarter of each budget) or a character boundary gives up.
+        // (When one marker is more than the block budget, it takes its share.)
+        let min = select::head_tail_min(cap);
+        if marker <= select::block_budget(cap) {
+            prop_assert!((h + t) as u64 + 6 >= min - min / 4, "head {h} + tail {t} < {min}");
         }
     }
 }
@@ -325,9 +518,13 @@ fn several_blocks_over_budget_keep_priority_and_the_newest() {
     doc.extend_from_slice(b"\n<!-- jkz:tldr new summary -->\n");
     doc.extend(std::iter::repeat_n(b'.', 300));
     doc.push(b'\n');
-    let out = streaming(&doc, 230, 0.5, vec![7], Tuning::default());
+    // 320: the verdict, the newest summary and their markers fit in the
+    // block budget (three quarters of the cap); the old summary does not.
+    // Head share 0: the old summary opens the input, and the head keeps a
+    // guaranteed share now.
+    let out = streaming(&doc, 320, 0.0, vec![7], Tuning::default());
     let text = String::from_utf8_lossy(&out);
-    assert!(out.len() <= 230, "{text}");
+    assert!(out.len() <= 320, "{text}");
     assert!(text.contains("verdict\":\"FAIL"), "{text}");
     assert!(text.contains("new summary"), "{text}");
     assert!(!text.contains("old summary"), "{text}");

@@ -1,33 +1,48 @@
-//! Which protected blocks get into the output, and the bounded pool of
-//! candidates kept while the input streams by.
+//! Which protected blocks get into the output, and how much of each; and
+//! the bounded pool of candidates kept while the input streams by.
 //!
 //! # The rule
 //!
-//! Blocks are placed in the budget first, in precedence order: kind priority
-//! ([`Kind`]'s order, `verdict-json` highest), then, within a kind, the last
-//! occurrence first (later start; for equal starts the longer block). A
-//! block's cost is its bytes not already covered by chosen blocks plus one
-//! marker line (the gap it may open); a block that is already covered costs
-//! nothing. A block that does not fit is skipped and the next one is tried,
-//! so a smaller, lower-priority block may still get in. One more marker is
-//! reserved up front for the head/tail gap.
+//! The blocks share a *block budget*: the cap minus a guaranteed minimum for
+//! head and tail together ([`head_tail_min`], a quarter of the cap), so the
+//! tail's last lines survive however many blocks there are. One marker line
+//! for the head/tail gap is reserved in it up front. A block's cost is its
+//! bytes not already covered by placed blocks plus one marker line (the gap
+//! it may open); a block cut to its head also pays for the longer marker of
+//! the gap after its head, which says how much of the block is omitted.
+//! Blocks are placed in three rounds:
+//!
+//! 1. The newest block of each kind (last start; for equal starts the longer
+//!    one), highest kind first, whole when it fits in what is left.
+//! 2. The newest blocks that did not fit whole, highest kind first, each cut
+//!    to its head within an equal share of what is left: `left / n` for the
+//!    `n` such blocks not yet placed (what one leaves unused goes to the next).
+//! 3. Every other block in precedence order (kind, then the last occurrence
+//!    first), whole when it fits in what is left, else cut to its head.
+//!
+//! A head is the longest run of the block's whole first lines that fits; a
+//! block gets nothing only when even its first line does not fit. A block
+//! already covered by placed blocks costs nothing.
 //!
 //! # Bounded memory
 //!
-//! Blocks arrive while the input streams, and their bytes must be copied out
-//! before they leave the window. The [`Pool`] keeps the candidates: only
-//! blocks no longer than the cap are taken, and whenever the pool holds more
-//! than `prune_at` bytes it is cut down to what [`select`] would choose from
-//! it right now (with the smallest possible marker). `prune_at` is what
-//! survived the last cut plus twice the cap, so pruning is amortized (each
-//! cut follows two caps of new blocks) and the pool stays within about three
-//! caps (a little more when chosen blocks nest: each is stored whole). The final choice is [`select`] over the pool at the end of the
-//! input. A block pruned early is gone for good even if a later, higher block
-//! would have pushed out the one that beat it: the rule is "the greedy choice
-//! over the pool", and the pool is defined by this pruning schedule.
+//! Blocks arrive while the input streams, and their first bytes must be
+//! copied out before they leave the window. The [`Pool`] keeps the
+//! candidates: of each block at most its first [`block_budget`] bytes (no
+//! more can ever be placed), shared between candidates that start at the
+//! same byte (the blocks of one long line nest: one copy serves them all),
+//! and one candidate per span and kind (a line with thousands of comments
+//! is one block per kind). Whenever the pool holds more than `prune_at`
+//! bytes (the candidates' heads summed) it is cut down to what [`select`] would place from it right now
+//! (with the shortest markers), a block placed as a head keeping only that
+//! head. `prune_at` is what survived plus twice the cap, so pruning is
+//! amortized and the pool stays within about three caps. The final choice
+//! is [`select`] over the pool at the end of the input: the rule is "the
+//! choice over the pool", and the pool is defined by this pruning schedule.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::blocks::Kind;
 
@@ -39,43 +54,202 @@ pub struct Span {
     pub end: u64,
 }
 
+impl Span {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+/// The minimum head and tail keep together: a quarter of the cap.
+pub fn head_tail_min(cap: u64) -> u64 {
+    cap / 4
+}
+
+/// What blocks and their markers may use: the cap minus [`head_tail_min`].
+pub fn block_budget(cap: u64) -> u64 {
+    cap - head_tail_min(cap)
+}
+
+/// Marker lengths the choice is made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Markers {
+    /// A gap's marker line.
+    pub gap: u64,
+    /// How much longer the marker of a gap that starts inside a block cut
+    /// to its head can be (it says how much of the block is omitted).
+    pub cut: u64,
+}
+
+/// What a block gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Skipped,
+    Whole,
+    /// Its first `n` bytes (whole lines, fewer than the block has).
+    Head(u64),
+}
+
+/// A block as [`select`] sees it: its span and its first bytes (all of
+/// them, or fewer: then it can only be cut).
+#[derive(Clone, Copy, Debug)]
+pub struct Block<'a> {
+    pub span: Span,
+    pub head: &'a [u8],
+}
+
+impl Block<'_> {
+    fn whole(&self) -> bool {
+        self.head.len() as u64 == self.span.len()
+    }
+}
+
 /// The result of [`select`].
 #[derive(Debug, PartialEq, Eq)]
 pub struct Selection {
-    /// One flag per input span: chosen or not.
-    pub chosen: Vec<bool>,
-    /// Budget used: chosen bytes (each counted once), one marker per chosen
-    /// block that added bytes, and the reserved head/tail marker.
+    /// One placement per input block.
+    pub placed: Vec<Placement>,
+    /// Budget used: placed bytes (each counted once), the markers charged,
+    /// and the reserved head/tail marker. At most [`block_budget`], unless
+    /// that is smaller than one marker (then nothing is placed and this is
+    /// the one marker).
     pub used: u64,
 }
 
-/// Chooses blocks for a budget of `cap` bytes with markers of `marker`
-/// bytes (see the module docs for the rule).
-pub fn select(spans: &[Span], cap: u64, marker: u64) -> Selection {
-    let overlaps = overlapping(spans);
-    let mut chosen = vec![false; spans.len()];
-    let mut covered = Coverage::default();
-    let mut used = marker;
-    for i in precedence(spans) {
-        let s = spans[i];
-        // Only a block that overlaps another needs the interval arithmetic:
-        // in a log most blocks overlap nothing.
-        let new = if overlaps[i] {
-            covered.uncovered(s.start, s.end)
-        } else {
-            s.end - s.start
+/// Places blocks for output cap `cap` (see the module docs for the rule).
+pub fn select(blocks: &[Block], cap: u64, markers: Markers) -> Selection {
+    let spans: Vec<Span> = blocks.iter().map(|b| b.span).collect();
+    let overlaps = overlapping(&spans);
+    let mut placer = Placer {
+        blocks,
+        overlaps,
+        covered: Coverage::default(),
+        placed: vec![Placement::Skipped; blocks.len()],
+        used: markers.gap,
+        limit: block_budget(cap),
+        markers,
+    };
+    if placer.used > placer.limit {
+        return Selection {
+            placed: placer.placed,
+            used: placer.used,
         };
-        if new == 0 {
-            chosen[i] = true;
-        } else if used + new + marker <= cap {
-            chosen[i] = true;
-            used += new + marker;
-            if overlaps[i] {
-                covered.insert(s.start, s.end);
-            }
+    }
+    let order = precedence(&spans);
+    // The newest of each kind: the first of its kind in precedence order.
+    let mut newest: Vec<usize> = Vec::new();
+    for &i in &order {
+        if newest
+            .last()
+            .is_none_or(|&j| spans[j].kind != spans[i].kind)
+        {
+            newest.push(i);
         }
     }
-    Selection { chosen, used }
+    let mut deferred = Vec::new();
+    for &i in &newest {
+        if !placer.whole(i) {
+            deferred.push(i);
+        }
+    }
+    for (n, &i) in deferred.iter().enumerate() {
+        let share = placer.left() / (deferred.len() - n) as u64;
+        placer.head(i, share);
+    }
+    let mut is_newest = vec![false; blocks.len()];
+    newest.iter().for_each(|&i| is_newest[i] = true);
+    for &i in order.iter().filter(|&&i| !is_newest[i]) {
+        if !placer.whole(i) {
+            let left = placer.left();
+            placer.head(i, left);
+        }
+    }
+    Selection {
+        placed: placer.placed,
+        used: placer.used,
+    }
+}
+
+struct Placer<'a, 'b> {
+    blocks: &'a [Block<'b>],
+    overlaps: Vec<bool>,
+    covered: Coverage,
+    placed: Vec<Placement>,
+    used: u64,
+    limit: u64,
+    markers: Markers,
+}
+
+impl Placer<'_, '_> {
+    fn left(&self) -> u64 {
+        self.limit - self.used
+    }
+
+    /// Bytes of `start..end` not covered yet.
+    fn uncovered(&self, i: usize, start: u64, end: u64) -> u64 {
+        // Only a block that overlaps another needs the interval arithmetic:
+        // in a log most blocks overlap nothing.
+        if self.overlaps[i] {
+            self.covered.uncovered(start, end)
+        } else {
+            end - start
+        }
+    }
+
+    fn cover(&mut self, i: usize, start: u64, end: u64) {
+        if self.overlaps[i] {
+            self.covered.insert(start, end);
+        }
+    }
+
+    /// Places block `i` whole if it fits in what is left; false otherwise.
+    fn whole(&mut self, i: usize) -> bool {
+        let b = self.blocks[i];
+        let new = self.uncovered(i, b.span.start, b.span.end);
+        if new == 0 {
+            self.placed[i] = Placement::Whole;
+            return true;
+        }
+        if !b.whole() || new + self.markers.gap > self.left() {
+            return false;
+        }
+        self.placed[i] = Placement::Whole;
+        self.used += new + self.markers.gap;
+        self.cover(i, b.span.start, b.span.end);
+        true
+    }
+
+    /// Places the longest head of block `i` (whole first lines, fewer than
+    /// all) whose cost fits in `allowance`, if its first line does.
+    fn head(&mut self, i: usize, allowance: u64) {
+        let b = self.blocks[i];
+        let Some(room) = allowance.checked_sub(self.markers.gap + self.markers.cut) else {
+            return;
+        };
+        let start = b.span.start;
+        // The last position p with uncovered(start, start + p) <= room:
+        // uncovered grows by 0 or 1 per byte, so a binary search finds it.
+        let max = (b.head.len() as u64).min(b.span.len() - 1);
+        let (mut lo, mut hi) = (0u64, max);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.uncovered(i, start, start + mid) <= room {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let Some(nl) = memchr::memrchr(b'\n', &b.head[..lo as usize]) else {
+            return; // not even the first line fits
+        };
+        let n = nl as u64 + 1;
+        self.placed[i] = Placement::Head(n);
+        self.used += self.uncovered(i, start, start + n) + self.markers.gap + self.markers.cut;
+        self.cover(i, start, start + n);
+    }
 }
 
 /// Indices of `spans` in precedence order: kind, then later start first,
@@ -146,45 +320,119 @@ impl Coverage {
     }
 }
 
-/// A block kept for the output: where it lies, and its bytes.
+/// A block kept for the output: where it lies, its line counts, and its
+/// first bytes.
 #[derive(Clone, Debug)]
 pub struct Candidate {
     pub span: Span,
     /// Newlines in the input before `span.start` (for the markers' counts).
     pub newlines_before: u64,
-    pub bytes: Vec<u8>,
+    /// Newlines inside the block.
+    pub newlines: u64,
+    /// The block's first bytes are `head[..stored]` (the buffer may be
+    /// longer: it is shared with a longer block starting at the same byte).
+    head: Rc<Vec<u8>>,
+    stored: usize,
+}
+
+impl Candidate {
+    /// A candidate holding the first bytes `head` of its block (at most
+    /// [`block_budget`] of them are kept).
+    pub fn new(span: Span, newlines_before: u64, newlines: u64, head: Vec<u8>) -> Candidate {
+        let stored = head.len();
+        Candidate {
+            span,
+            newlines_before,
+            newlines,
+            head: Rc::new(head),
+            stored,
+        }
+    }
+
+    /// The block's first bytes held (all of it when it is short enough).
+    pub fn head(&self) -> &[u8] {
+        &self.head[..self.stored]
+    }
+
+    pub fn block(&self) -> Block<'_> {
+        Block {
+            span: self.span,
+            head: self.head(),
+        }
+    }
 }
 
 /// The candidates kept while streaming (see the module docs).
 #[derive(Debug)]
 pub struct Pool {
     cap: u64,
-    marker: u64,
+    markers: Markers,
     candidates: Vec<Candidate>,
+    /// Bytes of block heads held, counted per candidate (shared buffers
+    /// are counted once per candidate, so this never undercounts memory).
     bytes: u64,
     prune_at: u64,
 }
 
 impl Pool {
-    /// A pool for output cap `cap`, pruning with markers of `marker` bytes.
-    pub fn new(cap: u64, marker: u64) -> Pool {
+    /// A pool for output cap `cap`, pruning with markers `markers`.
+    pub fn new(cap: u64, markers: Markers) -> Pool {
         Pool {
             cap,
-            marker,
+            markers,
             candidates: Vec::new(),
             bytes: 0,
-            prune_at: 2 * cap,
+            prune_at: cap.saturating_mul(2),
         }
     }
 
-    /// True when a block this long could ever be placed.
-    pub fn wants(&self, len: u64) -> bool {
-        len <= self.cap
+    /// How many of a block's first bytes are worth keeping.
+    pub fn keep(&self) -> u64 {
+        block_budget(self.cap)
     }
 
-    pub fn add(&mut self, candidate: Candidate) {
-        debug_assert!(self.wants(candidate.span.end - candidate.span.start));
-        self.bytes += candidate.bytes.len() as u64;
+    /// True when a block with this span and kind is held already (the
+    /// blocks of one line with many comments are all the same block).
+    pub fn holds(&self, span: Span) -> bool {
+        self.same_start().any(|c| c.span == span)
+    }
+
+    /// The newest candidates that start where the last one does.
+    fn same_start(&self) -> impl Iterator<Item = &Candidate> {
+        let start = self.candidates.last().map(|c| c.span.start);
+        self.candidates
+            .iter()
+            .rev()
+            .take_while(move |c| Some(c.span.start) == start)
+    }
+
+    pub fn add(&mut self, mut candidate: Candidate) {
+        // Share one buffer with the candidates starting at the same byte:
+        // they are prefixes of each other.
+        let start = candidate.span.start;
+        let run = self
+            .candidates
+            .iter()
+            .rev()
+            .take_while(|c| c.span.start == start)
+            .count();
+        let from = self.candidates.len() - run;
+        match self.candidates[from..]
+            .iter()
+            .map(|c| &c.head)
+            .max_by_key(|h| h.len())
+        {
+            Some(longest) if longest.len() >= candidate.stored => {
+                candidate.head = Rc::clone(longest);
+            }
+            _ => {
+                for c in &mut self.candidates[from..] {
+                    c.head = Rc::clone(&candidate.head);
+                }
+            }
+        }
+        // Counted per candidate: never less than the buffers really held.
+        self.bytes += candidate.stored as u64;
         self.candidates.push(candidate);
         if self.bytes > self.prune_at {
             self.prune();
@@ -192,12 +440,24 @@ impl Pool {
     }
 
     fn prune(&mut self) {
-        let spans: Vec<Span> = self.candidates.iter().map(|c| c.span).collect();
-        let keep = select(&spans, self.cap, self.marker).chosen;
-        let mut flags = keep.into_iter();
-        self.candidates.retain(|_| flags.next().unwrap_or(false));
-        self.bytes = self.candidates.iter().map(|c| c.bytes.len() as u64).sum();
-        self.prune_at = self.bytes + 2 * self.cap;
+        let blocks: Vec<Block> = self.candidates.iter().map(|c| c.block()).collect();
+        let placed = select(&blocks, self.cap, self.markers).placed;
+        let mut kept = Vec::with_capacity(self.candidates.len());
+        for (mut c, p) in std::mem::take(&mut self.candidates).into_iter().zip(placed) {
+            match p {
+                Placement::Skipped => continue,
+                Placement::Whole => {}
+                Placement::Head(n) => {
+                    // Only this head can ever be placed again.
+                    c.stored = n as usize;
+                    c.head = Rc::new(c.head[..c.stored].to_vec());
+                }
+            }
+            kept.push(c);
+        }
+        self.candidates = kept;
+        self.bytes = self.candidates.iter().map(|c| c.stored as u64).sum();
+        self.prune_at = self.bytes.saturating_add(self.cap.saturating_mul(2));
     }
 
     pub fn candidates(&self) -> &[Candidate] {
@@ -218,32 +478,78 @@ mod tests {
         Span { kind, start, end }
     }
 
+    /// Blocks over `doc` (each span's bytes, whole).
+    fn blocks<'a>(doc: &'a [u8], spans: &[Span]) -> Vec<Block<'a>> {
+        spans
+            .iter()
+            .map(|&s| Block {
+                span: s,
+                head: &doc[s.start as usize..s.end as usize],
+            })
+            .collect()
+    }
+
+    const M5: Markers = Markers { gap: 5, cut: 7 };
+
     #[test]
     fn priority_then_last_occurrence_then_smaller_ones_fill() {
+        let doc = [b'x'; 300];
         let spans = [
             span(Kind::Tldr, 0, 30),         // older tldr
             span(Kind::VerdictJson, 40, 60), // highest priority
             span(Kind::Tldr, 100, 130),      // newest tldr: wins its kind
             span(Kind::Signal, 200, 205),    // small, lowest priority
         ];
-        // marker 5: base 5; verdict 20+5; tldr@100 30+5 = 65; tldr@0 would
-        // need 35 more (100 > 80); the signal needs 10 (75 ≤ 80).
-        let sel = select(&spans, 80, 5);
-        assert_eq!(sel.chosen, vec![false, true, true, true]);
+        // cap 108: block budget 81; marker 5: base 5; verdict 20+5; tldr@100
+        // 30+5 = 65; the signal 5+5 = 75; tldr@0 (one line, no head) is out.
+        let sel = select(&blocks(&doc, &spans), 108, M5);
+        use Placement::*;
+        assert_eq!(sel.placed, vec![Skipped, Whole, Whole, Whole]);
         assert_eq!(sel.used, 75);
     }
 
     #[test]
     fn nested_and_overlapping_bytes_are_counted_once() {
+        let doc = [b'x'; 100];
         let spans = [
             span(Kind::Decisions, 10, 50),
             span(Kind::VerdictJson, 20, 30), // inside the decisions section
             span(Kind::Signal, 45, 60),      // overlaps its last 5 bytes
         ];
-        let sel = select(&spans, 1000, 1);
-        assert_eq!(sel.chosen, vec![true, true, true]);
+        let sel = select(&blocks(&doc, &spans), 1000, Markers { gap: 1, cut: 1 });
+        assert_eq!(sel.placed, vec![Placement::Whole; 3]);
         // 1 + (10 + 1) + (30 + 1) + (10 + 1): union 10..60 is 50 bytes.
         assert_eq!(sel.used, 1 + 50 + 3);
+    }
+
+    #[test]
+    fn an_oversized_block_keeps_its_head_and_the_head_tail_minimum_holds() {
+        // A 10-line block of 10-byte lines, larger than the block budget.
+        let doc = b"line 0001\n".repeat(10);
+        let spans = [span(Kind::Tldr, 0, 100)];
+        // cap 80: budget 60; 5 reserved; head room 60 - 5 - 5 - 7 = 43:
+        // four whole lines.
+        let sel = select(&blocks(&doc, &spans), 80, M5);
+        assert_eq!(sel.placed, vec![Placement::Head(40)]);
+        assert_eq!(sel.used, 5 + 40 + 5 + 7);
+        assert!(sel.used <= block_budget(80));
+        // cap 30: budget 23, head room 23 - 5 - 5 - 7 = 6: not even the
+        // first line fits, so nothing.
+        let sel = select(&blocks(&doc, &spans), 30, M5);
+        assert_eq!(sel.placed, vec![Placement::Skipped]);
+    }
+
+    #[test]
+    fn newest_blocks_that_do_not_fit_share_what_is_left() {
+        let doc = b"abcdefghi\n".repeat(40);
+        let spans = [
+            span(Kind::VerdictJson, 0, 200), // newest verdict, too big
+            span(Kind::Tldr, 200, 400),      // newest tldr, too big
+        ];
+        // cap 200: budget 150; 5 reserved; 145 left, 72 each: room 60 → 6
+        // lines for the verdict (used 5 + 72 = 77), then 73 → 6 lines.
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Placement::Head(60), Placement::Head(60)]);
     }
 
     proptest::proptest! {

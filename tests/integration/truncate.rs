@@ -538,3 +538,268 @@ fn help_documents_flags_roles_caps_and_exit_codes() {
         assert!(help.contains(needle), "--help lacks {needle}\n{help}");
     }
 }
+
+// Regressions: each named after what broke, with the input that broke it.
+
+/// `n` bytes (at least) of plain log lines, numbered, each tagged.
+fn log_lines(tag: &str, n: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < n {
+        out.push_str(&format!(
+            "2025-03-01T12:00:00Z INFO {tag} step {i}: compiled module.rs in 12 ms\n"
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// The input's last line (with its newline).
+fn last_line(s: &str) -> &str {
+    let body = &s[..s.len() - 1];
+    &s[body.rfind('\n').map_or(0, |i| i + 1)..]
+}
+
+#[test]
+fn oversized_tldr_section_keeps_its_head_instead_of_being_dropped() {
+    let tldr = "## TL;DR\n\nShip it: all green except J1.\n";
+    // As reported (the section runs to the end of the input), and behind a
+    // preamble longer than the head's share.
+    for preamble in [String::new(), log_lines("preamble", 40_000)] {
+        let input = format!("{preamble}{tldr}{}", log_lines("body", 200_000));
+        let out = truncate(&input, 50_000, &["--head-share", "0", "--no-full-output"]);
+        assert!(out.contains(tldr), "{out}");
+        assert_eq!(count(&out, "[jkz-truncate: tldr block cut:"), 1, "{out}");
+        // Whole lines of the section follow its heading up to the marker.
+        let at = out.find(tldr).unwrap();
+        let cut = out.find("[jkz-truncate: tldr block cut:").unwrap();
+        assert!(cut - at > 10_000, "the head is more than the first line");
+        assert!(out.ends_with(last_line(&input)), "the tail stays");
+    }
+}
+
+#[test]
+fn oversized_compact_plan_fence_keeps_its_head_and_names_the_full_output() {
+    let mut plan = String::from("```compact-plan\n1. the first step of the plan\n");
+    plan.push_str(&log_lines("plan", 500_000));
+    plan.push_str("```\n");
+    let input = format!(
+        "{}{plan}{}",
+        log_lines("before", 400_000),
+        log_lines("after", 400_000)
+    );
+    let dir = Dir::new();
+    let run = dir
+        .cmd("jkz-truncate")
+        .args(["--max-bytes", "307200", "--state-dir", "state"])
+        .stdin(&input)
+        .run()
+        .success();
+    let out = run.stdout_str();
+    assert!(out.len() <= 307_200, "{}", run.report());
+    assert!(
+        out.contains("```compact-plan\n1. the first step of the plan\n"),
+        "{}",
+        run.report()
+    );
+    let marker = out
+        .lines()
+        .find(|l| l.starts_with("[jkz-truncate: compact-plan block cut:"))
+        .unwrap_or_else(|| panic!("no cut marker\n{}", run.report()));
+    assert!(marker.contains("full output: "), "{marker}");
+    let path = marker.rsplit("full output: ").next().unwrap();
+    let saved = std::fs::read(dir.join(path.trim_end_matches(']'))).unwrap();
+    assert_eq!(saved, input.as_bytes());
+}
+
+#[test]
+fn five_thousand_verdicts_leave_the_tail_its_last_lines() {
+    let mut input = String::new();
+    for i in 0..5_000 {
+        input.push_str(&format!(
+            "<!-- jkz:verdict-json {{\"verdict\":\"FAIL\",\"n\":{i}}} -->\n"
+        ));
+    }
+    let ending = "all checks done\nfinal answer: ship after J1 is fixed\n";
+    input.push_str(ending);
+    let out = truncate(&input, 3_000, &["--role", "judge"]);
+    assert!(out.ends_with(ending), "{out}");
+    assert!(out.contains("\"n\":4999}"), "the newest verdict\n{out}");
+    // The tail keeps at least its guaranteed share: a quarter of the cap,
+    // three quarters of that for a judge, less a line's slack.
+    let tail = out.rsplit("omitted]\n").next().unwrap();
+    assert!(
+        tail.len() >= 3_000 / 4 * 3 / 4 * 3 / 4,
+        "{}: {tail}",
+        tail.len()
+    );
+}
+
+#[test]
+fn setext_headings_end_a_tldr_section() {
+    let tldr = "## TL;DR\nShip it: the release notes below are long.\n";
+    let mut notes = String::new();
+    for v in 0..300 {
+        notes.push_str(&format!("Release 1.{v}\n=============\n\n"));
+        notes.push_str(&log_lines("note", 3_000));
+    }
+    assert!(notes.len() > 890_000);
+    let input = format!("{}{tldr}{notes}", log_lines("preamble", 200_000));
+    let out = truncate(&input, 100_000, &["--no-full-output"]);
+    assert!(out.contains(tldr), "the whole section survives\n{out}");
+    assert_eq!(count(&out, "block cut:"), 0, "{out}");
+}
+
+#[test]
+fn nested_subsections_are_not_protected_with_their_tldr() {
+    let tldr = "## TL;DR\nShip it.\n";
+    let input = format!(
+        "{}{tldr}### Test log\n{}### Build log\n{}",
+        log_lines("preamble", 200_000),
+        log_lines("tests", 400_000),
+        log_lines("build", 400_000)
+    );
+    let out = truncate(&input, 100_000, &["--no-full-output"]);
+    // The section is its own text only: kept whole, the logs cut.
+    let at = out
+        .find(tldr)
+        .unwrap_or_else(|| panic!("TL;DR lost\n{out}"));
+    assert!(
+        out[at + tldr.len()..].starts_with("[jkz-truncate: "),
+        "{}",
+        &out[at..at + 200]
+    );
+    assert_eq!(count(&out, "block cut:"), 0);
+    assert!(out.len() <= 100_000);
+}
+
+#[test]
+fn empty_or_invalid_max_output_bytes_variable_fails_open() {
+    let input = filler("a", 400_000);
+    let dir = Dir::new();
+    for (value, warns) in [("", false), ("abc", true), ("-5", true), ("1e6", true)] {
+        let run = dir
+            .cmd("jkz-truncate")
+            .env("JKZ_MAX_OUTPUT_BYTES", value)
+            .args(["--no-full-output"])
+            .stdin(&input)
+            .run()
+            .success();
+        let n = run.stdout().len();
+        assert!(n <= 307_200 && n > 300_000, "{}", run.report());
+        let stderr = run.stderr_str();
+        if warns {
+            assert_eq!(stderr.lines().count(), 1, "{}", run.report());
+            assert!(
+                stderr.contains("JKZ_MAX_OUTPUT_BYTES") && stderr.contains("307,200"),
+                "{}",
+                run.report()
+            );
+        } else {
+            assert!(stderr.is_empty(), "{}", run.report());
+        }
+    }
+    // The mode's cap is the fallback.
+    let run = dir
+        .cmd("jkz-truncate")
+        .env("JKZ_MAX_OUTPUT_BYTES", "abc")
+        .args(["--mode", "agent"])
+        .stdin(&input)
+        .run()
+        .success();
+    assert!(run.stdout().len() <= 81_920 && run.stdout().len() > 80_000);
+    // A bad flag stays a usage error.
+    dir.cmd("jkz-truncate")
+        .args(["--max-bytes", "abc"])
+        .stdin(&input)
+        .run()
+        .expect_code(2);
+}
+
+/// Runs jkz-truncate with `args` on `input` under a 128 MiB address-space
+/// limit; returns stdout.
+fn truncate_in_128_mib(dir: &Dir, input: &[u8], args: &str) -> Vec<u8> {
+    dir.write("input.txt", input);
+    let out = std::process::Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 131072; exec \"$0\" --no-full-output {args} < input.txt"
+        ))
+        .arg(bin("jkz-truncate"))
+        .env_remove("JKZ_MAX_OUTPUT_BYTES")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args}: {} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn comment_dense_lines_stay_in_bounded_memory() {
+    let dir = Dir::new();
+    // 294 KB, under the cap: out unchanged.
+    let mut input = "<!-- jkz:x -->".repeat(21_000).into_bytes();
+    input.push(b'\n');
+    assert_eq!(truncate_in_128_mib(&dir, &input, ""), input);
+    // 4 MB on one line with a 2 MB cap.
+    let mut input = "<!-- jkz:x -->".repeat(300_000).into_bytes();
+    input.push(b'\n');
+    let out = truncate_in_128_mib(&dir, &input, "--max-bytes 2000000");
+    assert!(
+        out.len() <= 2_000_000 && out.len() > 1_000_000,
+        "{}",
+        out.len()
+    );
+    assert!(input.starts_with(&out[..1_000_000]));
+}
+
+#[test]
+fn cap_near_u64_max_passes_the_input_through() {
+    let input = filler("a", 1_300_000);
+    let dir = Dir::new();
+    for cap in ["18446744073709551615", "18446744073709551608"] {
+        let run = dir
+            .cmd("jkz-truncate")
+            .args(["--max-bytes", cap])
+            .stdin(&input)
+            .run()
+            .success();
+        assert_eq!(run.stdout(), input.as_bytes(), "cap {cap}");
+        let run = dir
+            .cmd("jkz-truncate")
+            .env("JKZ_MAX_OUTPUT_BYTES", cap)
+            .stdin(&input)
+            .run()
+            .success();
+        assert_eq!(run.stdout(), input.as_bytes(), "variable {cap}");
+    }
+    assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
+
+#[test]
+fn help_documents_the_budget_division_and_the_heading_rule() {
+    let dir = Dir::new();
+    let help = dir
+        .cmd("jkz-truncate")
+        .arg("--help")
+        .run()
+        .success()
+        .stdout_str();
+    for needle in [
+        "quarter of the cap",
+        "newest block of each kind",
+        "block cut:",
+        "not even its first line fits",
+        "next heading of any level",
+        "setext",
+        "empty\nJKZ_MAX_OUTPUT_BYTES counts as unset",
+        "larger than the input",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle:?}\n{help}");
+    }
+}
