@@ -122,3 +122,126 @@ fn sixteen_runs_racing_a_half_open_circuit_start_exactly_one_probe() {
         "the probe succeeded: {status}"
     );
 }
+
+#[test]
+fn a_held_lock_stops_jkz_run_a_stranger_cannot_release_it_and_a_dead_holders_lock_is_reclaimed() {
+    let dir = Dir::new();
+    let jkz = |args: &[&str]| {
+        dir.cmd("jkz")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(args.iter().copied())
+    };
+    jkz(&["lock", "acquire", "pipeline", "42", "--owner", "alice"])
+        .run()
+        .success();
+    let busy = jkz(&[
+        "run",
+        "--lock",
+        "pipeline:42",
+        "--",
+        "sh",
+        "-c",
+        "echo started > ran",
+    ])
+    .run()
+    .expect_code(76);
+    assert!(!dir.join("ran").exists(), "{}", busy.report());
+    assert!(busy.stderr_str().contains("alice"), "{}", busy.report());
+    jkz(&["lock", "acquire", "pipeline", "42", "--owner", "bob"])
+        .run()
+        .expect_code(3);
+    jkz(&["lock", "release", "pipeline", "42", "--owner", "bob"])
+        .run()
+        .expect_code(3);
+    jkz(&["lock", "release", "pipeline", "42", "--owner", "alice"])
+        .run()
+        .success();
+    // jkz run holds the lock while CMD runs, and releases it after.
+    let inside = jkz(&[
+        "run",
+        "--lock",
+        "pipeline:42",
+        "--",
+        "cat",
+        "state/locks/pipeline-42.json",
+    ])
+    .run()
+    .success();
+    assert!(
+        inside.stdout_str().contains("\"owner\": \"run:"),
+        "{}",
+        inside.report()
+    );
+    assert!(!dir.join("state/locks/pipeline-42.json").exists());
+    // A lock taken by a script that has exited: its pid is gone, so the lock
+    // is free for the next owner at once, TTL or not.
+    let script = format!(
+        "'{}' --state-dir state lock acquire worktree w1 --owner gone --ttl 3600",
+        bin("jkz").display()
+    );
+    let status = Command::new("sh")
+        .current_dir(dir.path())
+        .args(["-c", &script])
+        .env_remove("JKZ_STATE_DIR")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let listed = jkz(&["lock", "list"]).run().success();
+    assert!(
+        listed.stdout_str().contains("owner gone"),
+        "{}",
+        listed.report()
+    );
+    jkz(&["lock", "acquire", "worktree", "w1", "--owner", "next"])
+        .run()
+        .success();
+}
+
+#[test]
+fn an_open_circuit_short_circuits_with_75_and_a_record_until_reset() {
+    let dir = Dir::new();
+    let jkz = |args: &[&str]| {
+        dir.cmd("jkz")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(args.iter().copied())
+    };
+    // An empty answer is a failure too.
+    for cmd in ["exit 1", "true", "exit 2"] {
+        jkz(&["run", "--service", "gemini", "--", "sh", "-c", cmd]).run();
+    }
+    let short = jkz(&[
+        "run",
+        "--service",
+        "gemini",
+        "--",
+        "sh",
+        "-c",
+        "echo ran > ran",
+    ])
+    .run()
+    .expect_code(75);
+    assert!(!dir.join("ran").exists());
+    assert_eq!(short.stderr_str().lines().count(), 1, "{}", short.report());
+    let status = jkz(&["circuit", "status"]).run().success();
+    assert!(status.stdout_str().contains("gemini") && status.stdout_str().contains("open"));
+    let list = jkz(&["deliberations", "list"]).run().success();
+    assert!(
+        list.stdout_str().contains("short-circuited"),
+        "{}",
+        list.report()
+    );
+    // The wrapper's fallback: a smaller model, a 100 KiB cap.
+    let big = "y".repeat(300_000);
+    let file = dir.write("big.txt", &big);
+    let fallback = jkz(&["run", "--mode", "fallback", "--", "cat"])
+        .arg(&file)
+        .run()
+        .success();
+    assert!(fallback.stdout().len() <= 102_400 && fallback.stdout().len() > 90_000);
+    jkz(&["circuit", "reset", "gemini"]).run().success();
+    jkz(&["run", "--service", "gemini", "--", "echo", "back"])
+        .run()
+        .success();
+}
