@@ -18,11 +18,19 @@ while [ $# -gt 0 ]; do
 done
 
 bins=(jkz jkz-truncate jkz-compress jkz-pre-compact jkz-session-start jkz-session)
-cargo build --release --locked
+# cargo itself builds and copies the binaries out, wherever it builds
+# (CARGO_TARGET_DIR, a build.target-dir setting, else ./target: a path
+# install reuses it, so a second run is incremental). They land in a
+# staging root first, so that --prefix names the directory of the
+# binaries themselves and no cargo bookkeeping files are left anywhere.
+staging="$(mktemp -d "${TMPDIR:-/tmp}/jkz-install.XXXXXX")"
+trap 'rm -rf "$staging"' EXIT
+echo "building jkz (release; the first build takes a few minutes)"
+cargo install --locked --quiet --no-track --path . --root "$staging"
 mkdir -p "$prefix"
 prefix="$(cd "$prefix" && pwd -P)"
 for b in "${bins[@]}"; do
-  install -m 0755 "target/release/$b" "$prefix/$b"
+  install -m 0755 "$staging/bin/$b" "$prefix/$b"
 done
 echo "installed ${#bins[@]} binaries to $prefix"
 

@@ -41,11 +41,13 @@ struct Cli {
 enum Command {
     /// Read and write the pipeline state (state/pipeline/<N>.json).
     State(jkz::state_cmd::StateArgs),
-    /// Register jkz's hooks and /jkz:save, /jkz:load in a project; create state/.
+    /// Register jkz's hooks and /jkz:save, /jkz:load in a project (none where the
+    /// jkz plugin is enabled); create state/.
     Install(InstallArgs),
     /// Remove exactly what install added.
     Uninstall(UninstallArgs),
-    /// Check binaries, hooks, commands, the state directory and pipeline files.
+    /// Check binaries, how jkz is registered (the plugin or settings, once),
+    /// commands, the state directory and pipeline files.
     Doctor(DoctorArgs),
     /// Apply retention to the state directory and report what it freed.
     Gc(GcArgs),

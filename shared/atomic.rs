@@ -190,6 +190,20 @@ impl Write for AtomicFile {
     }
 }
 
+/// Replaces `dest` with `bytes`, atomically, the new file having permission
+/// bits `mode` from the moment it appears: they are set on the temp file
+/// before the rename, so a writer killed at any point never leaves `dest`
+/// with other permissions.
+pub fn write_atomic_mode(dest: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut file = AtomicFile::create(dest)?;
+    file.tmp
+        .as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
 /// Replaces `dest` with `bytes`, atomically.
 pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(dest, bytes, Durability::Full)
@@ -262,6 +276,15 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
         let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn the_mode_is_set_before_the_file_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("settings.json");
+        write_atomic_mode(&dest, b"{}", 0o640).unwrap();
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
     }
 
     #[test]

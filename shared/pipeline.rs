@@ -71,16 +71,27 @@ pub const COUNT_FIELDS: &[&str] = &["plan_iterations", "review_fix_count", "qa_f
 /// Fields holding a boolean, stored as `"true"` or `"false"`.
 pub const FLAG_FIELDS: &[&str] = &["review_passed", "qa_passed"];
 
-/// An issue number: ASCII digits only (1 to 20 of them), so that it can never
-/// become a path escape. Kept as written, so `007.json` stays `007`.
+/// An issue number: ASCII digits only (1 to 20 of them, no leading zero,
+/// not 0), so that it can never become a path escape and each issue has
+/// exactly one spelling: `7`, never `007`, names both its file and its key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct IssueNumber(String);
 
 impl IssueNumber {
+    /// Parses an issue number as a person or script writes it: digits,
+    /// leading zeros dropped (`007` is issue 7). Issue 0 does not exist.
     pub fn parse(raw: &str) -> Result<IssueNumber, String> {
-        if IssueNumber::is_valid(raw) {
-            Ok(IssueNumber(raw.to_string()))
+        let canonical = raw.trim_start_matches('0');
+        let digits = !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit());
+        if digits && canonical.is_empty() {
+            return Err(format!(
+                "invalid issue number {:?}: issue numbers start at 1",
+                crate::pipeline::shorten(raw, 40)
+            ));
+        }
+        if digits && IssueNumber::is_valid(canonical) {
+            Ok(IssueNumber(canonical.to_string()))
         } else {
             Err(format!(
                 "invalid issue number {:?}: expected 1 to 20 digits",
@@ -89,9 +100,11 @@ impl IssueNumber {
         }
     }
 
-    /// 1 to 20 ASCII digits.
+    /// The canonical spelling: 1 to 20 ASCII digits, the first not `0`.
     fn is_valid(raw: &str) -> bool {
-        (1..=20).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit())
+        (1..=20).contains(&raw.len())
+            && raw.bytes().all(|b| b.is_ascii_digit())
+            && !raw.starts_with('0')
     }
 
     pub fn as_str(&self) -> &str {
@@ -568,10 +581,7 @@ pub fn validate_doc(file: &str, doc: &PipelineDoc) -> Vec<Problem> {
     for (name, value) in &doc.object {
         let message = match name.as_str() {
             n if n == key => None,
-            "lastActivity" => (!matches!(value, Value::String(_) | Value::Null))
-                .then(|| expected("a string", value)),
-            "heartbeat_pid" => (coerce_count(value.into()).is_none() && !value.is_null())
-                .then(|| expected("a process id (integer)", value)),
+            n if SIBLINGS.contains(&n) => sibling_problem(n, value),
             n if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Some(format!(
                 "unexpected issue key: this file holds issue {key} only"
             )),
@@ -585,25 +595,35 @@ pub fn validate_doc(file: &str, doc: &PipelineDoc) -> Vec<Problem> {
 }
 
 /// What is wrong with one field of the issue's data, if anything.
+///
+/// One rule with the normalized view: a value is wrong exactly when the view
+/// cannot read what it means (writers store scalars as strings, readers
+/// coerce, so a count written as the integer `2` reads as 2 and is valid).
+/// Null and the empty string mean "not set".
 pub fn field_problem(field: &str, value: &Value) -> Option<String> {
-    if value.is_null() {
+    let unset = value.is_null() || value.as_str() == Some("");
+    if unset {
         return None;
     }
-    if STRING_FIELDS.contains(&field) && !value.is_string() {
-        return Some(expected("a string (scalars are stored as strings)", value));
+    if COUNT_FIELDS.contains(&field) {
+        return coerce_count(value.into())
+            .is_none()
+            .then(|| expected("a count as a string of digits, e.g. \"2\"", value));
     }
-    let s = value.as_str().unwrap_or_default();
-    if COUNT_FIELDS.contains(&field) && !s.is_empty() && coerce_count(value.into()).is_none() {
-        return Some(expected("a count as a string of digits, e.g. \"2\"", value));
+    if field == "pr_number" {
+        return coerce_count(value.into())
+            .is_none()
+            .then(|| expected("a PR number as a string of digits, e.g. \"42\"", value));
     }
-    if FLAG_FIELDS.contains(&field) && !s.is_empty() && coerce_flag(value.into()).is_none() {
-        return Some(expected("\"true\" or \"false\"", value));
+    if FLAG_FIELDS.contains(&field) {
+        return coerce_flag(value.into())
+            .is_none()
+            .then(|| expected("\"true\" or \"false\"", value));
     }
-    if field == "pr_number" && !s.is_empty() && coerce_count(value.into()).is_none() {
-        return Some(expected(
-            "a PR number as a string of digits, e.g. \"42\"",
-            value,
-        ));
+    if STRING_FIELDS.contains(&field) {
+        return coerce_text(value.into())
+            .is_none()
+            .then(|| expected("a string (scalars are stored as strings)", value));
     }
     match field {
         "pending_decisions" => match value {
@@ -654,10 +674,42 @@ pub struct PipelineFile {
     pub regular: bool,
 }
 
-/// The issue number of a pipeline file name (`<N>.json`); companions and
-/// everything else → none.
+/// The issue number of a pipeline file name (`<N>.json`, N canonical);
+/// companions and everything else → none.
 pub fn issue_of_file_name(name: &str) -> Option<IssueNumber> {
-    IssueNumber::parse(name.strip_suffix(".json")?).ok()
+    let n = name.strip_suffix(".json")?;
+    IssueNumber::is_valid(n).then(|| IssueNumber(n.to_string()))
+}
+
+/// Why a file name is not a pipeline file's, when it looks like one that
+/// misspells its number (`007.json`, `0.json`): every reader ignores such a
+/// file, so `jkz state validate` and `jkz doctor` say how to rename it.
+pub fn misnamed(name: &str) -> Option<String> {
+    let n = name.strip_suffix(".json")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || IssueNumber::is_valid(n) {
+        return None;
+    }
+    Some(match IssueNumber::parse(n) {
+        Ok(issue) => format!(
+            "file name: {name} spells issue {issue} with leading zeros, so no reader sees it; rename it to {issue}.json (its data under the key \"{issue}\")"
+        ),
+        Err(why) => format!("file name: {name}: {why}; no reader sees it"),
+    })
+}
+
+/// The files of `dir` that [`misnamed`] describes, as (path, why), sorted.
+pub fn misnamed_in(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out: Vec<(PathBuf, String)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            misnamed(&name).map(|why| (e.path(), why))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Every pipeline file in `dir`, ordered by issue number. A missing
@@ -785,11 +837,30 @@ pub fn now_timestamp() -> String {
         .to_string()
 }
 
-/// Sets one field of issue N's data to `value`, and `last_updated` (in the
-/// data) and `lastActivity` (sibling) to `now`, under the file's lock and
-/// atomically. Every other field, known or not, keeps its value and place.
+/// The fields that sit beside the issue's data, not in it.
+pub const SIBLINGS: [&str; 2] = ["lastActivity", "heartbeat_pid"];
+
+/// What is wrong with a sibling's value, if anything (the rule
+/// [`validate_doc`] applies to them).
+fn sibling_problem(name: &str, value: &Value) -> Option<String> {
+    match name {
+        "lastActivity" => {
+            (!matches!(value, Value::String(_) | Value::Null)).then(|| expected("a string", value))
+        }
+        "heartbeat_pid" => (coerce_count(value.into()).is_none() && !value.is_null())
+            .then(|| expected("a process id (integer)", value)),
+        _ => None,
+    }
+}
+
+/// Sets one field of issue N to `value`, and `last_updated` (in the data)
+/// and `lastActivity` (sibling) to `now`, under the file's lock and
+/// atomically. A field of [`SIBLINGS`] is set where the contract puts it,
+/// beside the data (`heartbeat_pid` as an integer, as the contract writes
+/// it). Every other field, known or not, keeps its value and place.
 /// Refused (file untouched) when the value breaks the contract for that
-/// field, or the file's issue data is not an object.
+/// field, or when the file would still break it afterwards (fix those
+/// fields first: set never leaves a file invalid).
 pub fn set_field(
     path: &Path,
     issue: &IssueNumber,
@@ -800,9 +871,20 @@ pub fn set_field(
     if field.is_empty() {
         return Err(SetError::Refused("empty field name".into()));
     }
-    if let Some(why) = field_problem(field, &value) {
+    let sibling = SIBLINGS.contains(&field);
+    let problem = match sibling {
+        true => sibling_problem(field, &value),
+        false => field_problem(field, &value),
+    };
+    if let Some(why) = problem {
         return Err(SetError::Refused(format!("{field}: {why}")));
     }
+    let value = match (field, &value) {
+        ("heartbeat_pid", Value::String(_)) => coerce_count((&value).into())
+            .map(Value::from)
+            .unwrap_or(value),
+        _ => value,
+    };
     // The file nests the value two levels down (object, issue data).
     let max = crate::json_depth::MAX_READABLE_DEPTH - 2;
     let depth = crate::json_depth::depth(&value);
@@ -817,14 +899,34 @@ pub fn set_field(
             .or_insert_with(|| Value::Object(Map::new()));
         let Value::Object(data) = data else {
             return Err(SetError::Refused(format!(
-                "{}: {issue}: expected an object, found {}",
+                "{}: {issue}: expected an object, found {}; fix the file first (jkz state validate)",
                 path.display(),
                 type_name(data)
             )));
         };
         data.insert("last_updated".into(), Value::String(now.into()));
-        data.insert(field.into(), value);
         object.insert("lastActivity".into(), Value::String(now.into()));
+        match sibling {
+            true => object.insert(field.into(), value),
+            false => match object.get_mut(issue.as_str()) {
+                Some(Value::Object(data)) => data.insert(field.into(), value),
+                _ => unreachable!("checked to be an object above"),
+            },
+        };
+        let doc = PipelineDoc {
+            issue: issue.clone(),
+            object: object.clone(),
+        };
+        let left = validate_doc(&path.display().to_string(), &doc);
+        if let Some(first) = left.first() {
+            let more = match left.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            return Err(SetError::Refused(format!(
+                "the file breaks the contract elsewhere, nothing was changed: {first}{more}; fix those fields first (jkz state validate lists them)"
+            )));
+        }
         Ok(())
     })
 }
@@ -876,8 +978,17 @@ mod tests {
 
     #[test]
     fn issue_numbers_are_digits_only() {
-        for ok in ["0", "42", "007", "12345678901234567890"] {
-            assert!(IssueNumber::parse(ok).is_ok(), "{ok}");
+        for ok in ["42", "12345678901234567890"] {
+            assert_eq!(IssueNumber::parse(ok).unwrap().as_str(), ok);
+        }
+        // One spelling per issue: leading zeros go; issue 0 does not exist.
+        assert_eq!(IssueNumber::parse("007").unwrap(), issue("7"));
+        assert_eq!(IssueNumber::parse("0042").unwrap().file_name(), "42.json");
+        for zero in ["0", "00", "000"] {
+            assert!(
+                IssueNumber::parse(zero).unwrap_err().contains("start at 1"),
+                "{zero}"
+            );
         }
         for bad in ["", "-1", "4 2", "../1", "1/..", "42.json", "x", "+1", "١٢"] {
             assert!(IssueNumber::parse(bad).is_err(), "{bad}");
@@ -890,7 +1001,7 @@ mod tests {
         let mut v: Vec<_> = ["10", "9", "100", "09", "1"].map(issue).to_vec();
         v.sort();
         let shown: Vec<_> = v.iter().map(|i| i.as_str()).collect();
-        assert_eq!(shown, ["1", "09", "9", "10", "100"]);
+        assert_eq!(shown, ["1", "9", "9", "10", "100"]);
     }
 
     #[test]
@@ -1023,7 +1134,7 @@ mod tests {
 
     #[test]
     fn validation_names_file_field_and_expectation() {
-        let bytes = br#"{"42": {"current_phase": 3, "qa_passed": "maybe",
+        let bytes = br#"{"42": {"current_phase": [3], "qa_passed": "maybe",
             "plan_iterations": "two", "pending_decisions": [1], "steps": [],
             "x-unknown": {"k": 1}}, "lastActivity": 5, "heartbeat_pid": "pid", "43": {}}"#;
         let shown: Vec<String> = validate("state/pipeline/42.json", &issue("42"), bytes)
@@ -1033,7 +1144,7 @@ mod tests {
         assert_eq!(
             shown,
             [
-                "state/pipeline/42.json: current_phase: expected a string (scalars are stored as strings), found 3",
+                "state/pipeline/42.json: current_phase: expected a string (scalars are stored as strings), found an array",
                 "state/pipeline/42.json: qa_passed: expected \"true\" or \"false\", found \"maybe\"",
                 "state/pipeline/42.json: plan_iterations: expected a count as a string of digits, e.g. \"2\", found \"two\"",
                 "state/pipeline/42.json: pending_decisions: expected an array of strings, found an array",
@@ -1108,7 +1219,11 @@ mod tests {
             .map(|f| f.issue)
             .collect();
         // The oracle: `IssueNumber`'s own order.
-        let mut want: Vec<_> = names.iter().map(|n| issue(n)).collect();
+        let mut want: Vec<_> = names
+            .iter()
+            .filter(|n| !n.starts_with('0'))
+            .map(|n| issue(n))
+            .collect();
         want.sort();
         assert_eq!(listed, want);
         assert_eq!(
@@ -1116,8 +1231,19 @@ mod tests {
                 .iter()
                 .map(IssueNumber::as_str)
                 .collect::<Vec<_>>(),
-            ["0", "00", "1"]
+            ["1", "7", "9"]
         );
+        // The misspelled ones are no pipeline files; validate names them.
+        let found: Vec<String> = misnamed_in(tmp.path())
+            .into_iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(found, ["0.json", "00.json", "0007.json", "007.json"]);
+        assert!(misnamed("007.json")
+            .unwrap()
+            .contains("rename it to 7.json"));
+        assert_eq!(misnamed("7.json"), None);
+        assert_eq!(misnamed("7-compact-plan.json"), None);
     }
 
     #[test]
@@ -1171,7 +1297,7 @@ mod tests {
         assert_eq!(steps, ["b", "a"]);
         // Refused values leave the file as it was.
         assert!(matches!(
-            set_field(&path, &issue("42"), "qa_passed", json!(true), "T3"),
+            set_field(&path, &issue("42"), "qa_passed", json!("yes"), "T3"),
             Err(SetError::Refused(_))
         ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
@@ -1208,6 +1334,30 @@ mod tests {
     }
 
     proptest! {
+        /// One rule for validate and the view: a field's value is a problem
+        /// exactly when it is set and the view cannot read it.
+        #[test]
+        fn validate_flags_exactly_what_the_view_cannot_read(
+            value in prop_oneof![scalar(), Just(json!([1])), Just(json!({"a": 1})), Just(json!(2.5))],
+            field in prop_oneof![Just("plan_iterations"), Just("review_fix_count"),
+                Just("qa_fix_count"), Just("pr_number"), Just("review_passed"),
+                Just("qa_passed"), Just("active_agent"), Just("failure_context")],
+        ) {
+            let n = view(json!({ field: value.clone() }));
+            let read = match field {
+                "plan_iterations" => n.plan_iterations.is_some(),
+                "review_fix_count" => n.review_fix_count.is_some(),
+                "qa_fix_count" => n.qa_fix_count.is_some(),
+                "pr_number" => n.pr_number.is_some(),
+                "review_passed" => n.review_passed.is_some(),
+                "qa_passed" => n.qa_passed.is_some(),
+                "active_agent" => n.active_agent.is_some(),
+                _ => n.failure_context.is_some(),
+            };
+            let unset = value.is_null() || value.as_str() == Some("");
+            prop_assert_eq!(field_problem(field, &value).is_none(), unset || read, "{} = {}", field, value);
+        }
+
         #[test]
         fn coercion_matches_oracle(
             phase in scalar(), agent in scalar(), kind in scalar(), pr in scalar(),

@@ -18,6 +18,7 @@
 
 mod doctor;
 mod install;
+pub mod plugin;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -39,8 +40,8 @@ pub const BINARIES: [&str; 6] = [
 /// under `.claude/commands/jkz/` so Claude Code names them `/jkz:save` and
 /// `/jkz:load`.
 pub const COMMANDS: [(&str, &str); 2] = [
-    ("save.md", include_str!("../cli/commands/save.md")),
-    ("load.md", include_str!("../cli/commands/load.md")),
+    ("save.md", include_str!("../plugin/commands/save.md")),
+    ("load.md", include_str!("../plugin/commands/load.md")),
 ];
 
 /// The lines install appends to `.gitignore`.
@@ -53,11 +54,17 @@ pub struct Target {
     pub claude_dir: PathBuf,
     /// The project directory; `None` with `--user` (no `state/`, no `.gitignore`).
     pub project: Option<PathBuf>,
+    /// Set when no `--project` was given and the current directory is below
+    /// the root of its git repository: the directory the command was run
+    /// in, while `project` is the repository's root.
+    pub moved_from: Option<PathBuf>,
 }
 
 impl Target {
-    /// The project at `project` (default: the current directory), or the
-    /// user's own settings.
+    /// The project at `project`, or the user's own settings. Without
+    /// `--project`, the project is the root of the git repository the
+    /// current directory is in (Claude Code's project is the repository, and
+    /// `state/`, `.gitignore` belong at its root), else the current directory.
     pub fn resolve(project: Option<&Path>, user: bool) -> Result<Target, crate::cli::Failure> {
         if user {
             let home = std::env::var_os("HOME")
@@ -66,9 +73,19 @@ impl Target {
             return Ok(Target {
                 claude_dir: PathBuf::from(home).join(".claude"),
                 project: None,
+                moved_from: None,
             });
         }
-        let project = project.unwrap_or(Path::new(".")).to_path_buf();
+        let (project, moved_from) = match project {
+            Some(dir) => (dir.to_path_buf(), None),
+            None => match std::env::current_dir().ok().and_then(|cwd| {
+                let root = repository_root(&cwd)?;
+                (root != cwd).then_some((root, cwd))
+            }) {
+                Some((root, cwd)) => (root, Some(cwd)),
+                None => (PathBuf::from("."), None),
+            },
+        };
         if !project.is_dir() {
             return Err(crate::cli::Failure::new(
                 1,
@@ -81,6 +98,7 @@ impl Target {
         Ok(Target {
             claude_dir: project.join(".claude"),
             project: Some(project),
+            moved_from,
         })
     }
 
@@ -88,9 +106,36 @@ impl Target {
         self.claude_dir.join("settings.json")
     }
 
+    /// `.claude/settings.local.json`: the project's settings that are not
+    /// committed (Claude Code reads hooks there too). None with `--user`.
+    pub fn local_settings(&self) -> Option<PathBuf> {
+        self.project
+            .as_ref()
+            .map(|_| self.claude_dir.join("settings.local.json"))
+    }
+
     pub fn commands_dir(&self) -> PathBuf {
         self.claude_dir.join("commands").join("jkz")
     }
+
+    /// The line saying which directory a command without `--project` chose.
+    pub fn moved_note(&self) -> Option<String> {
+        let (from, to) = (self.moved_from.as_ref()?, self.project.as_ref()?);
+        Some(format!(
+            "using the repository root {} (you are in {}; pass --project DIR to choose another directory)",
+            to.display(),
+            from.display()
+        ))
+    }
+}
+
+/// The root of the git repository `dir` is in: the nearest directory, from
+/// `dir` up, holding `.git` (a directory, or a file for worktrees and
+/// submodules).
+pub fn repository_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// The directory holding the running jkz binary: its siblings are the hook

@@ -11,9 +11,9 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
-//! | 2 | usage error, or the state could not be read or written |
+//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), or a file that could not be read (corrupt, too large) or written |
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -34,13 +34,16 @@ pub struct StateArgs {
 pub enum StateCommand {
     /// Print one field of issue N (a string bare, anything else as JSON).
     Get {
-        /// The issue number (digits).
+        /// The issue number (digits; leading zeros are dropped: 007 is 7).
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
-        /// The field: one in the issue's data, or `lastActivity`/`heartbeat_pid`.
+        /// The field: one in the issue's data, `lastActivity`/`heartbeat_pid`
+        /// (beside it), or one the normalized view derives (`verdict`, …).
         field: String,
     },
-    /// Set one field of issue N; also stamps `last_updated` and `lastActivity`.
+    /// Set one field of issue N (`lastActivity` and `heartbeat_pid` beside the
+    /// issue's data, as the contract puts them); also stamps `last_updated`
+    /// and `lastActivity`. Refused when the file would break the contract.
     Set {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
@@ -68,7 +71,8 @@ pub enum StateCommand {
     Pr {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
-        /// An explicit PR number; it wins over the others.
+        /// An explicit PR number; it wins over the others. Empty counts as
+        /// not given; anything else that is not digits is an error (exit 2).
         pr: Option<String>,
     },
     /// Check pipeline files against the contract (all of them when no FILE).
@@ -84,7 +88,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
     match args.command {
         StateCommand::Get { issue, field } => {
             let doc = read_doc(state, &issue)?;
-            let Some(value) = doc.field(&field).or_else(|| doc.sibling(&field)) else {
+            let Some(value) = field_value(&doc, &field) else {
                 return Err(Failure::new(
                     1,
                     format!("issue {issue} has no field {field:?}"),
@@ -130,7 +134,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 |e| match e {
                     SetError::Refused(why) => Failure::new(1, format!("{}: {why}", path.display())),
                     SetError::Update(crate::json_file::UpdateError::NotAnObject(why)) => {
-                        Failure::new(1, why)
+                        Failure::new(2, format!("{why}: could not be read; fix or remove it"))
                     }
                     SetError::Update(crate::json_file::UpdateError::Io(e)) => {
                         Failure::io(2, format!("writing {}", path.display()), e)
@@ -167,6 +171,20 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
         }
         StateCommand::Pr { issue, pr } => {
             let env = std::env::var("JKZ_PR_NUMBER").ok();
+            for (what, level) in [("PR", &pr), ("JKZ_PR_NUMBER", &env)] {
+                let given = level.as_deref().map(str::trim).filter(|s| !s.is_empty());
+                if let Some(given) = given {
+                    if pipeline::resolve_pr_number(Some(given), None, None).is_none() {
+                        return Err(Failure::new(
+                            2,
+                            format!(
+                                "{what} {:?} is not a PR number: expected digits, e.g. 12",
+                                pipeline::shorten(given, 40)
+                            ),
+                        ));
+                    }
+                }
+            }
             // The file is read only when the first two levels give nothing.
             let resolved = match pipeline::resolve_pr_number(pr.as_deref(), env.as_deref(), None) {
                 Some(n) => Some(n),
@@ -186,22 +204,24 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             writeln!(out, "{n}").map_err(write_err)?;
         }
         StateCommand::Validate { files } => {
+            let mut problems = 0usize;
             let targets: Vec<PathBuf> = if files.is_empty() {
+                if !state.exists() {
+                    return Err(no_state_dir(state));
+                }
+                let dir = state.join(pipeline::PIPELINE_DIR);
+                for (_, why) in pipeline::misnamed_in(&dir) {
+                    problems += 1;
+                    writeln!(out, "{}: {why}", dir.display()).map_err(write_err)?;
+                }
                 pipeline::list(state)
-                    .map_err(|e| {
-                        Failure::io(
-                            2,
-                            format!("reading {}", state.join(pipeline::PIPELINE_DIR).display()),
-                            e,
-                        )
-                    })?
+                    .map_err(|e| Failure::io(2, format!("reading {}", dir.display()), e))?
                     .into_iter()
                     .map(|f| f.path)
                     .collect()
             } else {
                 files
             };
-            let mut problems = 0usize;
             for path in &targets {
                 for line in validate_path(path) {
                     problems += 1;
@@ -209,6 +229,18 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 }
             }
             out.flush().map_err(write_err)?;
+            if std::io::stderr().is_terminal() {
+                eprintln!(
+                    "jkz state validate: checked {} pipeline file{}: {}",
+                    targets.len(),
+                    if targets.len() == 1 { "" } else { "s" },
+                    match problems {
+                        0 => "no problems".to_string(),
+                        1 => "1 problem".to_string(),
+                        n => format!("{n} problems"),
+                    }
+                );
+            }
             return Ok(if problems > 0 { 1 } else { 0 });
         }
     }
@@ -231,7 +263,7 @@ fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failur
     let bytes = match crate::state_dir::read_state_file(&path, pipeline::MAX_PIPELINE_FILE) {
         Ok(b) if b.len() as u64 > pipeline::MAX_PIPELINE_FILE => {
             return Err(Failure::new(
-                1,
+                2,
                 format!(
                     "{}: larger than {} bytes: not a pipeline file",
                     path.display(),
@@ -251,8 +283,32 @@ fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failur
         }
         Err(e) => return Err(Failure::io(2, format!("reading {}", path.display()), e)),
     };
-    PipelineDoc::parse(issue.clone(), &bytes)
-        .map_err(|e| Failure::new(1, format!("{}: {e}", path.display())))
+    PipelineDoc::parse(issue.clone(), &bytes).map_err(|e| {
+        Failure::new(
+            2,
+            format!(
+                "{}: could not be read: {e}; fix or remove it (jkz state validate)",
+                path.display()
+            ),
+        )
+    })
+}
+
+/// A field as `get` reads it: a sibling beside the issue's data, else a
+/// field of the data as stored, else one the normalized view derives
+/// (`verdict`, defaults such as `current_phase` `unknown`); a derived null
+/// is no value.
+fn field_value(doc: &PipelineDoc, field: &str) -> Option<Value> {
+    if pipeline::SIBLINGS.contains(&field) {
+        return doc.sibling(field).cloned();
+    }
+    if let Some(value) = doc.field(field) {
+        return Some(value.clone());
+    }
+    match serde_json::to_value(doc.normalized()) {
+        Ok(Value::Object(mut view)) => view.remove(field).filter(|v| !v.is_null()),
+        _ => None,
+    }
 }
 
 /// The problems of one file, as lines.

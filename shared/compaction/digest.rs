@@ -630,6 +630,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(n, (phase, minute))| {
+                    let n = n + 1; // issue numbers start at 1
                     let text = match minute {
                         Some(m) => format!(
                             r#"{{"{n}": {{"current_phase": "{phase}", "last_updated": "2025-01-01T00:{m:02}:00Z"}}}}"#

@@ -9,19 +9,19 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
-use super::settings::{self, REGISTRATIONS};
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
 use crate::cli::Failure;
 use crate::pipeline;
 use crate::state_dir::StateDir;
 
+mod registration;
+
 /// `jkz doctor`: check binaries, hooks, commands, the state directory and
 /// pipeline files.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DoctorArgs {
-    /// The project to check. Default: the current directory.
+    /// The project to check. Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// The PATH of your login shell, when this run's PATH differs from it
@@ -88,6 +88,9 @@ pub fn doctor(
     let mut report = Report { out, failed: 0 };
     let project = Target::resolve(args.project.as_deref(), false)?;
     let project_dir = project.project.clone().expect("a project target");
+    if let Some(note) = project.moved_note() {
+        report.line(Status::Note, note)?;
+    }
     let bin_dir = binary_dir()?;
     let path_var = std::env::var_os("PATH").unwrap_or_default();
 
@@ -123,60 +126,17 @@ pub fn doctor(
         }
     }
 
-    // 2. Hooks: registered in the project's or the user's settings, pointing
-    //    at programs that exist.
+    // 2. Hooks: through the plugin or settings, once.
     let user = Target::resolve(None, true).ok();
-    let mut sources: Vec<(String, Map<String, Value>)> = Vec::new();
-    for target in std::iter::once(&project).chain(user.as_ref()) {
-        let path = target.settings();
-        match crate::state_dir::read_user_file(&path) {
-            Ok(bytes) => match settings::parse(&bytes) {
-                Ok(map) => sources.push((path.display().to_string(), map)),
-                Err(why) => report.line(
-                    Status::Fail,
-                    format_args!(
-                        "{}: {why}; fix it (Claude Code cannot read it either)",
-                        path.display()
-                    ),
-                )?,
-            },
-            Err(_) => continue,
-        }
-    }
-    for reg in REGISTRATIONS {
-        let found = sources.iter().find_map(|(shown, map)| {
-            settings::registered_commands(map, reg.event, reg.matcher, reg.program)
-                .into_iter()
-                .next()
-                .map(|c| (shown.clone(), c))
-        });
-        let what = format!("hook {} (matcher \"{}\")", reg.event, reg.matcher);
-        match found {
-            Some((shown, command)) => {
-                let program = settings::command_path(&command);
-                let runnable = if program.contains('/') {
-                    is_executable(Path::new(&program))
-                } else {
-                    find_on_path(&path_var, &program).is_some()
-                };
-                report.check(
-                    runnable,
-                    format_args!("{what} → {command} (in {shown})"),
-                    format_args!("{what} → {command} (in {shown}): not an executable file; run jkz install again"),
-                )?
-            }
-            None => report.line(
-                Status::Fail,
-                format_args!(
-                    "{what} not registered; run jkz install --project {}",
-                    project_dir.display()
-                ),
-            )?,
-        }
-    }
+    registration::check(&mut report, &project, user.as_ref(), &path_var)?;
 
-    // 3. Slash commands, as shipped.
-    for (name, text) in COMMANDS {
+    // 3. Slash commands, as shipped (the plugin's are checked with it).
+    let commands = if super::plugin::enabled(&project, user.as_ref()).is_some() {
+        &[][..]
+    } else {
+        &COMMANDS[..]
+    };
+    for (name, text) in commands {
         let candidates = std::iter::once(&project)
             .chain(user.as_ref())
             .map(|t| t.commands_dir().join(name));
@@ -195,7 +155,7 @@ pub fn doctor(
             Some((path, false)) => report.line(
                 Status::Fail,
                 format_args!(
-                    "{command} ({}) differs from this jkz version's; run jkz install",
+                    "{command} ({}) differs from this jkz version's (edited?); to take this version's, remove it and run jkz install",
                     path.display()
                 ),
             )?,
@@ -267,6 +227,10 @@ pub fn doctor(
                 ),
             )?;
         }
+    }
+    for (path, why) in pipeline::misnamed_in(&state.join(pipeline::PIPELINE_DIR)) {
+        bad += 1;
+        report.line(Status::Fail, format_args!("{}: {why}", path.display()))?;
     }
     if bad == 0 {
         report.line(

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::settings::{self, shell_quote};
-use super::{binary_dir, gitignore_ignores_state, Target, COMMANDS, GITIGNORE_BLOCK};
-use crate::atomic::write_atomic;
+use super::{binary_dir, gitignore_ignores_state, plugin, Target, COMMANDS, GITIGNORE_BLOCK};
+use crate::atomic::write_atomic_mode;
 use crate::cli::Failure;
 use crate::state_dir::create_private_dir;
 
@@ -21,7 +21,8 @@ use crate::state_dir::create_private_dir;
 #[derive(clap::Args, Debug, Clone)]
 pub struct InstallArgs {
     /// The project to install into (its `.claude/settings.json`, `.claude/commands/jkz/`,
-    /// `state/`, `.gitignore`). Default: the current directory.
+    /// `state/`, `.gitignore`). Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR", conflicts_with = "user")]
     pub project: Option<PathBuf>,
     /// Install into your own `~/.claude/` (settings and commands for every project)
@@ -33,7 +34,8 @@ pub struct InstallArgs {
 /// `jkz uninstall`: remove exactly what `jkz install` added.
 #[derive(clap::Args, Debug, Clone)]
 pub struct UninstallArgs {
-    /// The project to uninstall from. Default: the current directory.
+    /// The project to uninstall from. Default: the root of the git repository the current
+    /// directory is in, else the current directory.
     #[arg(long, value_name = "DIR", conflicts_with = "user")]
     pub project: Option<PathBuf>,
     /// Uninstall from your own `~/.claude/` instead.
@@ -69,12 +71,8 @@ impl SettingsFile {
         })
     }
 
-    fn backup(&self) -> PathBuf {
-        backup_path(&self.real)
-    }
-
     /// Replaces the file atomically, keeping its permission bits (0644 for a
-    /// new file, as Claude Code creates them).
+    /// new file, as Claude Code creates them) from the moment it appears.
     fn replace(&self, bytes: &[u8]) -> Result<(), Failure> {
         let mode = fs::metadata(&self.real)
             .map(|m| m.permissions().mode() & 0o7777)
@@ -83,11 +81,22 @@ impl SettingsFile {
             fs::create_dir_all(dir)
                 .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
         }
-        write_atomic(&self.real, bytes)
-            .and_then(|()| fs::set_permissions(&self.real, fs::Permissions::from_mode(mode)))
-            .map_err(|e| Failure::io(1, format!("writing {}", self.shown.display()), e))
+        write_file(&self.real, bytes, mode)
     }
 }
+
+/// Where install keeps the settings' bytes from before jkz: in a project,
+/// inside its git-ignored `state/` (beside `settings.json` it would be
+/// committed with `.claude/`); for `--user`, beside `~/.claude/settings.json`.
+fn backup_for(target: &Target, settings_real: &Path) -> PathBuf {
+    match &target.project {
+        Some(project) => project.join("state").join(BACKUP_NAME),
+        None => backup_path(settings_real),
+    }
+}
+
+/// The backup's file name inside a project's `state/`.
+pub const BACKUP_NAME: &str = "settings.json.jkz-backup";
 
 /// The backup of a settings file: its bytes before jkz first changed it.
 pub fn backup_path(settings: &Path) -> PathBuf {
@@ -108,10 +117,38 @@ fn refusal(path: &Path, why: &str) -> Failure {
     )
 }
 
+/// Writes `path` atomically with permission bits `mode`, after removing the
+/// temp files a killed install or uninstall left beside it.
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
-    write_atomic(path, bytes)
-        .and_then(|()| fs::set_permissions(path, fs::Permissions::from_mode(mode)))
+    remove_stale_temps(path);
+    write_atomic_mode(path, bytes, mode)
         .map_err(|e| Failure::io(1, format!("writing {}", path.display()), e))
+}
+
+/// Removes `.<name>.*.tmp` beside `path`: the temp files of jkz's atomic
+/// writes of that file (see `atomic`), which only a killed writer leaves.
+fn remove_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let entry_name = entry.file_name();
+        let entry_name = entry_name.to_string_lossy();
+        if entry_name.starts_with(&prefix)
+            && entry_name.ends_with(crate::atomic::TEMP_SUFFIX)
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn remove_file(path: &Path) -> Result<bool, Failure> {
@@ -131,9 +168,38 @@ fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure
     writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
 }
 
+/// The command line of a hook program: its bare name when the first one on
+/// `PATH` is the very file install would point at (a project's settings are
+/// often committed, and a name works on every machine where jkz is on
+/// `PATH`), else its absolute path, shell-quoted.
+fn hook_command(bin_dir: &Path, program: &str) -> String {
+    let installed = bin_dir.join(program);
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let first_on_path = std::env::split_paths(&path_var)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        });
+    let same = first_on_path.is_some_and(|found| {
+        match (fs::canonicalize(found), fs::canonicalize(&installed)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    });
+    if same {
+        program.to_string()
+    } else {
+        shell_quote(&installed.to_string_lossy())
+    }
+}
+
 /// Runs `jkz install`; prints one line per change (or that nothing changed).
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let target = Target::resolve(args.project.as_deref(), args.user)?;
+    if let Some(note) = target.moved_note() {
+        say(out, note)?;
+    }
     let bin_dir = binary_dir()?;
     for program in settings::HOOK_PROGRAMS {
         if !bin_dir.join(program).is_file() {
@@ -148,22 +214,73 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
     let file = SettingsFile::read(&target.settings())?;
     let gitignore = project_gitignore(&target)?;
+    let user = Target::resolve(None, true).ok();
+    let from_plugin = plugin::enabled(&target, user.as_ref());
 
-    // Everything is checked; from here on, changes.
+    // Everything is checked; from here on, changes. state/ first: in a
+    // project it holds the settings' backup.
+    let mut changes = 0;
+    if let Some(project) = &target.project {
+        let state = project.join("state");
+        if !state.is_dir() {
+            create_private_dir(&state)
+                .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
+            say(out, format_args!("created {} (mode 0700)", state.display()))?;
+            changes += 1;
+        }
+        let (path, text) = gitignore.expect("read for a project");
+        if !gitignore_ignores_state(&text) {
+            let new = with_gitignore_block(&text);
+            write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
+            say(out, format_args!("added /state/ to {}", path.display()))?;
+            changes += 1;
+        }
+    }
+
+    if let Some(plugin) = &from_plugin {
+        // Registering here too would make Claude Code run every hook twice.
+        say(
+            out,
+            format_args!(
+                "the jkz plugin ({}, enabled in {}) provides the hooks and /jkz:save, /jkz:load here: none registered in {}",
+                plugin.id,
+                plugin.enabled_in.display(),
+                file.shown.display()
+            ),
+        )?;
+    } else {
+        changes += register(&target, &file, &bin_dir, out)?;
+    }
+
+    if changes == 0 {
+        say(out, "jkz is already installed here; nothing changed")?;
+    }
+    out.flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+/// Registers the hooks in the settings and installs the slash commands;
+/// returns how many changes it made.
+fn register(
+    target: &Target,
+    file: &SettingsFile,
+    bin_dir: &Path,
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
     let mut changes = 0;
     let mut map = file.map.clone();
     let had_jkz = settings::has_jkz_hooks(&map);
-    let changed = settings::add_hooks(&mut map, |program| {
-        shell_quote(&bin_dir.join(program).to_string_lossy())
-    })
-    .map_err(|e| refusal(&file.shown, &e.0))?;
+    let changed = settings::add_hooks(&mut map, |program| hook_command(bin_dir, program))
+        .map_err(|e| refusal(&file.shown, &e.0))?;
     if changed {
         if !had_jkz {
             // These bytes are the settings before jkz: what uninstall restores.
+            let backup = backup_for(target, &file.real);
             match &file.bytes {
-                Some(bytes) => write_file(&file.backup(), bytes, 0o600)?,
+                Some(bytes) => write_file(&backup, bytes, 0o600)?,
                 None => {
-                    remove_file(&file.backup())?;
+                    remove_file(&backup)?;
                 }
             }
         }
@@ -181,8 +298,20 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let commands = target.commands_dir();
     for (name, text) in COMMANDS {
         let path = commands.join(name);
-        if crate::state_dir::read_user_file(&path).is_ok_and(|b| b == text.as_bytes()) {
-            continue;
+        match crate::state_dir::read_user_file(&path) {
+            Ok(bytes) if bytes == text.as_bytes() => continue,
+            Ok(_) => {
+                // The user's own version (or an older jkz's): never overwritten.
+                say(
+                    out,
+                    format_args!(
+                        "kept {}: it differs from the one this jkz ships (edited?); to take the new one, remove it and run jkz install again",
+                        path.display()
+                    ),
+                )?;
+                continue;
+            }
+            Err(_) => {}
         }
         fs::create_dir_all(&commands)
             .map_err(|e| Failure::io(1, format!("creating {}", commands.display()), e))?;
@@ -190,29 +319,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         say(out, format_args!("installed {}", path.display()))?;
         changes += 1;
     }
-
-    if let Some(project) = &target.project {
-        let state = project.join("state");
-        if !state.is_dir() {
-            create_private_dir(&state)
-                .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
-            say(out, format_args!("created {} (mode 0700)", state.display()))?;
-            changes += 1;
-        }
-        let (path, text) = gitignore.expect("read for a project");
-        if !gitignore_ignores_state(&text) {
-            let new = with_gitignore_block(&text);
-            write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
-            say(out, format_args!("added /state/ to {}", path.display()))?;
-            changes += 1;
-        }
-    }
-    if changes == 0 {
-        say(out, "jkz is already installed here; nothing changed")?;
-    }
-    out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+    Ok(changes)
 }
 
 /// The project's `.gitignore` (path and text; empty when missing), none for
@@ -285,14 +392,22 @@ pub fn without_gitignore_block(text: &str) -> Option<String> {
 /// Runs `jkz uninstall`; prints one line per change.
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let target = Target::resolve(args.project.as_deref(), args.user)?;
+    if let Some(note) = target.moved_note() {
+        say(out, note)?;
+    }
     let file = SettingsFile::read(&target.settings())?;
     let gitignore = project_gitignore(&target)?;
 
     let mut changes = 0;
     let mut map = file.map.clone();
+    // The backup, where this version keeps it or beside the settings (older
+    // versions kept it there).
+    let backup = backup_for(&target, &file.real);
+    let legacy = backup_path(&file.real);
     if settings::remove_hooks(&mut map).map_err(|e| refusal(&file.shown, &e.0))? {
-        let backup = file.backup();
-        let original = crate::state_dir::read_user_file(&backup).ok();
+        let original = crate::state_dir::read_user_file(&backup)
+            .or_else(|_| crate::state_dir::read_user_file(&legacy))
+            .ok();
         let restorable = original
             .as_deref()
             .and_then(|b| settings::parse(b).ok())
@@ -300,6 +415,7 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         if restorable {
             file.replace(original.as_deref().expect("checked"))?;
             remove_file(&backup)?;
+            remove_file(&legacy)?;
             say(
                 out,
                 format_args!(
@@ -314,14 +430,20 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
                 format_args!("removed {} (jkz install created it)", file.shown.display()),
             )?;
         } else {
-            write_file(&backup, file.bytes.as_deref().unwrap_or_default(), 0o600)?;
+            let keep = if backup.parent().is_some_and(Path::is_dir) {
+                remove_file(&legacy)?;
+                &backup
+            } else {
+                &legacy
+            };
+            write_file(keep, file.bytes.as_deref().unwrap_or_default(), 0o600)?;
             file.replace(&settings::serialize(&map))?;
             say(
                 out,
                 format_args!(
                     "removed jkz's hooks from {} (edited since install: the rest is kept, re-serialized; previous bytes in {})",
                     file.shown.display(),
-                    backup.display()
+                    keep.display()
                 ),
             )?;
         }
@@ -329,46 +451,64 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     }
 
     let commands = target.commands_dir();
-    for (name, _) in COMMANDS {
+    for (name, text) in COMMANDS {
         let path = commands.join(name);
-        if remove_file(&path)? {
-            say(out, format_args!("removed {}", path.display()))?;
-            changes += 1;
+        match crate::state_dir::read_user_file(&path) {
+            Ok(bytes) if bytes != text.as_bytes() => say(
+                out,
+                format_args!(
+                    "kept {}: it differs from the one jkz installs (edited?); remove it yourself if you no longer need it",
+                    path.display()
+                ),
+            )?,
+            Ok(_) => {
+                if remove_file(&path)? {
+                    say(out, format_args!("removed {}", path.display()))?;
+                    changes += 1;
+                }
+            }
+            Err(_) => {}
         }
     }
     // Directories install may have created go when nothing else is in them.
     if remove_dir_if_empty(&commands) {
         if let Some(parent) = commands.parent() {
-            if remove_dir_if_empty(parent) && target.project.is_some() {
+            if remove_dir_if_empty(parent) {
                 remove_dir_if_empty(&target.claude_dir);
             }
         }
     }
 
     if let Some(project) = &target.project {
-        let (path, text) = gitignore.expect("read for a project");
-        if let Some(rest) = without_gitignore_block(&text) {
-            if rest.is_empty() {
-                remove_file(&path)?;
-            } else {
-                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
-            }
-            say(out, format_args!("removed /state/ from {}", path.display()))?;
-            changes += 1;
-        }
+        // state/ first: while it stays, so does the line that keeps git
+        // from committing it.
         let state = project.join("state");
+        let mut state_kept = false;
         if state.is_dir() {
             if remove_dir_if_empty(&state) {
                 say(out, format_args!("removed empty {}", state.display()))?;
                 changes += 1;
             } else {
+                state_kept = true;
                 say(
                     out,
                     format_args!(
-                        "kept {}: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it",
+                        "kept {} and its /state/ line in .gitignore: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it, then run jkz uninstall again",
                         state.display()
                     ),
                 )?;
+            }
+        }
+        let (path, text) = gitignore.expect("read for a project");
+        if !state_kept {
+            if let Some(rest) = without_gitignore_block(&text) {
+                if rest.is_empty() {
+                    remove_file(&path)?;
+                } else {
+                    write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
+                }
+                say(out, format_args!("removed /state/ from {}", path.display()))?;
+                changes += 1;
             }
         }
     }

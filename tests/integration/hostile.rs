@@ -299,7 +299,8 @@ fn deeply_nested_pipeline_files_crash_nothing() {
     let jkz = |args: &[&str]| world.cmd("jkz").args(args).run();
     jkz(&["state", "show", "2"]).success();
     jkz(&["state", "list"]).success();
-    let run = jkz(&["state", "show", "3"]).expect_code(1);
+    // Unreadable, not missing: exit 2.
+    let run = jkz(&["state", "show", "3"]).expect_code(2);
     assert!(
         run.stderr_str().contains("recursion limit"),
         "{}",

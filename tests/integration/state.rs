@@ -114,10 +114,11 @@ fn set_refuses_what_breaks_the_contract_and_leaves_the_file() {
         br#"{"42": {"qa_passed": "true"}}"#
     );
     dir.write("st/pipeline/9.json", "{broken");
+    // A file that cannot be read is exit 2, as for every jkz state command.
     let run = state(&dir)
         .args(["set", "9", "current_phase", "x"])
         .run()
-        .expect_code(1);
+        .expect_code(2);
     assert!(
         run.stderr_str().contains("invalid JSON"),
         "{}",
@@ -240,7 +241,7 @@ fn validate_reports_one_line_per_problem() {
     );
     dir.write(
         "st/pipeline/2.json",
-        r#"{"2": {"pr_number": 12, "review_passed": "yes"}, "heartbeat_pid": "x"}"#,
+        r##"{"2": {"pr_number": "#12", "review_passed": "yes"}, "heartbeat_pid": "x"}"##,
     );
     dir.write("st/pipeline/3.json", "not json");
     dir.write("st/pipeline/3-compact-plan.md", "companion, never invalid");
@@ -250,7 +251,7 @@ fn validate_reports_one_line_per_problem() {
     assert_eq!(lines.len(), 4, "{}", run.report());
     assert_eq!(
         lines[0],
-        "st/pipeline/2.json: pr_number: expected a string (scalars are stored as strings), found 12"
+        "st/pipeline/2.json: pr_number: expected a PR number as a string of digits, e.g. \"42\", found \"#12\""
     );
     assert_eq!(
         lines[1],
@@ -309,8 +310,18 @@ fn pr_resolves_argument_then_environment_then_field() {
     assert_eq!(pr(&["7"], None).success().stdout_str(), "42\n");
     assert_eq!(pr(&["7"], Some("9")).success().stdout_str(), "9\n");
     assert_eq!(pr(&["7", "5"], Some("9")).success().stdout_str(), "5\n");
-    // A level that is not a number is skipped.
-    assert_eq!(pr(&["7", "x"], Some("y")).success().stdout_str(), "42\n");
+    // An empty level counts as not given; one that is not a number is an
+    // error, never silently replaced by the next level.
+    assert_eq!(pr(&["7", ""], Some("")).success().stdout_str(), "42\n");
+    for (args, env) in [(&["7", "x"][..], Some("9")), (&["7"][..], Some("y"))] {
+        let run = pr(args, env).expect_code(2);
+        assert!(run.stdout_str().is_empty(), "{}", run.report());
+        assert!(
+            run.stderr_str().contains("is not a PR number"),
+            "{}",
+            run.report()
+        );
+    }
     // No file needed when a level above the field answers.
     assert_eq!(pr(&["8"], Some("3")).success().stdout_str(), "3\n");
     let run = pr(&["8"], None).expect_code(1);
@@ -329,4 +340,239 @@ fn pr_resolves_argument_then_environment_then_field() {
         "{}",
         run.report()
     );
+}
+
+#[test]
+fn set_heartbeat_pid_and_last_activity_land_beside_the_issue_data() {
+    let dir = Dir::new();
+    state(&dir)
+        .args(["set", "42", "heartbeat_pid", "1234"])
+        .run()
+        .success();
+    state(&dir)
+        .args(["set", "42", "lastActivity", "2025-03-01T00:00:00.000Z"])
+        .run()
+        .success();
+    let v = read_json(&dir, "st/pipeline/42.json");
+    assert_eq!(v["heartbeat_pid"], 1234, "{v}");
+    assert_eq!(v["lastActivity"], "2025-03-01T00:00:00.000Z", "{v}");
+    assert!(v["42"].get("heartbeat_pid").is_none(), "{v}");
+    assert!(v["42"].get("lastActivity").is_none(), "{v}");
+    // Read back where they are, and by the view.
+    let get = |field: &str| {
+        state(&dir)
+            .args(["get", "42", field])
+            .run()
+            .success()
+            .stdout_str()
+    };
+    assert_eq!(get("heartbeat_pid"), "1234\n");
+    assert_eq!(get("lastActivity"), "2025-03-01T00:00:00.000Z\n");
+    let view: Value = serde_json::from_str(
+        &state(&dir)
+            .args(["show", "42"])
+            .run()
+            .success()
+            .stdout_str(),
+    )
+    .unwrap();
+    assert_eq!(view["heartbeat_pid"], 1234, "{view}");
+    // A sibling's value is checked like the view reads it.
+    state(&dir)
+        .args(["set", "42", "heartbeat_pid", "me"])
+        .run()
+        .expect_code(1);
+}
+
+#[test]
+fn issue_numbers_have_one_spelling_007_is_7_and_0_is_refused() {
+    let dir = Dir::new();
+    state(&dir)
+        .args(["set", "007", "current_phase", "building"])
+        .run()
+        .success();
+    assert!(!dir.join("st/pipeline/007.json").exists());
+    let v = read_json(&dir, "st/pipeline/7.json");
+    assert_eq!(v["7"]["current_phase"], "building", "{v}");
+    for spelling in ["7", "07", "0007"] {
+        let run = state(&dir)
+            .args(["get", spelling, "current_phase"])
+            .run()
+            .success();
+        assert_eq!(run.stdout_str(), "building\n");
+    }
+    for zero in ["0", "000"] {
+        let run = state(&dir)
+            .args(["set", zero, "current_phase", "x"])
+            .run()
+            .expect_code(2);
+        assert!(run.stderr_str().contains("start at 1"), "{}", run.report());
+    }
+    assert!(!dir.join("st/pipeline/0.json").exists());
+    // A file spelled otherwise is named by validate, not silently skipped.
+    dir.write("st/pipeline/012.json", r#"{"012": {}}"#);
+    let run = state(&dir).args(["validate"]).run().expect_code(1);
+    assert!(
+        run.stdout_str().contains("rename it to 12.json"),
+        "{}",
+        run.report()
+    );
+    let listed = state(&dir).args(["list"]).run().success().stdout_str();
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+}
+
+#[test]
+fn get_on_a_corrupt_pipeline_file_exits_2_not_1() {
+    let dir = Dir::new();
+    dir.write("st/pipeline/5.json", "{\"5\": {\"current_phase\": ");
+    for args in [
+        &["get", "5", "current_phase"][..],
+        &["show", "5"],
+        &["pr", "5"],
+    ] {
+        let run = state(&dir).args(args.iter().copied()).run().expect_code(2);
+        assert!(
+            run.stderr_str().contains("could not be read"),
+            "{}",
+            run.report()
+        );
+    }
+    // Missing stays exit 1: a script can tell missing from broken.
+    state(&dir)
+        .args(["get", "6", "current_phase"])
+        .run()
+        .expect_code(1);
+    state(&dir).args(["get", "5", "nope"]).run().expect_code(2);
+}
+
+#[test]
+fn validate_and_show_read_counts_by_one_rule() {
+    let dir = Dir::new();
+    dir.write(
+        "st/pipeline/3.json",
+        r#"{"3": {"plan_iterations": 2, "qa_passed": true, "pr_number": 12}}"#,
+    );
+    let view: Value =
+        serde_json::from_str(&state(&dir).args(["show", "3"]).run().success().stdout_str())
+            .unwrap();
+    assert_eq!(view["plan_iterations"], 2);
+    assert_eq!(view["pr_number"], 12);
+    state(&dir).args(["validate"]).run().success();
+    // What the view cannot read, validate reports.
+    dir.write("st/pipeline/3.json", r#"{"3": {"plan_iterations": "two"}}"#);
+    let view: Value =
+        serde_json::from_str(&state(&dir).args(["show", "3"]).run().success().stdout_str())
+            .unwrap();
+    assert_eq!(view["plan_iterations"], Value::Null);
+    let run = state(&dir).args(["validate"]).run().expect_code(1);
+    assert!(
+        run.stdout_str().contains("plan_iterations"),
+        "{}",
+        run.report()
+    );
+}
+
+#[test]
+fn set_on_a_file_that_fails_validation_is_refused_and_leaves_it() {
+    let dir = Dir::new();
+    let invalid = r#"{"4": {"qa_passed": "maybe", "current_phase": "qa"}}"#;
+    dir.write("st/pipeline/4.json", invalid);
+    let run = state(&dir)
+        .args(["set", "4", "current_phase", "fixing"])
+        .run()
+        .expect_code(1);
+    assert!(
+        run.stderr_str().contains("qa_passed") && run.stderr_str().contains("nothing was changed"),
+        "{}",
+        run.report()
+    );
+    assert_eq!(dir.read("st/pipeline/4.json"), invalid.as_bytes());
+    // Setting the broken field itself to a valid value repairs the file.
+    state(&dir)
+        .args(["set", "4", "qa_passed", "false"])
+        .run()
+        .success();
+    state(&dir).args(["validate"]).run().success();
+    let v = read_json(&dir, "st/pipeline/4.json");
+    assert_eq!(v["4"]["current_phase"], "qa");
+}
+
+#[test]
+fn get_reads_derived_fields_of_the_normalized_view() {
+    let dir = Dir::new();
+    dir.write(
+        "st/pipeline/42.json",
+        r#"{"42": {"review_passed": "true", "qa_passed": "false", "pr_number": " 9 "}}"#,
+    );
+    let get = |field: &str| state(&dir).args(["get", "42", field]).run();
+    assert_eq!(get("verdict").success().stdout_str(), "FAIL\n");
+    assert_eq!(get("current_phase").success().stdout_str(), "unknown\n");
+    assert_eq!(get("issue_type").success().stdout_str(), "feature\n");
+    // Stored fields are printed as stored.
+    assert_eq!(get("pr_number").success().stdout_str(), " 9 \n");
+    // A derived null is no value.
+    get("active_agent").expect_code(1);
+}
+
+#[test]
+fn pr_refuses_a_hash_prefixed_number() {
+    let dir = Dir::new();
+    state(&dir)
+        .args(["set", "9", "pr_number", "4"])
+        .run()
+        .success();
+    let run = state(&dir).args(["pr", "9", "#12"]).run().expect_code(2);
+    assert!(run.stdout_str().is_empty(), "{}", run.report());
+    assert!(run.stderr_str().contains("\"#12\""), "{}", run.report());
+    assert_eq!(
+        state(&dir)
+            .args(["pr", "9", "12"])
+            .run()
+            .success()
+            .stdout_str(),
+        "12\n"
+    );
+}
+
+#[test]
+fn validate_without_a_state_directory_exits_2_and_says_so() {
+    let dir = Dir::new();
+    let run = state(&dir).args(["validate"]).run().expect_code(2);
+    assert!(
+        run.stderr_str().contains("no state directory"),
+        "{}",
+        run.report()
+    );
+    // With one (even without pipeline/), nothing to check is success.
+    std::fs::create_dir_all(dir.join("st")).unwrap();
+    state(&dir).args(["validate"]).run().success();
+}
+
+#[test]
+fn validate_says_how_many_files_it_checked_when_stderr_is_a_terminal() {
+    let dir = Dir::new();
+    dir.write("st/pipeline/1.json", r#"{"1": {}}"#);
+    dir.write("st/pipeline/2.json", r#"{"2": {}}"#);
+    // A pseudo-terminal for stderr, through script(1).
+    let jkz = crate::util::bin("jkz");
+    let out = std::process::Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} --state-dir st state validate 2>&1 >/dev/null",
+            jkz.display()
+        ))
+        .arg("/dev/null")
+        .current_dir(dir.path())
+        .output();
+    let Ok(out) = out else {
+        panic!("this test needs script(1) (util-linux) for a terminal");
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("checked 2 pipeline files: no problems"),
+        "{out:?}"
+    );
+    // Not a terminal: nothing on stderr.
+    let run = state(&dir).args(["validate"]).run().success();
+    assert!(run.stderr_str().is_empty(), "{}", run.report());
 }

@@ -15,6 +15,7 @@
 pub mod model_server;
 
 mod compaction;
+mod plugin;
 mod session;
 
 use std::fs::OpenOptions;
@@ -228,12 +229,36 @@ impl Project {
 
     /// Runs `claude -p PROMPT --output-format json [extra…]` in the project.
     pub fn claude(&self, prompt: &str, extra: &[&str]) -> ClaudeRun {
-        let mut cmd = Command::new(claude_bin());
-        cmd.current_dir(self.path())
-            .arg("-p")
+        let mut cmd = self.offline_claude();
+        cmd.arg("-p")
             .arg(prompt)
             .args(["--output-format", "json"])
             .args(extra);
+        let shown = format!("claude -p {prompt:?} {}", extra.join(" "));
+        let finished = run_bounded(&mut cmd, RUN_TIMEOUT);
+        let result = serde_json::from_slice(&finished.stdout).ok();
+        ClaudeRun {
+            shown,
+            finished,
+            result,
+        }
+    }
+
+    /// Runs `claude ARGS…` (e.g. `plugin install …`) in the project, with
+    /// the same `HOME` and environment as [`Project::claude`].
+    pub fn claude_cli(&self, args: &[&str]) -> ClaudeRun {
+        let finished = run_bounded(self.offline_claude().args(args), RUN_TIMEOUT);
+        ClaudeRun {
+            shown: format!("claude {}", args.join(" ")),
+            finished,
+            result: None,
+        }
+    }
+
+    /// `claude` in the project, its `HOME`, offline against the model server.
+    fn offline_claude(&self) -> Command {
+        let mut cmd = Command::new(claude_bin());
+        cmd.current_dir(self.path());
         for (key, _) in std::env::vars_os() {
             let k = key.to_string_lossy();
             if k.starts_with("CLAUDE")
@@ -252,14 +277,7 @@ impl Project {
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("NO_PROXY", "127.0.0.1,localhost")
             .env("PATH", path_with_jkz());
-        let shown = format!("claude -p {prompt:?} {}", extra.join(" "));
-        let finished = run_bounded(&mut cmd, RUN_TIMEOUT);
-        let result = serde_json::from_slice(&finished.stdout).ok();
-        ClaudeRun {
-            shown,
-            finished,
-            result,
-        }
+        cmd
     }
 }
 
