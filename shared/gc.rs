@@ -8,7 +8,7 @@
 //! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
 //! | `locks/<kind>-<name>.json` | past its TTL, or its holder's pid gone on this host; a held lock never |
-//! | `.*.tmp` in `deliberations/`, `circuit/`, `locks/` | older than 10 minutes |
+//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a
@@ -29,9 +29,9 @@
 //! more), checked, and put back if it changed. A removed session snapshot
 //! takes its lock file (`.<name>.lock`) with it, under that lock.
 //!
-//! No deliberation record is ever removed, nor an offloaded response a
-//! record names (`context-offload/<sha256>.txt`, whatever its age): they are
-//! the audit trail. Nothing in `state/pipeline/` is removed
+//! Nothing in `state/deliberations/` is ever touched, nor an offloaded
+//! response a record names (`context-offload/<sha256>.txt`, whatever its
+//! age): they are the audit trail. Nothing in `state/pipeline/` is removed
 //! but the temp files of jkz's own pipeline writer (removed under the
 //! pipeline file's lock, so never one a writer is still at).
 
@@ -265,7 +265,6 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
         state.to_path_buf(),
         offload_dir,
         sessions_dir,
-        state.join(DELIBERATIONS_DIR),
         state.join(CIRCUIT_DIR),
         state.join(LOCKS_DIR),
         state.join(crate::pipeline::PIPELINE_DIR),
