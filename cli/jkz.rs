@@ -2,7 +2,9 @@
 //! scripts). Each subcommand's arguments and behaviour live in its library
 //! module; this file only wires them to clap.
 //!
-//! Exit codes: `jkz state`: see `jkz::state_cmd`. `install`, `uninstall`,
+//! Exit codes: `jkz state`: see `jkz::state_cmd`; `jkz run`: `jkz::run`;
+//! `jkz deliberations`: `jkz::deliberation::show`; `jkz lock`:
+//! `jkz::lock_cmd`; `jkz circuit`: `jkz::circuit_cmd`. `install`, `uninstall`,
 //! `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -51,6 +53,15 @@ enum Command {
     Gc(GcArgs),
     /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
     Stats(jkz::tool_output::stats::StatsArgs),
+    /// Run a model wrapper: its answer truncated to stdout, kept whole in a
+    /// deliberation record; its circuit and lock honoured; its exit code out.
+    Run(Box<jkz::run::RunArgs>),
+    /// List the deliberation records, or show one's full response.
+    Deliberations(jkz::deliberation::show::DeliberationsArgs),
+    /// Show or reset the circuit breakers of external services.
+    Circuit(jkz::circuit_cmd::CircuitArgs),
+    /// Acquire, release and list worktree and pipeline locks.
+    Lock(jkz::lock_cmd::LockArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +89,24 @@ fn main() -> ExitCode {
         Command::Stats(args) => jkz::cli::exit(
             "jkz stats",
             jkz::tool_output::stats::stats(&args, &state, &mut buffered()),
+        ),
+        Command::Run(args) => jkz::cli::exit("jkz run", jkz::run::run(&args, &state)),
+        Command::Deliberations(args) => {
+            use jkz::deliberation::show::{self, DeliberationsCommand};
+            let mut err = std::io::stderr();
+            let result = match &args.command {
+                DeliberationsCommand::List(a) => show::list(a, &state, &mut buffered(), &mut err),
+                DeliberationsCommand::Show(a) => show::show(a, &state, &mut buffered(), &mut err),
+            };
+            jkz::cli::exit("jkz deliberations", result)
+        }
+        Command::Circuit(args) => jkz::cli::exit(
+            "jkz circuit",
+            jkz::circuit_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Lock(args) => jkz::cli::exit(
+            "jkz lock",
+            jkz::lock_cmd::run(&args, &state, &mut buffered()),
         ),
     }
 }

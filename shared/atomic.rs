@@ -153,6 +153,27 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// [`commit_new_as`](AtomicFile::commit_new_as) without forcing anything
+    /// to disk (see [`commit_unsynced`](AtomicFile::commit_unsynced)): for
+    /// bulky content-addressed copies. Returns false when `dest` existed.
+    pub fn commit_new_unsynced_as(mut self, dest: impl Into<PathBuf>) -> io::Result<bool> {
+        let dest = dest.into();
+        if parent_dir(&dest) != parent_dir(&self.dest) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "commit_new_unsynced_as: destination in another directory",
+            ));
+        }
+        self.dest = dest;
+        match self.tmp.persist_noclobber(&self.dest) {
+            Ok(_) => Ok(true),
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.error),
+        }
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.synced = false;

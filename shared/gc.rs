@@ -8,6 +8,8 @@
 //! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
 //! | `tool-output.jsonl`, `tool-output.1.jsonl` | never: the savings ledger's writer bounds it (rotated at 8 MiB, two files at most; see `tool_output::ledger`) |
+//! | `locks/<kind>-<name>.json` | past its TTL, or its holder's pid gone on this host; a held lock never |
+//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a
@@ -28,7 +30,9 @@
 //! more), checked, and put back if it changed. A removed session snapshot
 //! takes its lock file (`.<name>.lock`) with it, under that lock.
 //!
-//! `state/deliberations/` is never touched, nor anything in `state/pipeline/`
+//! Nothing in `state/deliberations/` is ever touched, nor an offloaded
+//! response a record names (`context-offload/<sha256>.txt`, whatever its
+//! age): they are the audit trail. Nothing in `state/pipeline/` is removed
 //! but the temp files of jkz's own pipeline writer (removed under the
 //! pipeline file's lock, so never one a writer is still at).
 
@@ -41,7 +45,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::cli::Failure;
 use crate::json_file::lock_path;
-use crate::state_dir::StateDir;
+use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// Pre-compact snapshots younger than this are kept.
 pub const PRE_COMPACT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
@@ -230,9 +234,10 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     // Offloaded content: idle by its own times, then not named by a recent
     // state file.
     let offload_dir = state.join(crate::compress::OFFLOAD_DIR);
+    let responses = deliberation_responses(state);
     let idle: Vec<Entry> = entries(&offload_dir)
         .into_iter()
-        .filter(|e| !is_temp(&e.name))
+        .filter(|e| !is_temp(&e.name) && !responses.contains(&e.name))
         .filter(|e| {
             older_than(now, e.stamp.modified, OFFLOAD_MAX_IDLE)
                 && older_than(now, e.stamp.accessed, OFFLOAD_MAX_IDLE)
@@ -256,11 +261,13 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
 
     // Temp files of killed writers: in the state directory and jkz's own
     // subdirectories; in `pipeline/` only those of jkz's pipeline writer;
-    // `deliberations/` (and anything else) is not jkz's to clean.
+    // anything else is not jkz's to clean.
     let temp_dirs = [
         state.to_path_buf(),
         offload_dir,
         sessions_dir,
+        state.join(CIRCUIT_DIR),
+        state.join(LOCKS_DIR),
         state.join(crate::pipeline::PIPELINE_DIR),
     ];
     for (i, dir) in temp_dirs.iter().enumerate() {
@@ -283,7 +290,41 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
             ));
         }
     }
+
+    // Locks past their TTL, or whose holder is gone: re-checked under the
+    // lock's own writers' lock, so a lock renewed meanwhile stays.
+    let now_utc = chrono::DateTime::<chrono::Utc>::from(now);
+    for e in entries(&state.join(LOCKS_DIR)) {
+        if e.name.starts_with('.') || !e.name.ends_with(".json") {
+            continue;
+        }
+        let Ok(Some(record)) = crate::lock::read(&e.path) else {
+            continue;
+        };
+        let why = match record.state(now_utc) {
+            crate::lock::LockState::Held => continue,
+            crate::lock::LockState::Expired => "lock past its TTL",
+            crate::lock::LockState::OwnerGone => "lock whose holder is gone",
+        };
+        let path = e.path.clone();
+        out.push(doomed(e, why, Guard::LockOf(path)));
+    }
     out
+}
+
+/// The offloaded files deliberation records name: the audit trail, never
+/// removed (nor the records themselves).
+fn deliberation_responses(state: &Path) -> HashSet<String> {
+    let dir = state.join(DELIBERATIONS_DIR);
+    if !crate::state_dir::is_real_dir(&dir).unwrap_or(false) {
+        return HashSet::new();
+    }
+    crate::deliberation::index::load(&dir, &mut io::sink())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| e.response_file)
+        .filter_map(|f| f.rsplit('/').next().map(str::to_string))
+        .collect()
 }
 
 /// Feeds every regular state file written within the offload idle time,

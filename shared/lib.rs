@@ -6,10 +6,13 @@
 
 pub mod atomic;
 pub mod blocks;
+pub mod circuit;
+pub mod circuit_cmd;
 pub mod cli;
 pub mod compaction;
 pub mod compress;
 pub mod cut;
+pub mod deliberation;
 pub mod gc;
 pub mod git;
 pub mod hook;
@@ -17,7 +20,11 @@ pub mod hook_input;
 pub mod json_depth;
 pub mod json_file;
 pub mod lines;
+pub mod lock;
+pub mod lock_cmd;
 pub mod pipeline;
+pub mod process;
+pub mod run;
 pub mod session;
 pub mod session_id;
 pub mod session_snapshot;

@@ -37,6 +37,14 @@ pub use read::{
     read_user_file, read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
 };
 
+/// `state/deliberations/`: one record per agent invocation (`jkz run`,
+/// `jkz-truncate --record`), the audit trail; `jkz gc` never removes one.
+pub const DELIBERATIONS_DIR: &str = "deliberations";
+/// `state/circuit/<service>.json`: one circuit breaker per external service.
+pub const CIRCUIT_DIR: &str = "circuit";
+/// `state/locks/<kind>-<name>.json`: worktree and pipeline locks with a TTL.
+pub const LOCKS_DIR: &str = "locks";
+
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
 /// the libc crate is not a dependency, so the kernel ABI values are spelled

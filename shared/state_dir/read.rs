@@ -14,9 +14,9 @@
 //! - then `fstat` on the open file: anything but a regular file is refused,
 //!   so a swap between a check and the open is caught too;
 //! - a file in one of jkz's subdirectories (`pipeline/`, `session-snapshots/`,
-//!   `context-offload/`, `deliberations/`) whose subdirectory is itself a link
-//!   is refused as well. The state root may be a link: where state lives is
-//!   the user's choice.
+//!   `context-offload/`, `deliberations/`, `circuit/`, `locks/`) whose
+//!   subdirectory is itself a link is refused as well. The state root may be
+//!   a link: where state lives is the user's choice.
 //!
 //! `O_NONBLOCK` stays set on the returned file: Linux ignores it for regular
 //! files (the only kind returned), so reads behave as without it.
@@ -54,11 +54,13 @@ const O_NONBLOCK: i32 = 0;
 
 /// The subdirectories of `state/` that jkz reads files in: a file whose
 /// parent is one of these and a link is refused.
-const STATE_SUBDIRS: [&str; 4] = [
+const STATE_SUBDIRS: [&str; 6] = [
     "pipeline",
     "session-snapshots",
     "context-offload",
     "deliberations",
+    "circuit",
+    "locks",
 ];
 
 /// Whether a link in the last path component is followed.

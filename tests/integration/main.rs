@@ -2,12 +2,14 @@
 //! in a temp directory of its own, with `CLAUDE_*` and `JKZ_*` scrubbed from
 //! the environment.
 
+mod audit;
 mod client;
 mod compress;
 mod faults;
 mod hooks;
 mod hostile;
 mod install;
+mod races;
 mod readers;
 mod session;
 mod state;

@@ -1,0 +1,324 @@
+//! `jkz deliberations list` and `jkz deliberations show`.
+//!
+//! Exit codes: 0 success; 1 an I/O error, or a response that does not match
+//! its record's sha256 (nothing of it is printed); 2 usage; 3 no record
+//! matches.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use super::index::{self, Entry};
+use super::response::hex;
+use crate::cli::Failure;
+use crate::state_dir::{open_state_file, StateDir, DELIBERATIONS_DIR};
+
+/// Exit code: no record matches.
+pub const NOT_FOUND: u8 = 3;
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum DeliberationsCommand {
+    /// A table of the records (time, issue, role, phase, iteration, status,
+    /// verdict, response size, id), oldest first.
+    List(ListArgs),
+    /// Print one record's full response, byte for byte, verified against its
+    /// sha256: by id, or the newest matching --issue/--role/--iteration.
+    Show(ShowArgs),
+}
+
+/// `jkz deliberations`: the audit trail of agent invocations.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DeliberationsArgs {
+    #[command(subcommand)]
+    pub command: DeliberationsCommand,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ListArgs {
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+    #[arg(long, value_name = "R")]
+    pub role: Option<String>,
+    #[arg(long, value_name = "P")]
+    pub phase: Option<String>,
+    /// Only records from T on: an RFC 3339 time, a date (2025-03-01), or an
+    /// age (90m, 36h, 7d).
+    #[arg(long, value_name = "T", value_parser = parse_since)]
+    pub since: Option<DateTime<Utc>>,
+    /// One JSON array of the index entries instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ShowArgs {
+    /// A record id (its file name, with or without `.json`).
+    #[arg(value_name = "ID", conflicts_with_all = ["issue", "role", "iteration"], required_unless_present = "issue")]
+    pub id: Option<String>,
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+    #[arg(long, value_name = "R")]
+    pub role: Option<String>,
+    #[arg(long, value_name = "K")]
+    pub iteration: Option<u64>,
+}
+
+/// `--since`: RFC 3339, a date (midnight UTC), or an age before now.
+pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).expect("midnight").and_utc());
+    }
+    let unit = s.chars().last().unwrap_or(' ');
+    let secs = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => 0,
+    };
+    match s[..s.len() - unit.len_utf8().min(s.len())].parse::<i64>() {
+        Ok(n) if secs > 0 && n >= 0 => Ok(Utc::now() - chrono::Duration::seconds(n.saturating_mul(secs))),
+        _ => Err(format!(
+            "'{s}' is not a time: use RFC 3339 (2025-03-01T12:00:00Z), a date (2025-03-01) or an age (90m, 36h, 7d)"
+        )),
+    }
+}
+
+fn entries(state: &StateDir, warnings: &mut dyn Write) -> Result<Vec<Entry>, Failure> {
+    let dir = state.join(DELIBERATIONS_DIR);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    index::load(&dir, warnings).map_err(|e| Failure::io(1, format!("reading {}", dir.display()), e))
+}
+
+/// `jkz deliberations list`.
+pub fn list(
+    args: &ListArgs,
+    state: &StateDir,
+    out: &mut dyn Write,
+    warnings: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let all = entries(state, warnings)?;
+    let chosen: Vec<&Entry> = all
+        .iter()
+        .filter(|e| args.issue.is_none_or(|n| e.issue == Some(n)))
+        .filter(|e| {
+            args.role
+                .as_ref()
+                .is_none_or(|r| e.role.as_ref() == Some(r))
+        })
+        .filter(|e| {
+            args.phase
+                .as_ref()
+                .is_none_or(|p| e.phase.as_ref() == Some(p))
+        })
+        .filter(|e| {
+            args.since.is_none_or(|since| {
+                DateTime::parse_from_rfc3339(&e.timestamp).is_ok_and(|t| t >= since)
+            })
+        })
+        .collect();
+    let writing = |e| Failure::io(1, "writing stdout", e);
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &chosen).map_err(|e| writing(e.into()))?;
+        writeln!(out).map_err(writing)?;
+        return out.flush().map(|()| 0).map_err(writing);
+    }
+    let dash = || "-".to_string();
+    let opt = |v: Option<u64>| v.map_or_else(dash, |n| n.to_string());
+    let mut rows = vec![[
+        "TIME", "ISSUE", "ROLE", "PHASE", "ITER", "STATUS", "VERDICT", "SIZE", "ID",
+    ]
+    .map(String::from)];
+    for e in &chosen {
+        rows.push([
+            e.timestamp
+                .get(..19)
+                .unwrap_or(&e.timestamp)
+                .replace('T', " "),
+            opt(e.issue),
+            e.role.clone().unwrap_or_else(dash),
+            e.phase.clone().unwrap_or_else(dash),
+            opt(e.iteration),
+            e.status.name().to_string(),
+            e.verdict.clone().unwrap_or_else(dash),
+            crate::truncate::thousands(e.bytes),
+            e.id.clone(),
+        ]);
+    }
+    let mut widths = [0usize; 9];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i == 8 {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        writeln!(out, "{}", line.trim_end()).map_err(writing)?;
+    }
+    out.flush().map_err(writing)?;
+    Ok(0)
+}
+
+/// `jkz deliberations show`.
+pub fn show(
+    args: &ShowArgs,
+    state: &StateDir,
+    out: &mut dyn Write,
+    warnings: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let dir = state.join(DELIBERATIONS_DIR);
+    let id = match &args.id {
+        Some(id) => {
+            let name = Path::new(id)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.trim_end_matches(".json").to_string()
+        }
+        None => {
+            let all = entries(state, warnings)?;
+            let matching: Vec<&Entry> = all
+                .iter()
+                .filter(|e| e.issue == args.issue)
+                .filter(|e| {
+                    args.role
+                        .as_ref()
+                        .is_none_or(|r| e.role.as_ref() == Some(r))
+                })
+                .filter(|e| args.iteration.is_none_or(|k| e.iteration == Some(k)))
+                .collect();
+            let Some(newest) = matching.last() else {
+                return Err(Failure::new(NOT_FOUND, "no deliberation record matches"));
+            };
+            if matching.len() > 1 {
+                let _ = writeln!(
+                    warnings,
+                    "jkz deliberations: {} records match; showing the newest, {} (list them with `jkz deliberations list --issue N`)",
+                    matching.len(),
+                    newest.id
+                );
+            }
+            newest.id.clone()
+        }
+    };
+    let record = match index::read_record(&dir, &id) {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(Failure::new(
+                NOT_FOUND,
+                format!("no deliberation record {id} in {}", dir.display()),
+            ))
+        }
+        Err(e) => return Err(Failure::io(1, format!("reading {id}"), e)),
+    };
+    let writing = |e| Failure::io(1, "writing stdout", e);
+    let mismatch = |what: &str| {
+        Failure::new(
+            1,
+            format!(
+                "the response of {id} ({what}) does not match its record (sha256 {}, {} bytes): not printed",
+                record.response_sha256, record.response_bytes
+            ),
+        )
+    };
+    if let Some(text) = &record.response {
+        if hex(&Sha256::digest(text.as_bytes())) != record.response_sha256
+            || text.len() as u64 != record.response_bytes
+        {
+            return Err(mismatch("inline"));
+        }
+        out.write_all(text.as_bytes()).map_err(writing)?;
+        return out.flush().map(|()| 0).map_err(writing);
+    }
+    let Some(file) = &record.response_file else {
+        return Err(Failure::new(
+            1,
+            format!(
+                "{id} keeps no response ({})",
+                record
+                    .response_error
+                    .as_deref()
+                    .unwrap_or("none was recorded")
+            ),
+        ));
+    };
+    // Only a file in context-offload/ is ever named; anything else is refused.
+    let name = file
+        .strip_prefix(&format!("{}/", crate::compress::OFFLOAD_DIR))
+        .filter(|n| !n.contains('/') && !n.starts_with('.'))
+        .ok_or_else(|| {
+            Failure::new(
+                1,
+                format!("{id} names a response outside context-offload/: {file}"),
+            )
+        })?;
+    let path = state.join(crate::compress::OFFLOAD_DIR).join(name);
+    let open = || {
+        open_state_file(&path).map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))
+    };
+    // Verified first, printed second: a damaged answer is never half printed.
+    let (sha, len) = copy(open()?, &mut io::sink())
+        .map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))?;
+    if sha != record.response_sha256 || len != record.response_bytes {
+        return Err(mismatch(file));
+    }
+    let (sha, _) = copy(open()?, out).map_err(writing)?;
+    if sha != record.response_sha256 {
+        return Err(mismatch("changed while printed"));
+    }
+    out.flush().map_err(writing)?;
+    Ok(0)
+}
+
+/// Copies `from` to `to`, returning its sha256 and length.
+fn copy(mut from: impl Read, to: &mut dyn Write) -> io::Result<(String, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+    Ok((hex(&hasher.finalize()), total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_dates_and_ages() {
+        assert!(parse_since("2025-03-01T12:00:00Z").is_ok());
+        assert_eq!(
+            parse_since("2025-03-01").unwrap().to_rfc3339(),
+            "2025-03-01T00:00:00+00:00"
+        );
+        let hour_ago = parse_since("1h").unwrap();
+        assert!((Utc::now() - hour_ago).num_seconds().abs_diff(3600) < 5);
+        for bad in ["", "h", "yesterday", "-1h", "1w"] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! `jkz run … -- CMD [ARGS…]`: how a pipeline calls an external model
+//! wrapper.
+//!
+//! CMD's stdout goes through the truncation engine ([`crate::truncate`]:
+//! the same caps, roles, markers and protected blocks as `jkz-truncate`) to
+//! jkz's stdout; its stderr passes straight through; its exit code comes
+//! out as jkz's. Meanwhile the complete answer is kept, and one deliberation
+//! record is written per invocation ([`crate::deliberation`]). With
+//! `--service S` the service's circuit breaker ([`crate::circuit`]) decides
+//! whether CMD starts at all; with `--lock KIND:NAME` a lock
+//! ([`crate::lock`]) is held for the run.
+//!
+//! Exit codes (one table, also in `--help` and the README):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | CMD's | CMD exited with it |
+//! | 128+N | CMD was killed by signal N |
+//! | 2 | usage error (bad flag) |
+//! | 75 | the circuit of `--service` is open: CMD was not started |
+//! | 76 | the `--lock` is held by another owner: CMD was not started |
+//! | 124 | CMD ran past `--timeout` and was killed |
+//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, an I/O error) |
+//! | 126 | CMD could not be executed |
+//! | 127 | CMD was not found |
+//!
+//! CMD may exit with any of these codes itself; the one line jkz writes on
+//! stderr for 75, 76, 124–127 tells them apart.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::circuit::{self, Admission, Policy};
+use crate::cli::Failure;
+use crate::deliberation::{self, response::ResponseSink, usage, Context, Record, Status};
+use crate::lock::{self, Acquired};
+use crate::state_dir::StateDir;
+use crate::truncate::{self, roles, Mode, Settings};
+
+/// Exit code: the `--lock` is held by another owner.
+pub const EXIT_LOCKED: u8 = 76;
+/// Exit code: CMD ran past `--timeout`.
+pub const EXIT_TIMEOUT: u8 = 124;
+/// Exit code: jkz failed before CMD ran.
+pub const EXIT_FAILED: u8 = 125;
+/// Exit code: CMD could not be executed.
+pub const EXIT_CANNOT_EXECUTE: u8 = 126;
+/// Exit code: CMD was not found.
+pub const EXIT_NOT_FOUND: u8 = 127;
+
+const PROGRAM: &str = "jkz run";
+
+/// `jkz run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub context: Context,
+
+    /// The external service CMD calls: its circuit breaker decides whether
+    /// CMD starts (state/circuit/<S>.json).
+    #[arg(long, value_name = "S")]
+    pub service: Option<String>,
+
+    /// Default cap: primary 307,200 bytes, fallback 102,400, agent 81,920.
+    #[arg(long, value_name = "MODE", default_value = "primary", value_parser = parse_mode)]
+    pub mode: Mode,
+
+    /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
+    /// else the mode's cap.
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
+
+    /// Hold the lock KIND:NAME (e.g. pipeline:42) while CMD runs; if another
+    /// owner holds it, CMD is not started (exit 76).
+    #[arg(long, value_name = "KIND:NAME", value_parser = parse_lock)]
+    pub lock: Option<(String, String)>,
+
+    /// The --lock's TTL in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = lock::DEFAULT_TTL)]
+    pub lock_ttl: u64,
+
+    /// Consecutive failures that open the --service's circuit.
+    #[arg(long, value_name = "N", default_value_t = circuit::DEFAULT_THRESHOLD)]
+    pub failure_threshold: u32,
+
+    /// Seconds an open circuit waits before it lets one probe through.
+    #[arg(long, value_name = "SECS", default_value_t = circuit::DEFAULT_COOLDOWN)]
+    pub cooldown: u64,
+
+    /// Kill CMD (SIGKILL) after SECS seconds: status timeout, exit 124.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    [Mode::Primary, Mode::Fallback, Mode::Agent]
+        .into_iter()
+        .find(|m| m.name() == s)
+        .ok_or_else(|| format!("'{s}': use primary, fallback or agent"))
+}
+
+fn parse_lock(s: &str) -> Result<(String, String), String> {
+    let (kind, name) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}': use KIND:NAME, e.g. pipeline:42"))?;
+    lock::validate(kind, name)?;
+    Ok((kind.to_string(), name.to_string()))
+}
+
+/// One line on stderr, `jkz run: …`.
+fn say(line: impl std::fmt::Display) {
+    eprintln!("{PROGRAM}: {line}");
+}
+
+/// Runs `jkz run`; the exit code, or a failure before CMD ran.
+pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
+    let me = std::process::id();
+    let started = chrono::Utc::now();
+    let clock = Instant::now();
+    let fail = |what: &str, e: io::Error| Failure::io(EXIT_FAILED, what, e);
+
+    let records = deliberation::dir(state).map_err(|e| fail("the deliberations directory", e))?;
+    let offload = state
+        .ensure_subdir(crate::compress::OFFLOAD_DIR)
+        .map_err(|e| fail("the context-offload directory", e))?;
+    if records.is_none() {
+        say(format_args!(
+            "warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
+            state.path().display()
+        ));
+    }
+
+    let mut record = Record::new(&args.context, Status::Ok, started);
+    record.service = args.service.clone();
+    record.mode = Some(args.mode.name().to_string());
+    record.command = Some(
+        args.command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+    );
+    let id = deliberation::record_id(&record, started, me);
+
+    // The lock first: a run that may not work on its issue asks no service.
+    let held = match &args.lock {
+        None => None,
+        Some((kind, name)) => {
+            let req = lock::Request {
+                kind: kind.clone(),
+                name: name.clone(),
+                owner: format!("run:{}:{me}", crate::process::hostname()),
+                pid: me,
+                ttl: Duration::from_secs(args.lock_ttl),
+            };
+            match lock::try_acquire(state, &req).map_err(|e| fail("taking the --lock", e))? {
+                Acquired::Busy(held) => {
+                    say(format_args!(
+                        "lock {kind}:{name} is held by {} (pid {} on {}) until {}; CMD not started",
+                        held.owner, held.holder.pid, held.holder.host, held.expires
+                    ));
+                    return Ok(EXIT_LOCKED);
+                }
+                Acquired::Taken { .. } => Some(req),
+            }
+        }
+    };
+    let release = |held: &Option<lock::Request>| {
+        if let Some(req) = held {
+            if let Err(e) = lock::release(state, &req.kind, &req.name, &req.owner) {
+                say(format_args!(
+                    "warning: releasing lock {}:{}: {e}",
+                    req.kind, req.name
+                ));
+            }
+        }
+    };
+
+    let policy = Policy {
+        threshold: args.failure_threshold,
+        cooldown: Duration::from_secs(args.cooldown),
+    };
+    let admission = match &args.service {
+        None => None,
+        Some(service) => match circuit::admit(state, service, policy, me) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                release(&held);
+                return Err(fail("reading the --service's circuit", e));
+            }
+        },
+    };
+    if let Some(Admission::ShortCircuit(why)) = &admission {
+        say(format_args!(
+            "{why}; CMD not started (exit {})",
+            circuit::EXIT_OPEN
+        ));
+        record.status = Status::ShortCircuited;
+        record.duration_ms = Some(clock.elapsed().as_millis() as u64);
+        keep_record(records.as_deref(), &id, &record);
+        release(&held);
+        return Ok(circuit::EXIT_OPEN);
+    }
+
+    let outcome = invoke(args, &mut record, offload);
+    record.duration_ms = Some(clock.elapsed().as_millis() as u64);
+    if let (Some(service), Some(admission)) = (&args.service, &admission) {
+        let success = record.status == Status::Ok;
+        if let Err(e) = circuit::report(state, service, policy, admission, me, success) {
+            say(format_args!(
+                "warning: updating the circuit of {service}: {e}"
+            ));
+        }
+    }
+    keep_record(records.as_deref(), &id, &record);
+    release(&held);
+    outcome
+}
+
+fn keep_record(dir: Option<&std::path::Path>, id: &str, record: &Record) {
+    if let Some(dir) = dir {
+        if let Err(e) = deliberation::write(dir, id, record) {
+            say(format_args!(
+                "warning: the deliberation record {id} could not be written: {e}"
+            ));
+        }
+    }
+}
+
+/// Starts CMD, streams its answer, waits for it; fills in the record.
+fn invoke(
+    args: &RunArgs,
+    record: &mut Record,
+    offload: Option<std::path::PathBuf>,
+) -> Result<u8, Failure> {
+    let usage_file = usage::create().ok();
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]).stdout(Stdio::piped());
+    if let Some(path) = &usage_file {
+        cmd.env(deliberation::USAGE_FILE_VARIABLE, path);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+                _ => EXIT_CANNOT_EXECUTE,
+            };
+            say(format_args!(
+                "cannot run {}: {e}",
+                args.command[0].to_string_lossy()
+            ));
+            record.status = Status::Failed;
+            record.exit_code = Some(code.into());
+            return Ok(code);
+        }
+    };
+    let stdout = child.stdout.take().expect("piped stdout");
+    let child = Arc::new(Mutex::new(child));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watchdog = args.timeout.map(|secs| {
+        let (done, wait) = mpsc::channel::<()>();
+        let child = Arc::clone(&child);
+        let timed_out = Arc::clone(&timed_out);
+        let limit = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX);
+        let handle = std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                timed_out.store(true, Ordering::SeqCst);
+                let _ = child.lock().expect("child").kill();
+            }
+        });
+        (done, handle)
+    });
+
+    let mut sink =
+        offload.and_then(
+            |dir| match ResponseSink::start(dir, deliberation::INLINE_MAX) {
+                Ok(sink) => Some(sink),
+                Err(e) => {
+                    say(format_args!(
+                        "warning: the full response cannot be kept: {e}"
+                    ));
+                    None
+                }
+            },
+        );
+    let settings = settings(args);
+    let mut stderr = io::stderr();
+    let mut output = deliberation::verdict::OutputTail::new(BufWriter::with_capacity(
+        1 << 20,
+        io::stdout().lock(),
+    ));
+    let streamed = truncate::truncate(
+        Tee {
+            inner: stdout,
+            sink: sink.as_mut(),
+        },
+        &mut output,
+        &settings,
+        "CMD's stdout",
+        &mut stderr,
+    );
+    record.verdict = output.verdict();
+    drop(output);
+
+    let status = match wait(&child, watchdog.is_some()) {
+        Ok(status) => status,
+        Err(e) => return Err(Failure::io(EXIT_FAILED, "waiting for CMD", e)),
+    };
+    if let Some((done, handle)) = watchdog {
+        let _ = done.send(());
+        let _ = handle.join();
+    }
+    let code = exit_code(status);
+    record.exit_code = Some(code);
+    match sink.map(ResponseSink::finish) {
+        Some(Ok(stored)) => {
+            record.response_bytes = stored.bytes;
+            record.response_sha256 = stored.sha256;
+            record.response = stored.inline;
+            record.response_file = stored.file;
+        }
+        Some(Err(e)) => {
+            say(format_args!(
+                "warning: the full response could not be kept: {e}"
+            ));
+            record.response_error = Some(e.to_string());
+        }
+        None => {}
+    }
+    if let Some(path) = &usage_file {
+        match usage::read(path) {
+            Ok(tokens) => record.tokens = tokens,
+            Err(warning) => say(format_args!("warning: {warning}")),
+        }
+    }
+    let empty = record.response_bytes == 0
+        || record
+            .response
+            .as_deref()
+            .is_some_and(|r| r.trim().is_empty());
+    record.status = if timed_out.load(Ordering::SeqCst) {
+        Status::Timeout
+    } else if code != 0 || empty {
+        Status::Failed
+    } else {
+        Status::Ok
+    };
+    if let Err(f) = streamed {
+        if !crate::cli::is_broken_pipe(&f) {
+            say(&f);
+        }
+    }
+    if record.status == Status::Timeout {
+        say(format_args!(
+            "CMD ran past --timeout {}s and was killed",
+            args.timeout.unwrap_or_default()
+        ));
+        return Ok(EXIT_TIMEOUT);
+    }
+    Ok(u8::try_from(code).unwrap_or(EXIT_FAILED))
+}
+
+/// The truncation settings: the same resolution as `jkz-truncate`'s. The
+/// full response is kept by the deliberation record, so the engine saves
+/// no copy of its own.
+fn settings(args: &RunArgs) -> Settings {
+    let env = std::env::var_os(truncate::CAP_VARIABLE);
+    let cap = match truncate::resolve_cap(args.max_bytes, env.as_deref(), args.mode) {
+        Ok(cap) => cap,
+        Err((cap, warning)) => {
+            truncate::warn(&mut io::stderr(), &warning);
+            cap
+        }
+    };
+    Settings {
+        cap,
+        head_share: args
+            .context
+            .role
+            .as_deref()
+            .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share),
+        full_output: None,
+    }
+}
+
+/// Waits for CMD; polled when a watchdog may need the child to kill it.
+fn wait(child: &Mutex<Child>, shared: bool) -> io::Result<ExitStatus> {
+    if !shared {
+        return child.lock().expect("child").wait();
+    }
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.lock().expect("child").try_wait()? {
+            return Ok(status);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// CMD's exit code, or 128+N for a signal N.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => EXIT_FAILED.into(),
+    }
+}
+
+/// Hands what the engine reads to the response sink as well.
+struct Tee<'a, R> {
+    inner: R,
+    sink: Option<&'a mut ResponseSink>,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(sink) = self.sink.as_mut() {
+            sink.push(&buf[..n]);
+        }
+        Ok(n)
+    }
+}

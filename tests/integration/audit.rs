@@ -1,0 +1,378 @@
+//! `jkz run`, deliberation records, `jkz deliberations`, and what `jkz gc`
+//! keeps of them: real child processes, real exit codes and signals.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::util::{bin, Dir};
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The records in `state/deliberations/`, parsed, oldest first.
+fn records(dir: &Dir) -> Vec<(PathBuf, Value)> {
+    let d = dir.join("state/deliberations");
+    let mut out: Vec<(PathBuf, Value)> = std::fs::read_dir(&d)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".json") && !name.starts_with('.')
+        })
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            let v = serde_json::from_slice(&bytes)
+                .unwrap_or_else(|e| panic!("{} is not whole JSON: {e}", p.display()));
+            (p, v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// `jkz run` with the state directory in `dir`.
+fn run(dir: &Dir) -> crate::util::Cmd {
+    dir.cmd("jkz").arg("--state-dir").arg(dir.join("state"))
+}
+
+#[test]
+fn exit_codes_and_signals_propagate_and_stderr_passes_through() {
+    let dir = Dir::new();
+    for (script, code) in [
+        ("echo fine", 0),
+        ("echo out; echo oops >&2; exit 3", 3),
+        ("exit 42", 42),
+        ("kill -TERM $$", 128 + 15),
+        ("kill -KILL $$", 128 + 9),
+    ] {
+        let r = run(&dir)
+            .args(["run", "--role", "judge", "--", "sh", "-c", script])
+            .run()
+            .expect_code(code);
+        if code == 3 {
+            assert_eq!(r.stdout(), b"out\n");
+            assert_eq!(r.stderr_str(), "oops\n", "{}", r.report());
+        }
+    }
+    run(&dir)
+        .args(["run", "--", "/nonexistent/wrapper"])
+        .run()
+        .expect_code(127);
+    let recs = records(&dir);
+    let codes: Vec<_> = recs.iter().map(|(_, r)| r["exit_code"].clone()).collect();
+    assert_eq!(codes, [0, 3, 42, 143, 137, 127].map(Value::from));
+    let statuses: Vec<_> = recs.iter().map(|(_, r)| r["status"].clone()).collect();
+    assert_eq!(
+        statuses,
+        ["ok", "failed", "failed", "failed", "failed", "failed"].map(Value::from)
+    );
+    assert_eq!(recs[1].1["response"], "out\n");
+    assert_eq!(recs[1].1["command"][0], "sh");
+    assert!(recs[1].1["duration_ms"].is_u64());
+    assert_eq!(recs[1].1["tokens"], Value::Null, "never invented");
+}
+
+#[test]
+fn the_output_is_what_jkz_truncate_prints_and_usage_comes_from_the_wrapper() {
+    let dir = Dir::new();
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!("line {i} of the review\n"));
+        if i == 1500 {
+            text.push_str("<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":2} -->\n");
+        }
+    }
+    let file = dir.write("answer.txt", &text);
+    let direct = dir
+        .cmd("jkz-truncate")
+        .args(["--max-bytes", "4000", "--role", "judge", "--no-full-output"])
+        .arg(&file)
+        .run()
+        .success();
+    let script = format!(
+        "cat '{}'; printf '{{\"input_tokens\": 120, \"output_tokens\": 34}}' > \"$JKZ_USAGE_FILE\"",
+        file.display()
+    );
+    let wrapped = run(&dir)
+        .args([
+            "run",
+            "--max-bytes",
+            "4000",
+            "--role",
+            "judge",
+            "--issue",
+            "5",
+        ])
+        .args(["--", "sh", "-c", &script])
+        .run()
+        .success();
+    assert_eq!(wrapped.stdout(), direct.stdout(), "{}", wrapped.report());
+    let recs = records(&dir);
+    let r = &recs[0].1;
+    assert_eq!(r["verdict"], "FAIL");
+    assert_eq!(r["tokens"]["output_tokens"], 34);
+    assert_eq!(r["response_bytes"], text.len());
+    assert_eq!(r["response_sha256"], hex(&Sha256::digest(text.as_bytes())));
+    // Over the inline bound: a content-addressed file, byte for byte.
+    let path = dir.join("state").join(r["response_file"].as_str().unwrap());
+    assert_eq!(std::fs::read(path).unwrap(), text.as_bytes());
+}
+
+#[test]
+fn a_500_mb_answer_streams_in_bounded_memory_and_its_file_matches() {
+    let dir = Dir::new();
+    const LINE: &[u8] = b"a line of a very long answer, 0123456789\n";
+    const SIZE: usize = 500_000_000;
+    let verdict = b"<!-- jkz:verdict-json {\"verdict\":\"PASS\"} -->\n";
+    // The wrapper prints the answer, then notes jkz's peak memory so far.
+    let script = "yes 'a line of a very long answer, 0123456789' | head -c 500000000; \
+                  echo '<!-- jkz:verdict-json {\"verdict\":\"PASS\"} -->'; \
+                  grep VmHWM /proc/$PPID/status > hwm.txt || true";
+    let r = run(&dir)
+        .args(["run", "--role", "judge", "--", "sh", "-c", script])
+        .run()
+        .success();
+    assert!(r.stdout().len() <= 307_200, "{}", r.report());
+    assert!(r.stdout().ends_with(verdict));
+    let mut expected = Sha256::new();
+    let block: Vec<u8> = LINE.repeat(1 << 14);
+    let mut left = SIZE;
+    while left > 0 {
+        let n = left.min(block.len());
+        expected.update(&block[..n]);
+        left -= n;
+    }
+    expected.update(verdict);
+    let expected = hex(&expected.finalize());
+    let recs = records(&dir);
+    let rec = &recs[0].1;
+    assert_eq!(rec["response_bytes"], SIZE + verdict.len());
+    assert_eq!(rec["response_sha256"], expected);
+    assert_eq!(rec["verdict"], "PASS");
+    let name = rec["response_file"].as_str().unwrap();
+    assert_eq!(name, format!("context-offload/{expected}.txt"));
+    let mut file = std::fs::File::open(dir.join("state").join(name)).unwrap();
+    let mut actual = Sha256::new();
+    std::io::copy(&mut file, &mut actual).unwrap();
+    assert_eq!(hex(&actual.finalize()), expected, "the file, byte for byte");
+    if let Ok(hwm) = std::fs::read_to_string(dir.join("hwm.txt")) {
+        let kb: u64 = hwm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(kb < 64 * 1024, "peak memory {kb} kB for a 500 MB answer");
+    }
+}
+
+#[test]
+fn show_iteration_2_returns_iteration_2s_answer() {
+    let dir = Dir::new();
+    let big: String = (0..9000).map(|i| format!("finding {i}\n")).collect();
+    for (role, iteration, answer) in [
+        ("judge", "1", "iteration one: FAIL\n".to_string()),
+        ("judge", "2", big.clone()),
+        ("builder", "2", "the builder's second try\n".to_string()),
+        ("judge", "3", "iteration three: PASS\n".to_string()),
+    ] {
+        let file = dir.write(format!("{role}-{iteration}.txt"), &answer);
+        run(&dir)
+            .args(["run", "--issue", "9", "--phase", "review", "--role", role])
+            .args(["--iteration", iteration, "--", "cat"])
+            .arg(&file)
+            .run()
+            .success();
+    }
+    let shown = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["deliberations", "show", "--issue", "9", "--role", "judge"])
+        .args(["--iteration", "2"])
+        .run()
+        .success();
+    assert!(shown.stdout() == big.as_bytes(), "{}", shown.report());
+    let one = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["deliberations", "show", "--issue", "9", "--iteration", "1"])
+        .run()
+        .success();
+    assert_eq!(one.stdout_str(), "iteration one: FAIL\n");
+    let list = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["deliberations", "list", "--role", "judge"])
+        .run()
+        .success();
+    let rows: Vec<String> = list.stdout_str().lines().map(String::from).collect();
+    assert_eq!(rows.len(), 4, "{}", list.report());
+    let size = big.len().to_string();
+    let (high, low) = size.split_at(size.len() - 3);
+    assert!(
+        rows[2].contains(&format!("{high},{low}")),
+        "{}",
+        list.report()
+    );
+    assert!(
+        rows[2].contains(" 2 "),
+        "iteration 2 second: {}",
+        list.report()
+    );
+    dir.cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["deliberations", "show", "--issue", "9", "--iteration", "7"])
+        .run()
+        .expect_code(3);
+    // A response altered on disk is refused, not printed.
+    let recs = records(&dir);
+    let file = recs[1].1["response_file"].as_str().unwrap();
+    std::fs::write(dir.join("state").join(file), "forged\n").unwrap();
+    let refused = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["deliberations", "show", "--issue", "9", "--role", "judge"])
+        .args(["--iteration", "2"])
+        .run()
+        .expect_code(1);
+    assert!(refused.stdout().is_empty());
+}
+
+/// A tiny deterministic generator for the kill moments.
+fn next(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[test]
+fn sigkill_at_random_moments_leaves_record_and_response_whole_or_absent() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut killed = 0;
+    for _ in 0..14 {
+        let mut child = Command::new(bin("jkz"))
+            .current_dir(dir.path())
+            .env_remove("JKZ_STATE_DIR")
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["run", "--role", "judge", "--issue", "3", "--", "sh", "-c"])
+            .arg("yes 'an answer line' | head -c 3000000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(next(&mut seed) % 60_000));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            killed += 1;
+        }
+        child.wait().unwrap();
+    }
+    // Every record is whole, and so is each response it names.
+    for (path, r) in records(&dir) {
+        let sha = r["response_sha256"].as_str().unwrap();
+        match r["response_file"].as_str() {
+            Some(file) => {
+                let bytes = std::fs::read(state.join(file))
+                    .unwrap_or_else(|e| panic!("{} names {file}: {e}", path.display()));
+                assert_eq!(hex(&Sha256::digest(&bytes)), sha);
+                assert_eq!(bytes.len() as u64, r["response_bytes"].as_u64().unwrap());
+            }
+            None => assert_eq!(
+                hex(&Sha256::digest(r["response"].as_str().unwrap().as_bytes())),
+                sha
+            ),
+        }
+    }
+    // Every response file under its final name is whole.
+    for e in std::fs::read_dir(state.join("context-offload"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(sha) = name.strip_suffix(".txt").filter(|_| !name.starts_with('.')) {
+            assert_eq!(hex(&Sha256::digest(std::fs::read(e.path()).unwrap())), sha);
+        }
+    }
+    eprintln!("killed {killed} of 14 runs");
+    // The index still lists exactly the records there are.
+    let list = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["deliberations", "list", "--json"])
+        .run()
+        .success();
+    let listed: Vec<Value> = serde_json::from_slice(list.stdout()).unwrap();
+    assert_eq!(listed.len(), records(&dir).len());
+}
+
+fn set_old(path: &Path, days: u64) {
+    let t = std::time::SystemTime::now() - Duration::from_secs(days * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_modified(t).set_accessed(t))
+        .unwrap();
+}
+
+#[test]
+fn gc_keeps_deliberations_and_held_locks_and_removes_expired_locks() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    let big = "x".repeat(100_000);
+    let file = dir.write("big.txt", &big);
+    run(&dir)
+        .args(["run", "--", "cat"])
+        .arg(&file)
+        .run()
+        .success();
+    let recs = records(&dir);
+    let response = state.join(recs[0].1["response_file"].as_str().unwrap());
+    // A month old, the record too: still the audit trail.
+    set_old(&response, 30);
+    set_old(&recs[0].0, 30);
+    let stray = state.join("context-offload/old-section.md");
+    std::fs::write(&stray, "offloaded long ago").unwrap();
+    set_old(&stray, 30);
+    let jkz = |args: &[&str]| {
+        dir.cmd("jkz")
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args.iter().copied())
+    };
+    jkz(&["lock", "acquire", "pipeline", "1", "--owner", "held"])
+        .run()
+        .success();
+    jkz(&[
+        "lock", "acquire", "pipeline", "2", "--owner", "stale", "--ttl", "0",
+    ])
+    .run()
+    .success();
+    let gc = jkz(&["gc"]).run().success();
+    assert!(response.exists(), "{}", gc.report());
+    assert!(recs[0].0.exists());
+    assert!(!stray.exists(), "{}", gc.report());
+    assert!(state.join("locks/pipeline-1.json").exists());
+    assert!(
+        !state.join("locks/pipeline-2.json").exists(),
+        "{}",
+        gc.report()
+    );
+}
