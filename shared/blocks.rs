@@ -54,10 +54,14 @@ static COMMENT_OPEN: LazyLock<memmem::Finder<'static>> =
 static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"-->"));
 static TAG_CLOSE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"</"));
-static NEWLINE_DASH: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"\n-"));
-static NEWLINE_EQUALS: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"\n="));
+/// What the fast path looks for besides `` ` ``, `~` and `#`, in one SIMD
+/// (Teddy) pass: a comment's `<!`, a `<` after a line start or a blank (a
+/// tag block may open), and a line starting with `-` or `=` (a setext
+/// underline). Pattern 0 must stay `<!` (see [`next_lt_or_underline`]).
+static LT_OR_UNDERLINE: LazyLock<aho_corasick::packed::Searcher> = LazyLock::new(|| {
+    aho_corasick::packed::Searcher::new(["<!", "\n<", " <", "\t<", "\n-", "\n="])
+        .expect("six two-byte patterns")
+});
 
 /// Lines longer than this are scanned in pieces of this many bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -341,9 +345,10 @@ impl BlockScanner {
     /// nothing can open, exactly as [`piece`] would, without its per-line
     /// work. A line can open something only if it holds `<!--`, its first
     /// non-blank byte is `` ` ``, `~`, `#` or `<`, or its first byte is `=`
-    /// or `-` (a setext underline); those are found with SIMD searches over
-    /// the whole stretch, so plain text costs no per-line work at all. The
-    /// last skipped line is remembered as a possible setext heading text. It stops before a heading section could reach
+    /// or `-` (a setext underline); those are found with two SIMD searches
+    /// over the whole stretch, so plain text costs no per-line work at all.
+    /// The last skipped line is remembered as a possible setext heading
+    /// text. It stops before a heading section could reach
     /// [`BLOCK_BOUND`], so bounds are still enforced at the same piece.
     /// Returns the number of bytes skipped (always whole lines).
     ///
@@ -361,23 +366,15 @@ impl BlockScanner {
                     m
                 }
             };
-            let lt = match found.lt {
+            let other = match found.other {
                 Some(m) if m >= from => m,
                 _ => {
-                    let m = memchr(b'<', &batch[from..]).map_or(batch.len(), |n| from + n);
-                    found.lt = Some(m);
+                    let m = next_lt_or_underline(batch, from, at);
+                    found.other = Some(m);
                     m
                 }
             };
-            let under = match found.under {
-                Some(m) if m >= from => m,
-                _ => {
-                    let m = next_underline_start(batch, from, at);
-                    found.under = Some(m);
-                    m
-                }
-            };
-            let p = mark.min(lt).min(under);
+            let p = mark.min(other);
             if p >= span_end {
                 // Nothing can open here: skip every whole line.
                 break memchr::memrchr(b'\n', &batch[at..span_end]).map_or(at, |nl| at + nl + 1);
@@ -396,13 +393,20 @@ impl BlockScanner {
         };
         let skipped = stop - at;
         if skipped > 0 {
-            let last_start =
-                memchr::memrchr(b'\n', &batch[at..stop - 1]).map_or(at, |nl| at + nl + 1);
-            // A line longer than a piece is scanned in pieces: no text line.
-            let last = &batch[last_start..stop];
-            self.text_line = (last.len() <= self.max_line)
-                .then(|| text_line(last, self.pos + (last_start - at) as u64))
-                .flatten();
+            // The last skipped line matters only if the next line may be an
+            // underline: one that starts with `=` or `-`, or one in the next
+            // batch.
+            let next = batch.get(stop).copied();
+            self.text_line = None;
+            if matches!(next, None | Some(b'=' | b'-')) {
+                let last_start =
+                    memchr::memrchr(b'\n', &batch[at..stop - 1]).map_or(at, |nl| at + nl + 1);
+                // A line longer than a piece is scanned in pieces: no text line.
+                let last = &batch[last_start..stop];
+                if last.len() <= self.max_line {
+                    self.text_line = text_line(last, self.pos + (last_start - at) as u64);
+                }
+            }
         }
         self.pos += skipped as u64;
         self.line_start = self.pos;
@@ -641,24 +645,28 @@ impl BlockScanner {
 struct Found {
     /// Next `` ` ``, `~` or `#` at or after where it was searched from.
     mark: Option<usize>,
-    /// Next `<`.
-    lt: Option<usize>,
-    /// Next line start holding `=` or `-` (a possible setext underline).
-    under: Option<usize>,
+    /// Next `<!`, `<` after a line start or blank, or line start with `=`
+    /// or `-` (see [`next_lt_or_underline`]).
+    other: Option<usize>,
 }
 
-/// The first index `≥ from` in `batch` that starts a line (`at` starts
-/// one) with `=` or `-`, or `batch.len()`.
-fn next_underline_start(batch: &[u8], from: usize, at: usize) -> usize {
-    if (from == at || batch[from - 1] == b'\n') && matches!(batch.get(from), Some(b'=' | b'-')) {
+/// The first index `≥ from` in `batch` that may matter to the fast path
+/// besides `` ` ``, `~` and `#`: a `<` that starts a comment (`<!`) or
+/// follows a line start or a blank, or a `-` or `=` that starts a line
+/// (`at` starts a line). Mid-line `<` after other bytes cannot open
+/// anything and is not reported. `batch.len()` when there is none.
+fn next_lt_or_underline(batch: &[u8], from: usize, at: usize) -> usize {
+    if (from == at || batch[from - 1] == b'\n')
+        && matches!(batch.get(from), Some(b'<' | b'=' | b'-'))
+    {
         return from;
     }
-    let after_newline = |finder: &memmem::Finder| {
-        finder
-            .find(&batch[from..])
-            .map_or(batch.len(), |n| from + n + 1)
-    };
-    after_newline(&NEWLINE_DASH).min(after_newline(&NEWLINE_EQUALS))
+    match LT_OR_UNDERLINE.find(&batch[from..]) {
+        // "<!" points at its `<`; the others at their second byte.
+        Some(m) if m.pattern().as_usize() == 0 => from + m.start(),
+        Some(m) => from + m.start() + 1,
+        None => batch.len(),
+    }
 }
 
 /// A setext underline: three or more `=` (level 1) or `-` (level 2) from
@@ -1140,7 +1148,8 @@ mod tests {
                 "</compact-plan>\n", "  ## not\n", "<b>\n", "`code`\n", "<!-- plain -->\n",
                 "  ```\n", "x ``` y\n", "````\n", " ~~~ \n", "a ~ b\n", "``\n",
                 "===\n", "---\n", "--- \n", " ---\n", "-- x\n", "- item\n", "TL;DR\n",
-                "2025-03-01 -\n", "=x\n",
+                "2025-03-01 -\n", "=x\n", "  <tldr>\n", "\t<decisions>x</decisions>\n",
+                "a < b\n", " <!-- jkz:x -->\n", "<!x\n", "x<tldr>\n",
             ]), 0..50),
             max_line in 4usize..40,
             keep in proptest::collection::vec(proptest::bool::ANY, 0..64),

@@ -10,14 +10,16 @@
 //!
 //! Let `M` be the longest marker this input could need (the input length
 //! written into both counts, plus the full-output path). Protected blocks are
-//! placed first ([`select`]), each with a marker's worth of room and one
-//! marker reserved for the head/tail gap. What remains is split between head
-//! and tail by the head share, and both are cut on line boundaries when that
-//! is cheap, on character boundaries otherwise ([`crate::cut`]). Every gap
-//! lies next to a chosen block or between head and tail, so the markers
-//! always fit in what was reserved. A budget used by a block that also lies
-//! in the head or tail is not handed back: the output may then be shorter
-//! than the cap.
+//! placed first ([`select`]) in three quarters of the cap, each with a
+//! marker's worth of room (a longer one for a block cut to its head: the
+//! marker after its head names the block) and one marker reserved for the
+//! head/tail gap; head and tail keep at least the last quarter. What remains
+//! is split between head and tail by the head share, and both are cut on
+//! line boundaries when that is cheap, on character boundaries otherwise
+//! ([`crate::cut`]). Every gap lies next to a placed block or between head
+//! and tail, so the markers always fit in what was reserved. A budget used
+//! by a block that also lies in the head or tail is not handed back: the
+//! output may then be shorter than the cap.
 //!
 //! A cap smaller than `M` cannot hold even one marker: the output is then
 //! the head alone, cut to the cap, with no marker (the full output is still
@@ -28,9 +30,14 @@
 //! The input is read straight into the chunks of a [`HeadTailBuffer`],
 //! handed out from there in line batches and scanned for blocks by the one
 //! grammar ([`BlockScanner`]) while still in the cache. Held in memory: the
-//! first `cap + 8` bytes, the last `cap + 256 KiB + 8` bytes (enough to copy
-//! out any block that could fit when it completes), and the candidate
-//! blocks ([`select::Pool`], a few caps at most). Nothing is written to the
+//! first `cap + 8` bytes, the last `cap + 320 KiB + 8` bytes (enough to copy
+//! out the head of a block that ends in the latest batch and started in it
+//! or on the line before), the heads of up to three open blocks whose start
+//! is about to leave that window (an open fence, comment or tag block, an
+//! open section, a line longer than a batch: three quarters of a cap each),
+//! and the candidate blocks ([`select::Pool`], a few caps at most). All
+//! cap arithmetic saturates: a cap larger than the input passes it through.
+//! Nothing is written to the
 //! output until the end of the input, because only then is it known
 //! whether the input fits. Chunks leaving the window (which happens only
 //! once the input is longer than the cap) go to the full output's writer
@@ -46,6 +53,7 @@ mod prop_tests;
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use crate::blocks::{BlockScanner, Event, Kind};
 use crate::cli::Failure;
@@ -253,12 +261,16 @@ struct Streaming {
     events: Vec<Event>,
     buffer: HeadTailBuffer,
     pool: Pool,
-    /// The first bytes of the blocks still open at the end of the last
-    /// batch (and of the current line, when it is longer than a batch), so
-    /// a block longer than the window still has its head.
+    /// The blocks still open at the end of the last batch (and the current
+    /// line, when it is longer than a batch), with their first bytes once
+    /// their start is about to leave the window, so a block longer than the
+    /// window still has its head.
     captures: Vec<Capture>,
     /// Newlines seen so far.
     newlines: u64,
+    /// The window's chunk size and how much it keeps (see [`Streaming::new`]).
+    chunk: u64,
+    tail_keep: u64,
     /// Started once the input is known to exceed the cap.
     full: Option<FullOutput>,
     full_tried: bool,
@@ -269,7 +281,10 @@ struct Streaming {
 struct Capture {
     start: u64,
     newlines_before: u64,
-    bytes: Vec<u8>,
+    /// Copied out of the window only when its start is about to leave it
+    /// (most blocks end before that), then shared with the block's
+    /// candidate (no second copy).
+    bytes: Option<Rc<Vec<u8>>>,
 }
 
 impl Streaming {
@@ -294,6 +309,8 @@ impl Streaming {
             pool: Pool::new(cap, marker_floor()),
             captures: Vec::new(),
             newlines: 0,
+            chunk: tuning.chunk as u64,
+            tail_keep: tail_keep as u64,
             full: None,
             full_tried: false,
         }
@@ -318,16 +335,6 @@ impl Streaming {
         let pos = self.buffer.len();
         let keep = self.pool.keep();
         let newlines_before = self.newlines;
-        for c in &mut self.captures {
-            let have = c.start + c.bytes.len() as u64;
-            let want = pos.min(c.start.saturating_add(keep));
-            if want > have {
-                debug_assert!(have >= batch_start);
-                c.bytes.extend_from_slice(
-                    &batch[(have - batch_start) as usize..(want - batch_start) as usize],
-                );
-            }
-        }
         // Newlines are counted once per batch: blocks arrive ordered by
         // end, so a cursor walks forward through the batch.
         let mut cursor = (0usize, newlines_before);
@@ -358,21 +365,31 @@ impl Streaming {
                 continue;
             }
             let stored = span.len().min(keep) as usize;
-            let (head, newlines) = match self.captures.iter().find(|c| c.start == b.start) {
-                Some(c) => (c.bytes[..stored].to_vec(), newlines_end - c.newlines_before),
+            let captured = self
+                .captures
+                .iter()
+                .find(|c| c.start == b.start)
+                .and_then(|c| Some((c.newlines_before, c.bytes.as_ref()?)));
+            let candidate = match captured {
+                Some((before, bytes)) => {
+                    // Shared when the capture holds exactly the block's
+                    // head (a long block), so no buffer outweighs its use.
+                    let head = if bytes.len() == stored {
+                        Rc::clone(bytes)
+                    } else {
+                        Rc::new(bytes[..stored].to_vec())
+                    };
+                    Candidate::shared(span, before, newlines_end - before, head, stored)
+                }
                 None => {
                     let mut head = Vec::with_capacity(stored);
                     self.buffer
                         .copy_range(b.start, b.start + stored as u64, &mut head);
-                    (head, self.buffer.count_newlines(b.start, b.end))
+                    let newlines = self.buffer.count_newlines(b.start, b.end);
+                    Candidate::new(span, newlines_end - newlines, newlines, head)
                 }
             };
-            self.pool.add(Candidate::new(
-                span,
-                newlines_end - newlines,
-                newlines,
-                head,
-            ));
+            self.pool.add(candidate);
         }
         self.newlines = cursor.1 + count_newlines(&batch[cursor.0..]);
         // Captures: the open raw block, the open section, the current line
@@ -385,19 +402,36 @@ impl Streaming {
             if self.captures.iter().any(|c| c.start == start) {
                 continue;
             }
-            let mut bytes = Vec::new();
-            self.buffer
-                .copy_range(start, pos.min(start.saturating_add(keep)), &mut bytes);
+            // Counted from the nearer end of what is held.
             let newlines_before = if start >= batch_start {
-                newlines_before + count_newlines(&batch[..(start - batch_start) as usize])
+                let at = (start - batch_start) as usize;
+                if at <= batch.len() / 2 {
+                    newlines_before + count_newlines(&batch[..at])
+                } else {
+                    self.newlines - count_newlines(&batch[at..])
+                }
             } else {
                 newlines_before - self.buffer.count_newlines(start, batch_start)
             };
             self.captures.push(Capture {
                 start,
                 newlines_before,
-                bytes,
+                bytes: None,
             });
+        }
+        // A capture's bytes are copied only once its start could leave the
+        // window with the next batch; by then the whole head is here.
+        let at_risk = pos
+            .saturating_add(self.chunk)
+            .saturating_sub(self.tail_keep);
+        for c in &mut self.captures {
+            if c.bytes.is_none() && c.start < at_risk {
+                let end = pos.min(c.start.saturating_add(keep));
+                let mut bytes = self.pool.buffer();
+                bytes.reserve_exact((end - c.start) as usize);
+                self.buffer.copy_range(c.start, end, &mut bytes);
+                c.bytes = Some(Rc::new(bytes));
+            }
         }
     }
 

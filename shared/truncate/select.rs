@@ -340,11 +340,24 @@ impl Candidate {
     /// [`block_budget`] of them are kept).
     pub fn new(span: Span, newlines_before: u64, newlines: u64, head: Vec<u8>) -> Candidate {
         let stored = head.len();
+        Candidate::shared(span, newlines_before, newlines, Rc::new(head), stored)
+    }
+
+    /// A candidate whose first bytes are `head[..stored]` of a buffer it
+    /// shares (with the capture that collected them).
+    pub fn shared(
+        span: Span,
+        newlines_before: u64,
+        newlines: u64,
+        head: Rc<Vec<u8>>,
+        stored: usize,
+    ) -> Candidate {
+        assert!(stored <= head.len());
         Candidate {
             span,
             newlines_before,
             newlines,
-            head: Rc::new(head),
+            head,
             stored,
         }
     }
@@ -368,11 +381,18 @@ pub struct Pool {
     cap: u64,
     markers: Markers,
     candidates: Vec<Candidate>,
-    /// Bytes of block heads held, counted per candidate (shared buffers
-    /// are counted once per candidate, so this never undercounts memory).
+    /// Bytes of block heads held, counted per candidate: shared buffers
+    /// count once per candidate, and a buffer is at most twice what its
+    /// candidates use, so memory is at most twice this.
     bytes: u64,
     prune_at: u64,
+    /// Buffers of pruned candidates, for the next long block's head: large
+    /// buffers freed and allocated again cost a page fault per page.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Buffers kept for reuse, at most.
+const SPARE: usize = 2;
 
 impl Pool {
     /// A pool for output cap `cap`, pruning with markers `markers`.
@@ -383,7 +403,13 @@ impl Pool {
             candidates: Vec::new(),
             bytes: 0,
             prune_at: cap.saturating_mul(2),
+            spare: Vec::new(),
         }
+    }
+
+    /// An empty buffer, reused when one is spare.
+    pub fn buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
     }
 
     /// How many of a block's first bytes are worth keeping.
@@ -445,12 +471,20 @@ impl Pool {
         let mut kept = Vec::with_capacity(self.candidates.len());
         for (mut c, p) in std::mem::take(&mut self.candidates).into_iter().zip(placed) {
             match p {
-                Placement::Skipped => continue,
+                Placement::Skipped => {
+                    self.recycle(c.head);
+                    continue;
+                }
                 Placement::Whole => {}
                 Placement::Head(n) => {
-                    // Only this head can ever be placed again.
+                    // Only this head can ever be placed again. Its buffer
+                    // is replaced when more than half of it would idle
+                    // (so what is held is at most twice what is counted).
                     c.stored = n as usize;
-                    c.head = Rc::new(c.head[..c.stored].to_vec());
+                    if c.head.len() > 2 * c.stored {
+                        let head = Rc::new(c.head[..c.stored].to_vec());
+                        self.recycle(std::mem::replace(&mut c.head, head));
+                    }
                 }
             }
             kept.push(c);
@@ -458,6 +492,16 @@ impl Pool {
         self.candidates = kept;
         self.bytes = self.candidates.iter().map(|c| c.stored as u64).sum();
         self.prune_at = self.bytes.saturating_add(self.cap.saturating_mul(2));
+    }
+
+    /// Keeps a large buffer no candidate uses any more for reuse.
+    fn recycle(&mut self, head: Rc<Vec<u8>>) {
+        if let Ok(mut buffer) = Rc::try_unwrap(head) {
+            if self.spare.len() < SPARE && buffer.capacity() >= 64 * 1024 {
+                buffer.clear();
+                self.spare.push(buffer);
+            }
+        }
     }
 
     pub fn candidates(&self) -> &[Candidate] {
