@@ -33,6 +33,7 @@
 //! Listing reads an index, not the records: see [`index`].
 
 pub mod index;
+pub mod pipe;
 pub mod response;
 pub mod show;
 pub mod usage;
@@ -46,6 +47,8 @@ use serde_json::Value;
 
 use crate::atomic::AtomicFile;
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
+use crate::truncate::full_output::Keep;
+use crate::truncate::KeptResponse;
 
 pub use usage::USAGE_FILE_VARIABLE;
 
@@ -176,6 +179,95 @@ impl Record {
             response: None,
             response_error: None,
         }
+    }
+}
+
+/// `state/deliberations/`, or `None` (with a one-line warning from
+/// `program`) when no record can be kept: a missing state directory, or one
+/// that cannot be written, never stops an answer.
+pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
+    match dir(state) {
+        Ok(Some(dir)) => Some(dir),
+        Ok(None) => {
+            eprintln!(
+                "{program}: warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
+                state.path().display()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "{program}: warning: {}: {e}; no deliberation record is kept",
+                state.join(DELIBERATIONS_DIR).display()
+            );
+            None
+        }
+    }
+}
+
+/// Writes `record` into `dir` (see [`write`]); a failure is a one-line
+/// warning from `program`.
+pub fn keep_record(dir: Option<&Path>, id: &str, record: &Record, program: &str) {
+    if let Some(dir) = dir {
+        if let Err(e) = write(dir, id, record) {
+            eprintln!("{program}: warning: the deliberation record {id} could not be written: {e}");
+        }
+    }
+}
+
+/// How the truncation engine keeps a response for a record (see
+/// [`truncate::full_output`]): in the state directory's
+/// `context-offload/`, inline up to [`INLINE_MAX`]. `None` when there is no
+/// state directory, or (with a one-line warning from `program`) when
+/// `context-offload/` cannot be made.
+pub fn response_keep(state: &StateDir, program: &str) -> Option<Keep> {
+    match state.ensure_subdir(crate::compress::OFFLOAD_DIR) {
+        Ok(offload) => offload.map(|offload| Keep::Response {
+            offload,
+            inline_max: INLINE_MAX,
+        }),
+        Err(e) => {
+            eprintln!(
+                "{program}: warning: {}: {e}; the full response cannot be kept",
+                state.join(crate::compress::OFFLOAD_DIR).display()
+            );
+            None
+        }
+    }
+}
+
+/// Puts the kept response into `record` (its file named relative to the
+/// state directory), or, when it could not be kept, says why on stderr
+/// and in the record.
+pub fn set_response(record: &mut Record, kept: Option<KeptResponse>, program: &str) {
+    match kept {
+        Some(Ok(kept)) => {
+            record.response_bytes = kept.bytes;
+            record.response_sha256 = kept.sha256;
+            record.response = kept.inline;
+            record.response_file = kept.file.as_deref().and_then(Path::file_name).map(|name| {
+                format!(
+                    "{}/{}",
+                    crate::compress::OFFLOAD_DIR,
+                    name.to_string_lossy()
+                )
+            });
+        }
+        Some(Err(why)) => {
+            eprintln!("{program}: warning: {why}; the record names no response");
+            record.response_error = Some(why);
+        }
+        None => {}
+    }
+}
+
+/// Whether an answer is empty (a failure): no bytes, or only whitespace
+/// when it is short enough to be inline. `kept` is the kept response;
+/// without one, `read` is how many bytes were read.
+pub fn is_empty(kept: Option<&KeptResponse>, read: Option<u64>) -> bool {
+    match kept {
+        Some(Ok(k)) => k.bytes == 0 || k.inline.as_deref().is_some_and(|r| r.trim().is_empty()),
+        _ => read.is_none_or(|n| n == 0),
     }
 }
 
