@@ -8,7 +8,8 @@
 //!
 //! # The record
 //!
-//! One JSON object, written once, atomically (temp file, fsync, rename):
+//! One JSON object, written once, atomically (temp file, fdatasync, rename;
+//! the directory is not synced, see [`write`]):
 //! `role`, `timestamp`, `status` (`ok`, `failed`, `timeout`,
 //! `short-circuited`), `issue`, `pr`, `phase`, `iteration`, `model`,
 //! `endpoint`, `service`, `mode`, `command` (argv; null for a pipe),
@@ -45,7 +46,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Durability};
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
 use crate::truncate::full_output::Keep;
 use crate::truncate::KeptResponse;
@@ -308,9 +309,15 @@ pub fn record_id(record: &Record, started: chrono::DateTime<chrono::Utc>, pid: u
     )
 }
 
-/// Writes `record` into `dir` atomically and durably, under `id` (or
-/// `id-2`, `id-3`, … when that is taken), and adds it to the index. Returns
-/// the record's path.
+/// Writes `record` into `dir` atomically, its content synced before the
+/// rename, under `id` (or `id-2`, `id-3`, … when that is taken), and adds
+/// it to the index. Returns the record's path.
+///
+/// The directory is not synced ([`Durability::Content`]): a power loss
+/// within seconds of the write may lose the newest record, never leave half
+/// of one. The sync it saves is a journal commit on every agent call
+/// (0.15–0.2 ms on the reference machine, milliseconds on a busy disk), and
+/// the response file the record names is not synced either.
 pub fn write(dir: &Path, id: &str, record: &Record) -> io::Result<PathBuf> {
     let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
     bytes.push(b'\n');
@@ -320,7 +327,7 @@ pub fn write(dir: &Path, id: &str, record: &Record) -> io::Result<PathBuf> {
             n => format!("{id}-{n}.json"),
         };
         let path = dir.join(&name);
-        let mut file = AtomicFile::create(&path)?;
+        let mut file = AtomicFile::create(&path)?.durability(Durability::Content);
         file.write_all(&bytes)?;
         if file.commit_new()? {
             let entry = index::Entry::of(name.trim_end_matches(".json"), record);

@@ -259,6 +259,7 @@ fn invoke(
     record: &mut Record,
 ) -> Result<u8, Failure> {
     let stdout = child.stdout.take().expect("piped stdout");
+    truncate::grow_pipe(&stdout);
     let child = Arc::new(Mutex::new(child));
     let timed_out = Arc::new(AtomicBool::new(false));
     let watchdog = args.timeout.map(|secs| {

@@ -230,6 +230,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             go(&mut file, &name)?;
         }
         None => {
+            truncate::grow_pipe(io::stdin());
             go(&mut io::stdin().lock(), "stdin")?;
         }
     }
