@@ -4,7 +4,7 @@
 //!
 //! Exit codes: `jkz state`: see `jkz::state_cmd`; `jkz run`: `jkz::run`;
 //! `jkz deliberations`: `jkz::deliberation::show`; `jkz lock`:
-//! `jkz::lock_cmd`; `jkz circuit`: `jkz::circuit_cmd`. `install`, `uninstall`,
+//! `jkz::lock_cmd`; `jkz circuit`: `jkz::circuit_cmd`; `jkz ui`: `jkz::ui`. `install`, `uninstall`,
 //! `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -62,6 +62,9 @@ enum Command {
     Circuit(jkz::circuit_cmd::CircuitArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(jkz::lock_cmd::LockArgs),
+    /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
+    #[cfg(feature = "ui")]
+    Ui(jkz::ui::UiArgs),
 }
 
 fn main() -> ExitCode {
@@ -107,6 +110,11 @@ fn main() -> ExitCode {
         Command::Lock(args) => jkz::cli::exit(
             "jkz lock",
             jkz::lock_cmd::run(&args, &state, &mut buffered()),
+        ),
+        #[cfg(feature = "ui")]
+        Command::Ui(args) => jkz::cli::exit(
+            "jkz ui",
+            jkz::ui::run(&args, &state, &mut std::io::stdout()),
         ),
     }
 }

@@ -33,3 +33,5 @@ pub mod state_cmd;
 pub mod state_dir;
 pub mod tool_output;
 pub mod truncate;
+#[cfg(feature = "ui")]
+pub mod ui;

@@ -44,6 +44,14 @@ pub const DELIBERATIONS_DIR: &str = "deliberations";
 pub const CIRCUIT_DIR: &str = "circuit";
 /// `state/locks/<kind>-<name>.json`: worktree and pipeline locks with a TTL.
 pub const LOCKS_DIR: &str = "locks";
+/// `state/watch-list.json`: the issues a person pinned in `jkz ui`. Written
+/// only by `jkz ui`.
+pub const WATCH_LIST_FILE: &str = "watch-list.json";
+/// `state/live-session.json`: the running `jkz ui` server (pid, port,
+/// start). Written only by `jkz ui`.
+pub const LIVE_SESSION_FILE: &str = "live-session.json";
+/// `state/chat.db`: the cross-chat registry (live chats and their claims).
+pub const CHAT_DB_FILE: &str = "chat.db";
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
