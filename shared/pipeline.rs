@@ -55,7 +55,7 @@ pub fn view_of_bytes(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
 }
 
 /// The subdirectory of the state directory holding pipeline files.
-pub const PIPELINE_DIR: &str = "pipeline";
+pub use crate::state_dir::layout::PIPELINE_DIR;
 
 /// The largest approved-plan companion file read whole; a larger one is read
 /// up to this bound (digests cut plans far shorter anyway).

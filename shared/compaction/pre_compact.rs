@@ -28,7 +28,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::Utc;
 
@@ -42,9 +42,6 @@ use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_snapshot::{self, CompactionNudge};
 use crate::state_dir::StateDir;
-
-/// How long git may take before its state is reported unknown.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs the hook with `stdin` as the event; prints the instructions.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
@@ -110,7 +107,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                 if let Some(writer) = writer.as_mut().filter(|_| !probe.has_exited()) {
                     writer.sync();
                 }
-                probe.finish(started + GIT_TIMEOUT)
+                probe.finish(started + crate::git::HOOK_TIMEOUT)
             }
             Started::Failed(state) => state,
         };
@@ -250,14 +247,8 @@ fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>,
 }
 
 fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<SessionId> {
-    let raw = event
-        .and_then(|e| e.text("session_id").map(str::to_string))
-        // Lossy, so a value that is not UTF-8 is reported, not ignored.
-        .or_else(|| {
-            std::env::var_os("CLAUDE_CODE_SESSION_ID")
-                .filter(|v| !v.is_empty())
-                .map(|v| v.to_string_lossy().into_owned())
-        })?;
+    let explicit = event.and_then(|e| e.text("session_id"));
+    let (raw, _) = crate::session_id::resolve_raw(explicit, crate::session_id::process_env)?;
     match SessionId::parse(&raw) {
         Ok(id) => Some(id),
         Err(e) => {

@@ -15,7 +15,7 @@
 //! printed for other sources. Nothing is ever written.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -30,9 +30,6 @@ use crate::pipeline::{self, FileContent, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_snapshot;
 use crate::state_dir::StateDir;
-
-/// How long git may take before its state is reported unknown.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The sources this hook answers.
 pub const SOURCES: &[&str] = &["compact", "resume"];
@@ -58,7 +55,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
-    let session = match input.session_id() {
+    let raw =
+        crate::session_id::resolve_raw(input.text("session_id"), crate::session_id::process_env);
+    let session = match raw.map(|(id, _)| SessionId::parse(&id)) {
         Some(Ok(id)) => Some(id),
         Some(Err(e)) => {
             warnings.warn(format!("{e}; using the project's newest snapshot"));
@@ -73,7 +72,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     }
     let live = live_digest(&state);
     let current_git = match git {
-        Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
+        Started::Running(probe) => probe.finish(started + crate::git::HOOK_TIMEOUT),
         Started::Failed(state) => state,
     };
     let now = Utc::now();
