@@ -272,11 +272,11 @@ impl<'a> Store<'a> {
         out: &mut impl Write,
         summary: &mut Summary,
     ) -> Result<u64, Failure> {
-        let markers = if plan.offloads.is_empty() {
+        let described = if plan.offloads.is_empty() {
             Vec::new()
         } else {
             let dir = self.offload_dir(plan.offloads.len())?;
-            let stored = offload::store(src, plan, &dir, &self.marker_dir).map_err(|e| {
+            let stored = offload::store(src, plan, &dir).map_err(|e| {
                 Failure::io(
                     STORE_FAILED,
                     format!(
@@ -289,9 +289,9 @@ impl<'a> Store<'a> {
             summary.offloaded += plan.offloads.len();
             summary.written += stored.written;
             summary.present += stored.present;
-            stored.markers
+            stored.offloads
         };
-        offload::write_output(src, plan, &markers, out)
+        offload::write_output(src, plan, &described, &self.marker_dir, out)
             .and_then(|len| out.flush().map(|()| len))
             .map_err(|e| Failure::io(IO_FAILED, "writing the compressed document", e))
     }

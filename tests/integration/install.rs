@@ -788,6 +788,19 @@ fn plugin_launcher_finds_the_binaries_or_says_in_one_line_how_to_install_them() 
         .as_str()
         .unwrap()
         .contains("./install.sh"));
+    // The tool-output guard runs after every tool call: it says so on
+    // stderr only, never as a message shown to the user on each call.
+    let guard = std::process::Command::new(&launcher)
+        .arg("jkz-post-tool-use")
+        .env_clear()
+        .env("HOME", dir.join("home"))
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(guard.status.success(), "{guard:?}");
+    assert!(guard.stdout.is_empty(), "{guard:?}");
+    assert_eq!(String::from_utf8_lossy(&guard.stderr).lines().count(), 1);
     // On PATH, or in the documented fallback ~/.local/bin: it runs the binary
     // (which says its own stdin was empty).
     for path in [
