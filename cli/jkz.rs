@@ -72,25 +72,25 @@ fn main() -> ExitCode {
     match cli.command {
         Command::State(args) => {
             let mut out = std::io::stdout().lock();
-            jkz::cli::exit("jkz state", jkz::state_cmd::run(args, &state, &mut out))
+            jkz::exit::exit("jkz state", jkz::state_cmd::run(args, &state, &mut out))
         }
         Command::Install(args) => {
-            jkz::cli::exit("jkz install", jkz::setup::install(&args, &mut buffered()))
+            jkz::exit::exit("jkz install", jkz::setup::install(&args, &mut buffered()))
         }
-        Command::Uninstall(args) => jkz::cli::exit(
+        Command::Uninstall(args) => jkz::exit::exit(
             "jkz uninstall",
             jkz::setup::uninstall(&args, &mut buffered()),
         ),
-        Command::Doctor(args) => jkz::cli::exit(
+        Command::Doctor(args) => jkz::exit::exit(
             "jkz doctor",
             jkz::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
         ),
-        Command::Gc(args) => jkz::cli::exit("jkz gc", jkz::gc::gc(&args, &state, &mut buffered())),
-        Command::Stats(args) => jkz::cli::exit(
+        Command::Gc(args) => jkz::exit::exit("jkz gc", jkz::gc::gc(&args, &state, &mut buffered())),
+        Command::Stats(args) => jkz::exit::exit(
             "jkz stats",
             jkz::tool_output::stats::stats(&args, &state, &mut buffered()),
         ),
-        Command::Run(args) => jkz::cli::exit("jkz run", jkz::run::run(&args, &state)),
+        Command::Run(args) => jkz::exit::exit("jkz run", jkz::run::run(&args, &state)),
         Command::Deliberations(args) => {
             use jkz::deliberation::show::{self, DeliberationsCommand};
             let mut err = std::io::stderr();
@@ -98,13 +98,13 @@ fn main() -> ExitCode {
                 DeliberationsCommand::List(a) => show::list(a, &state, &mut buffered(), &mut err),
                 DeliberationsCommand::Show(a) => show::show(a, &state, &mut buffered(), &mut err),
             };
-            jkz::cli::exit("jkz deliberations", result)
+            jkz::exit::exit("jkz deliberations", result)
         }
-        Command::Circuit(args) => jkz::cli::exit(
+        Command::Circuit(args) => jkz::exit::exit(
             "jkz circuit",
             jkz::circuit_cmd::run(&args, &state, &mut buffered()),
         ),
-        Command::Lock(args) => jkz::cli::exit(
+        Command::Lock(args) => jkz::exit::exit(
             "jkz lock",
             jkz::lock_cmd::run(&args, &state, &mut buffered()),
         ),

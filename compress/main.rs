@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use jkz::cli::Failure;
 use jkz::compress::{self, Excerpt, Missing, Settings, Source};
+use jkz::exit::Failure;
 use jkz::state_dir::StateDir;
 
 const AFTER_HELP: &str = "\
@@ -139,7 +139,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    jkz::cli::exit("jkz-compress", run(cli))
+    jkz::exit::exit("jkz-compress", run(cli))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub mod source;
 
 use std::io::{self, Write};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::StateDir;
 
 pub use plan::Excerpt;

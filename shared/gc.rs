@@ -43,7 +43,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::json_file::lock_path;
 use crate::state_dir::layout::{is_snapshot_name, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 use crate::state_dir::retention::{
@@ -188,7 +188,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     }
 
     // Session snapshots: not written for 30 days; the newest always stays.
-    let sessions_dir = state.join(crate::session_snapshot::SESSION_SNAPSHOT_DIR);
+    let sessions_dir = state.join(crate::session_record::SESSION_SNAPSHOT_DIR);
     let mut sessions: Vec<Entry> = entries(&sessions_dir)
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name.ends_with(".json"))

@@ -36,8 +36,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::circuit::{self, Admission, Policy};
-use crate::cli::Failure;
 use crate::deliberation::{self, response::ResponseSink, usage, Context, Record, Status};
+use crate::exit::Failure;
 use crate::lock::{self, Acquired};
 use crate::state_dir::StateDir;
 use crate::truncate::{self, roles, Mode, Settings};
@@ -355,7 +355,7 @@ fn invoke(
         Status::Ok
     };
     if let Err(f) = streamed {
-        if !crate::cli::is_broken_pipe(&f) {
+        if !crate::exit::is_broken_pipe(&f) {
             say(&f);
         }
     }

@@ -32,7 +32,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::git;
 use crate::json_file::{update_object, UpdateError};
 use crate::pipeline;
@@ -46,7 +46,7 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = crate::session_snapshot::SESSION_SNAPSHOT_DIR;
+pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
@@ -211,7 +211,7 @@ pub fn save(
                 ),
             )
         })?;
-    let path = crate::session_snapshot::record_path(state, id);
+    let path = crate::session_record::record_path(state, id);
     debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
     // Gathered before the lock is taken: git may be slow.
@@ -295,7 +295,7 @@ fn snapshots(state: &StateDir) -> Vec<Found> {
             continue;
         }
         let Ok(Ok(Value::Object(snap))) =
-            crate::state_dir::read_state_file(&e.path(), crate::session_snapshot::MAX_RECORD_BYTES)
+            crate::state_dir::read_state_file(&e.path(), crate::session_record::MAX_RECORD_BYTES)
                 .map(|b| serde_json::from_slice::<Value>(&b))
         else {
             continue;
@@ -331,7 +331,7 @@ pub fn load(
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
     let chosen = if explicit {
-        let path = crate::session_snapshot::record_path(state, current);
+        let path = crate::session_record::record_path(state, current);
         match all.into_iter().find(|f| f.id == current.as_str()) {
             Some(f) => f,
             None => {

@@ -56,8 +56,8 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use crate::blocks::{BlockScanner, Event, Kind};
-use crate::cli::Failure;
 use crate::cut;
+use crate::exit::Failure;
 use crate::lines;
 use crate::state_dir::StateDir;
 

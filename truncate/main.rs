@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::LazyLock;
 
 use clap::{Parser, ValueEnum};
-use jkz::cli::{self, Failure};
+use jkz::exit::{self, Failure};
 use jkz::state_dir::StateDir;
 use jkz::truncate::{self, roles, Mode, Settings, EXIT_IO};
 
@@ -129,7 +129,7 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::exit(PROGRAM, run(cli))
+    exit::exit(PROGRAM, run(cli))
 }
 
 fn run(cli: Cli) -> Result<u8, Failure> {

@@ -40,7 +40,7 @@ use crate::hook_input::HookInput;
 use crate::json_file::PendingUpdate;
 use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
-use crate::session_snapshot::{self, CompactionNudge};
+use crate::session_record::{self, CompactionNudge};
 use crate::state_dir::StateDir;
 
 /// Runs the hook with `stdin` as the event; prints the instructions.
@@ -210,7 +210,7 @@ fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
 }
 
 /// The side thread: prepares the session record's nudge (see
-/// [`session_snapshot::prepare_nudge`]). `Ok(None)` when there is no state
+/// [`session_record::prepare_nudge`]). `Ok(None)` when there is no state
 /// directory to write in.
 fn prepare_nudge(
     state: &StateDir,
@@ -218,7 +218,7 @@ fn prepare_nudge(
     nudge: &CompactionNudge,
 ) -> Result<Option<PendingUpdate>, String> {
     match record_path(state, session)? {
-        Some(record) => session_snapshot::prepare_nudge(&record, session, nudge)
+        Some(record) => session_record::prepare_nudge(&record, session, nudge)
             .map(|(_, pending)| Some(pending))
             .map_err(|e| e.to_string()),
         None => Ok(None),
@@ -229,7 +229,7 @@ fn prepare_nudge(
 /// commit).
 fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> Result<(), String> {
     match record_path(state, session)? {
-        Some(record) => session_snapshot::nudge_compaction(&record, session, nudge)
+        Some(record) => session_record::nudge_compaction(&record, session, nudge)
             .map(|_| ())
             .map_err(|e| e.to_string()),
         None => Ok(()),
@@ -239,8 +239,8 @@ fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> 
 /// The session's record, its directory made when missing; none when the
 /// state directory is not there.
 fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>, String> {
-    match state.ensure_subdir(session_snapshot::SESSION_SNAPSHOT_DIR) {
-        Ok(Some(_)) => Ok(Some(session_snapshot::record_path(state, session))),
+    match state.ensure_subdir(session_record::SESSION_SNAPSHOT_DIR) {
+        Ok(Some(_)) => Ok(Some(session_record::record_path(state, session))),
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),
     }

@@ -28,7 +28,7 @@ use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
 use crate::pipeline::{self, FileContent, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
-use crate::session_snapshot;
+use crate::session_record;
 use crate::state_dir::StateDir;
 
 /// The sources this hook answers.
@@ -186,8 +186,8 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
             }
         };
     if let Some(session) = session {
-        let record = session_snapshot::record_path(state, session);
-        if let Some(name) = session_snapshot::last_snapshot_name(&record) {
+        let record = session_record::record_path(state, session);
+        if let Some(name) = session_record::last_snapshot_name(&record) {
             if let Some(found) = try_read(name, "this session's") {
                 return Ok(found);
             }

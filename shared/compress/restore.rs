@@ -22,7 +22,7 @@ use super::marker::Marker;
 use super::source::{for_each_chunk, Source, COPY_BUFFER};
 use super::{OFFLOAD_DIR, RESTORE_FAILED};
 use crate::blocks::{BlockScanner, Event, Form};
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::lines::LineReader;
 use crate::state_dir::StateDir;
 

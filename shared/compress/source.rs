@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 
 /// Size of the buffers every copy goes through.
 pub const COPY_BUFFER: usize = 256 * 1024;

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::pipeline;
 use crate::state_dir::StateDir;
 
