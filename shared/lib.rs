@@ -10,6 +10,7 @@ pub mod compaction;
 pub mod compress;
 pub mod deliberation;
 pub mod gc;
+pub mod jkz_cmd;
 pub mod lock_cmd;
 pub mod run;
 pub mod session;
