@@ -11,6 +11,10 @@
 # record; context-offload/ is emptied between runs (untimed).
 #
 # Usage: bench/run.sh [RUNS_1KB] [RUNS_512MIB]   (default 40 and 5)
+#   JKZ_RUN_BASE=/dir/of/an/older/release/build bench/run.sh
+#       also runs that build's jkz run and jkz-truncate in the same turns
+#       and reports its overhead and throughput beside the new build's
+#       (before/after, side by side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,9 +27,9 @@ head -c 1000 /dev/urandom | base64 -w 100 | head -c 1024 > "$work/1k.txt"
 python3 bench/gen_log.py 536870912 > "$work/512m.txt" 2>/dev/null \
     || yes 'a line of a long answer, 0123456789 abcdefghijklmnopqrstuvwxyz' | head -c 536870912 > "$work/512m.txt"
 
-python3 - "$bin" "$work" "${1:-40}" "${2:-5}" <<'PY'
+python3 - "$bin" "$work" "${1:-40}" "${2:-5}" "${JKZ_RUN_BASE:-}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
-bin, work, runs_small, runs_big = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+bin, work, runs_small, runs_big, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 state = os.path.join(work, "state")
 env = {k: v for k, v in os.environ.items() if not k.startswith(("JKZ_", "CLAUDE"))}
 env["JKZ_STATE_DIR"] = state
@@ -40,17 +44,26 @@ def clean():
 
 def pair(name, size_file, runs):
     f = os.path.join(work, size_file)
-    run = f"'{bin}/jkz' run --role judge -- cat '{f}'"
-    pipe = f"cat '{f}' | '{bin}/jkz-truncate' --role judge"
-    a, b = [], []
+    def cmds(b):
+        return (f"'{b}/jkz' run --role judge -- cat '{f}'",
+                f"cat '{f}' | '{b}/jkz-truncate' --role judge")
+    run, pipe = cmds(bin)
+    a, b, c, d = [], [], [], []
     timed(run); timed(pipe); clean()
     for _ in range(runs):
         a.append(timed(run)); clean()
         b.append(timed(pipe)); clean()
+        if base:
+            c.append(timed(cmds(base)[0])); clean()
+            d.append(timed(cmds(base)[1])); clean()
     med = statistics.median
     diffs = [x - y for x, y in zip(a, b)]
     ratios = [y / x for x, y in zip(a, b)]
     print(f"{name}: jkz run median {med(a)*1000:.2f} ms, pipe median {med(b)*1000:.2f} ms")
+    if base:
+        print(f"  base build: jkz run median {med(c)*1000:.2f} ms, pipe median {med(d)*1000:.2f} ms; "
+              f"overhead {med([z - y for z, y in zip(c, d)])*1000:.2f} ms, "
+              f"throughput {med([y / z for z, y in zip(c, d)]):.2f}x")
     return med(diffs), med(ratios)
 
 d, _ = pair("1 KB", "1k.txt", runs_small)

@@ -28,7 +28,7 @@
 //! stderr for 75, 76, 124–127 tells them apart.
 
 use std::ffi::OsString;
-use std::io::{self, BufWriter, Read};
+use std::io::{self, BufWriter};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,7 +36,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::circuit::{self, Admission, Policy};
-use crate::deliberation::{self, response::ResponseSink, usage, Context, Record, Status};
+use crate::deliberation::{self, usage, Context, Record, Status};
 use crate::exit::Failure;
 use crate::lock::{self, Acquired};
 use crate::state_dir::StateDir;
@@ -128,17 +128,6 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
     let clock = Instant::now();
     let fail = |what: &str, e: io::Error| Failure::io(EXIT_FAILED, what, e);
 
-    let records = deliberation::dir(state).map_err(|e| fail("the deliberations directory", e))?;
-    let offload = state
-        .ensure_subdir(crate::compress::OFFLOAD_DIR)
-        .map_err(|e| fail("the context-offload directory", e))?;
-    if records.is_none() {
-        say(format_args!(
-            "warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-            state.path().display()
-        ));
-    }
-
     let mut record = Record::new(&args.context, Status::Ok, started);
     record.service = args.service.clone();
     record.mode = Some(args.mode.name().to_string());
@@ -205,12 +194,28 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
         ));
         record.status = Status::ShortCircuited;
         record.duration_ms = Some(clock.elapsed().as_millis() as u64);
-        keep_record(records.as_deref(), &id, &record);
+        deliberation::keep_record(
+            deliberation::records_dir(state, PROGRAM).as_deref(),
+            &id,
+            &record,
+            PROGRAM,
+        );
         release(&held);
         return Ok(circuit::EXIT_OPEN);
     }
 
-    let outcome = invoke(args, &mut record, offload);
+    // CMD starts before jkz's own setup, which then overlaps with CMD's.
+    let usage_file = usage::create().ok();
+    let spawned = spawn(args, usage_file.as_deref());
+    let records = deliberation::records_dir(state, PROGRAM);
+    let outcome = match spawned {
+        Ok(child) => invoke(args, child, state, usage_file.as_deref(), &mut record),
+        Err(code) => {
+            record.status = Status::Failed;
+            record.exit_code = Some(code.into());
+            Ok(code)
+        }
+    };
     record.duration_ms = Some(clock.elapsed().as_millis() as u64);
     if let (Some(service), Some(admission)) = (&args.service, &admission) {
         let success = record.status == Status::Ok;
@@ -220,50 +225,41 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
             ));
         }
     }
-    keep_record(records.as_deref(), &id, &record);
+    deliberation::keep_record(records.as_deref(), &id, &record, PROGRAM);
     release(&held);
     outcome
 }
 
-fn keep_record(dir: Option<&std::path::Path>, id: &str, record: &Record) {
-    if let Some(dir) = dir {
-        if let Err(e) = deliberation::write(dir, id, record) {
-            say(format_args!(
-                "warning: the deliberation record {id} could not be written: {e}"
-            ));
-        }
-    }
-}
-
-/// Starts CMD, streams its answer, waits for it; fills in the record.
-fn invoke(
-    args: &RunArgs,
-    record: &mut Record,
-    offload: Option<std::path::PathBuf>,
-) -> Result<u8, Failure> {
-    let usage_file = usage::create().ok();
+/// Starts CMD with its stdout piped to jkz; on failure, one line on stderr
+/// and the exit code (127 not found, 126 cannot execute).
+fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, u8> {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]).stdout(Stdio::piped());
-    if let Some(path) = &usage_file {
+    if let Some(path) = usage_file {
         cmd.env(deliberation::USAGE_FILE_VARIABLE, path);
     }
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            let code = match e.kind() {
-                io::ErrorKind::NotFound => EXIT_NOT_FOUND,
-                _ => EXIT_CANNOT_EXECUTE,
-            };
-            say(format_args!(
-                "cannot run {}: {e}",
-                args.command[0].to_string_lossy()
-            ));
-            record.status = Status::Failed;
-            record.exit_code = Some(code.into());
-            return Ok(code);
+    cmd.spawn().map_err(|e| {
+        say(format_args!(
+            "cannot run {}: {e}",
+            args.command[0].to_string_lossy()
+        ));
+        match e.kind() {
+            io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+            _ => EXIT_CANNOT_EXECUTE,
         }
-    };
+    })
+}
+
+/// Streams CMD's answer and waits for CMD; fills in the record.
+fn invoke(
+    args: &RunArgs,
+    mut child: Child,
+    state: &StateDir,
+    usage_file: Option<&std::path::Path>,
+    record: &mut Record,
+) -> Result<u8, Failure> {
     let stdout = child.stdout.take().expect("piped stdout");
+    truncate::grow_pipe(&stdout);
     let child = Arc::new(Mutex::new(child));
     let timed_out = Arc::new(AtomicBool::new(false));
     let watchdog = args.timeout.map(|secs| {
@@ -280,34 +276,14 @@ fn invoke(
         (done, handle)
     });
 
-    let mut sink =
-        offload.and_then(
-            |dir| match ResponseSink::start(dir, deliberation::INLINE_MAX) {
-                Ok(sink) => Some(sink),
-                Err(e) => {
-                    say(format_args!(
-                        "warning: the full response cannot be kept: {e}"
-                    ));
-                    None
-                }
-            },
-        );
-    let settings = settings(args);
+    let settings = settings(args, state);
     let mut stderr = io::stderr();
     let mut output = deliberation::verdict::OutputTail::new(BufWriter::with_capacity(
         1 << 20,
         io::stdout().lock(),
     ));
-    let streamed = truncate::truncate(
-        Tee {
-            inner: stdout,
-            sink: sink.as_mut(),
-        },
-        &mut output,
-        &settings,
-        "CMD's stdout",
-        &mut stderr,
-    );
+    let (streamed, kept) =
+        truncate::truncate_keeping(stdout, &mut output, &settings, "CMD's stdout", &mut stderr);
     record.verdict = output.verdict();
     drop(output);
 
@@ -321,32 +297,15 @@ fn invoke(
     }
     let code = exit_code(status);
     record.exit_code = Some(code);
-    match sink.map(ResponseSink::finish) {
-        Some(Ok(stored)) => {
-            record.response_bytes = stored.bytes;
-            record.response_sha256 = stored.sha256;
-            record.response = stored.inline;
-            record.response_file = stored.file;
-        }
-        Some(Err(e)) => {
-            say(format_args!(
-                "warning: the full response could not be kept: {e}"
-            ));
-            record.response_error = Some(e.to_string());
-        }
-        None => {}
-    }
-    if let Some(path) = &usage_file {
+    let empty =
+        deliberation::is_empty(kept.as_ref(), streamed.as_ref().ok().map(|s| s.input_bytes));
+    deliberation::set_response(record, kept, PROGRAM);
+    if let Some(path) = usage_file {
         match usage::read(path) {
             Ok(tokens) => record.tokens = tokens,
             Err(warning) => say(format_args!("warning: {warning}")),
         }
     }
-    let empty = record.response_bytes == 0
-        || record
-            .response
-            .as_deref()
-            .is_some_and(|r| r.trim().is_empty());
     record.status = if timed_out.load(Ordering::SeqCst) {
         Status::Timeout
     } else if code != 0 || empty {
@@ -370,9 +329,9 @@ fn invoke(
 }
 
 /// The truncation settings: the same resolution as `jkz-truncate`'s. The
-/// full response is kept by the deliberation record, so the engine saves
-/// no copy of its own.
-fn settings(args: &RunArgs) -> Settings {
+/// full response is kept for the record, and its file is the one the
+/// markers name.
+fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     let env = std::env::var_os(truncate::CAP_VARIABLE);
     let cap = match truncate::resolve_cap(args.max_bytes, env.as_deref(), args.mode) {
         Ok(cap) => cap,
@@ -388,7 +347,7 @@ fn settings(args: &RunArgs) -> Settings {
             .role
             .as_deref()
             .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share),
-        full_output: None,
+        full_output: deliberation::response_keep(state, PROGRAM),
     }
 }
 
@@ -413,21 +372,5 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
         (None, None) => EXIT_FAILED.into(),
-    }
-}
-
-/// Hands what the engine reads to the response sink as well.
-struct Tee<'a, R> {
-    inner: R,
-    sink: Option<&'a mut ResponseSink>,
-}
-
-impl<R: Read> Read for Tee<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(sink) = self.sink.as_mut() {
-            sink.push(&buf[..n]);
-        }
-        Ok(n)
     }
 }

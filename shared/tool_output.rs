@@ -286,7 +286,7 @@ fn run_engine(
     let settings = Settings {
         cap: budget.saturating_sub(reserve).max(1),
         head_share,
-        full_output: Some(state.clone()),
+        full_output: Some(truncate::full_output::Keep::WhenTruncated(state.clone())),
     };
     let mut out = Vec::with_capacity(budget as usize);
     let mut engine_warnings = Vec::new();

@@ -59,9 +59,8 @@ use crate::blocks::{BlockScanner, Event, Kind};
 use crate::cut;
 use crate::exit::Failure;
 use crate::lines;
-use crate::state_dir::StateDir;
 
-use self::full_output::FullOutput;
+use self::full_output::{FullOutput, Keep, Keeper, Kept};
 use self::head_tail::{Chunk, HeadTailBuffer, CHUNK};
 use self::select::{select, Candidate, Markers, Placement, Pool, Span};
 
@@ -144,8 +143,10 @@ pub struct Settings {
     pub cap: u64,
     /// The head's share (0.0..=1.0) of what blocks and markers leave.
     pub head_share: f64,
-    /// Where to save the full input when truncating, if anywhere.
-    pub full_output: Option<StateDir>,
+    /// Where and how the full input is kept, if anywhere: only when
+    /// truncating (`jkz-truncate`), or always, as a response whose file the
+    /// markers name (`jkz run`, `--record`). See [`full_output`].
+    pub full_output: Option<Keep>,
 }
 
 /// What a run did.
@@ -175,7 +176,35 @@ pub fn truncate(
     source: &str,
     warnings: &mut dyn Write,
 ) -> Result<Summary, Failure> {
-    truncate_with(input, output, settings, source, warnings, Tuning::default())
+    truncate_keeping(input, output, settings, source, warnings).0
+}
+
+/// What became of a response kept with [`Keep::Response`]: where it is, or
+/// why it could not be kept (one line).
+pub type KeptResponse = Result<Kept, String>;
+
+/// [`truncate`], also giving back the response kept with
+/// [`Keep::Response`] (`None` with any other setting, or when the input
+/// could not be read to its end). The response is kept before any output
+/// is written, so it is there when writing the output fails.
+pub fn truncate_keeping(
+    input: impl Read,
+    output: impl Write,
+    settings: &Settings,
+    source: &str,
+    warnings: &mut dyn Write,
+) -> (Result<Summary, Failure>, Option<KeptResponse>) {
+    let mut kept = None;
+    let summary = truncate_with(
+        input,
+        output,
+        settings,
+        source,
+        warnings,
+        Tuning::default(),
+        &mut kept,
+    );
+    (summary, kept)
 }
 
 /// Buffer sizes; tests shrink them to reach every edge with small inputs.
@@ -197,7 +226,7 @@ impl Default for Tuning {
     }
 }
 
-/// [`truncate`] with given buffer sizes.
+/// [`truncate_keeping`] with given buffer sizes.
 fn truncate_with(
     mut input: impl Read,
     mut output: impl Write,
@@ -205,14 +234,18 @@ fn truncate_with(
     source: &str,
     warnings: &mut dyn Write,
     tuning: Tuning,
+    kept: &mut Option<KeptResponse>,
 ) -> Result<Summary, Failure> {
     let reading = |e| Failure::io(EXIT_IO, format_args!("reading {source}"), e);
     let writing = |e| Failure::io(EXIT_IO, "writing stdout", e);
     if settings.cap == 0 {
-        let n = pass_through(input, &mut output).map_err(|e| match e {
-            Copy::Read(e) => reading(e),
-            Copy::Write(e) => writing(e),
-        })?;
+        let n =
+            pass_through(input, &mut output, settings.full_output.as_ref(), kept).map_err(|e| {
+                match e {
+                    Copy::Read(e) => reading(e),
+                    Copy::Write(e) => writing(e),
+                }
+            })?;
         output.flush().map_err(writing)?;
         return Ok(Summary {
             input_bytes: n,
@@ -230,7 +263,8 @@ fn truncate_with(
     {
         run.batch(settings, warnings);
     }
-    run.finish(output, settings, warnings).map_err(writing)
+    run.finish(output, settings, warnings, kept)
+        .map_err(writing)
 }
 
 enum Copy {
@@ -238,20 +272,57 @@ enum Copy {
     Write(io::Error),
 }
 
-/// Cap 0: copy through in big slices, as it arrives.
-fn pass_through(mut input: impl Read, output: &mut impl Write) -> Result<u64, Copy> {
+/// Cap 0: copy through in big slices, as it arrives; a response
+/// ([`Keep::Response`]) is kept on the way (a failure to keep it never
+/// stops the copy).
+fn pass_through(
+    mut input: impl Read,
+    output: &mut impl Write,
+    keep: Option<&Keep>,
+    kept: &mut Option<KeptResponse>,
+) -> Result<u64, Copy> {
+    let mut keeper = match keep {
+        Some(Keep::Response {
+            offload,
+            inline_max,
+        }) => Some(Ok(Keeper::new(offload.clone(), *inline_max))),
+        _ => None,
+    };
     let mut buf = vec![0u8; lines::DEFAULT_CAPACITY];
     let mut total = 0u64;
     loop {
         let n = match input.read(&mut buf) {
-            Ok(0) => return Ok(total),
+            Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Copy::Read(e)),
         };
+        if let Some(Ok(k)) = &mut keeper {
+            if let Err(e) = k.push(&buf[..n]) {
+                keeper = Some(Err(e));
+            }
+        }
         output.write_all(&buf[..n]).map_err(Copy::Write)?;
         total += n as u64;
     }
+    *kept = keeper.map(|k| {
+        k.and_then(|k| k.finish(true))
+            .map_err(|e| format!("cannot keep the response: {e}"))
+    });
+    Ok(total)
+}
+
+/// The pipe size asked for when the input is a pipe: 1 MiB, the most an
+/// unprivileged process may set by default (`/proc/sys/fs/pipe-max-size`).
+pub const PIPE_SIZE: usize = 1 << 20;
+
+/// Grows the pipe `fd` reads from to [`PIPE_SIZE`], when it is a pipe and
+/// the system allows it (otherwise nothing changes). With the default 64
+/// KiB, writer and reader take turns every 64 KiB: on 2 cores, `cat 512
+/// MiB | jkz-truncate` measured 0.48 s wall and 0.47 s CPU with it, 0.22 s
+/// and 0.34 s with 1 MiB.
+pub fn grow_pipe(fd: impl std::os::fd::AsFd) {
+    let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
 }
 
 /// The state of one truncating run while the input streams.
@@ -274,6 +345,8 @@ struct Streaming {
     /// Started once the input is known to exceed the cap.
     full: Option<FullOutput>,
     full_tried: bool,
+    /// Why a response's full output could not be started.
+    full_failed: Option<String>,
 }
 
 /// The first bytes of an open block (at most [`Pool::keep`] of them).
@@ -313,6 +386,7 @@ impl Streaming {
             tail_keep: tail_keep as u64,
             full: None,
             full_tried: false,
+            full_failed: None,
         }
     }
 
@@ -441,9 +515,11 @@ impl Streaming {
     fn spool(&mut self, chunk: Chunk, settings: &Settings, warnings: &mut dyn Write) {
         if !self.full_tried {
             self.full_tried = true;
-            if let Some(dir) = &settings.full_output {
-                match FullOutput::start(dir) {
+            if let Some(keep) = &settings.full_output {
+                match FullOutput::start(keep) {
                     Ok(full) => self.full = full,
+                    // A response's keeper reports it with the response.
+                    Err(e) if matches!(keep, Keep::Response { .. }) => self.full_failed = Some(e),
                     Err(e) => warn(warnings, &e),
                 }
             }
@@ -465,6 +541,7 @@ impl Streaming {
         mut output: impl Write,
         settings: &Settings,
         warnings: &mut dyn Write,
+        kept: &mut Option<KeptResponse>,
     ) -> io::Result<Summary> {
         self.scanner.finish(&mut self.events);
         self.buffer.end_batch();
@@ -472,6 +549,20 @@ impl Streaming {
         let total = self.buffer.len();
         let newlines = self.newlines;
         if total <= self.cap {
+            // All of it is in memory: a response is kept from there.
+            if let Some(Keep::Response {
+                offload,
+                inline_max,
+            }) = &settings.full_output
+            {
+                let mut keeper = Keeper::new(offload.clone(), *inline_max);
+                *kept = Some(
+                    keeper
+                        .push(self.buffer.head())
+                        .and_then(|()| keeper.finish(true))
+                        .map_err(|e| format!("cannot keep the response: {e}")),
+                );
+            }
             output.write_all(self.buffer.head())?;
             output.flush()?;
             return Ok(Summary {
@@ -493,7 +584,26 @@ impl Streaming {
         for chunk in rest {
             self.spool(chunk, settings, warnings);
         }
-        let saved = self.full.take().and_then(|f| f.commit(warnings));
+        let saved = match self.full.take().map(FullOutput::commit) {
+            None => {
+                *kept = self.full_failed.take().map(Err);
+                None
+            }
+            Some(Ok((path, response))) => {
+                *kept = response.map(Ok);
+                Some(path)
+            }
+            Some(Err(why)) => {
+                match &settings.full_output {
+                    Some(Keep::Response { .. }) => *kept = Some(Err(why)),
+                    _ => warn(
+                        warnings,
+                        &format_args!("{why}; the truncated output is still printed"),
+                    ),
+                }
+                None
+            }
+        };
         let path = saved.as_ref().map(|p| p.display().to_string());
         let input = Input {
             total,
@@ -831,6 +941,24 @@ mod tests {
             let naive = part.iter().filter(|&&b| b == b'\n').count() as u64;
             assert_eq!(count_newlines(part), naive, "{from}..{to}");
         }
+    }
+
+    #[test]
+    fn a_pipe_grows_and_anything_else_is_left_alone() {
+        let (read, _write) = rustix::pipe::pipe().unwrap();
+        let before = rustix::pipe::fcntl_getpipe_size(&read).unwrap();
+        grow_pipe(&read);
+        let after = rustix::pipe::fcntl_getpipe_size(&read).unwrap();
+        let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(PIPE_SIZE);
+        assert!(
+            after == PIPE_SIZE || (after == before && max < PIPE_SIZE),
+            "{before} -> {after} (max {max})"
+        );
+        let file = tempfile::tempfile().unwrap();
+        grow_pipe(&file); // not a pipe: nothing happens, nothing fails
     }
 
     #[test]

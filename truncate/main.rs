@@ -2,15 +2,16 @@
 //! exit code. Every rule lives in `jkz::truncate`.
 
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
 use clap::{Parser, ValueEnum};
+use jkz::deliberation::{pipe, Context};
 use jkz::exit::{self, Failure};
 use jkz::state_dir::StateDir;
-use jkz::truncate::{self, roles, Mode, Settings, EXIT_IO};
+use jkz::truncate::{self, full_output::Keep, roles, Mode, Settings, EXIT_IO};
 
 const PROGRAM: &str = "jkz-truncate";
 
@@ -60,6 +61,17 @@ STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
 JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
 they exist already). Failing to save it is a warning, never a lost output.
 
+--record (the flags of `jkz run`: --role, --issue, --phase, --pr,
+--iteration, --model, --endpoint, --service, --mode) keeps the whole answer
+for the audit trail instead, truncated or not, and writes one deliberation
+record, STATE/deliberations/<UTC time>-<issue or none>-<role>-<pid>.json,
+as `jkz run` does, without command, exit code or duration: status ok, or
+failed for an empty answer. An answer of at most 65,536 bytes of UTF-8
+that is not truncated is kept inline in the record; any other is kept as
+STATE/context-offload/<sha256>.txt, the file the markers name. List and
+read records with `jkz deliberations`. Without a state directory the
+output is still printed, with a one-line warning.
+
 Exit codes:
   0  success, also when the reader of stdout went away (broken pipe)
   1  the input could not be read or stdout could not be written
@@ -77,10 +89,21 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = ModeArg::Primary)]
     mode: ModeArg,
 
-    /// Pipeline role whose output this is; picks the head share (see below).
-    /// Unknown roles split evenly.
-    #[arg(long, value_name = "ROLE")]
-    role: Option<String>,
+    /// Who answered (--role also picks the head share, see below; unknown
+    /// roles split evenly). Recorded with --record; the flags other than
+    /// --role need it.
+    #[command(flatten)]
+    context: Context,
+
+    /// Keep the whole answer and one deliberation record of it in
+    /// STATE/deliberations/ (as `jkz run` does); the markers name the
+    /// answer's file, STATE/context-offload/<sha256>.txt.
+    #[arg(long, conflicts_with = "no_full_output")]
+    record: bool,
+
+    /// The external service that answered (recorded with --record).
+    #[arg(long, value_name = "S")]
+    service: Option<String>,
 
     /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
     /// else the mode's cap.
@@ -129,7 +152,34 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !cli.record {
+        if let Some(flag) = record_only_flag(&cli) {
+            use clap::CommandFactory;
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} is recorded only with --record"),
+                )
+                .exit();
+        }
+    }
     exit::exit(PROGRAM, run(cli))
+}
+
+/// A flag given that only a record uses.
+fn record_only_flag(cli: &Cli) -> Option<&'static str> {
+    let c = &cli.context;
+    [
+        ("--issue", c.issue.is_some()),
+        ("--phase", c.phase.is_some()),
+        ("--pr", c.pr.is_some()),
+        ("--iteration", c.iteration.is_some()),
+        ("--model", c.model.is_some()),
+        ("--endpoint", c.endpoint.is_some()),
+        ("--service", cli.service.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(flag, given)| given.then_some(flag))
 }
 
 fn run(cli: Cli) -> Result<u8, Failure> {
@@ -139,7 +189,8 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         ModeArg::Agent => Mode::Agent,
     };
     let head_share = cli.head_share.unwrap_or_else(|| {
-        cli.role
+        cli.context
+            .role
             .as_deref()
             .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share)
     });
@@ -152,22 +203,35 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             cap
         }
     };
+    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
     let settings = Settings {
         cap,
         head_share,
-        full_output: (!cli.no_full_output)
-            .then(|| StateDir::resolve(cli.state_dir.as_deref(), None)),
+        full_output: (!cli.no_full_output && !cli.record)
+            .then(|| Keep::WhenTruncated(state.clone())),
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
+    let caller = cli.record.then(|| pipe::Caller {
+        context: cli.context.clone(),
+        service: cli.service.clone(),
+        mode,
+    });
+    let go = |input: &mut dyn Read, name: &str| match &caller {
+        None => truncate::truncate(input, stdout, &settings, name, &mut stderr),
+        Some(caller) => {
+            pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
+        }
+    };
     match &cli.file {
         Some(path) => {
             let name = path.display().to_string();
-            let file = File::open(path)
+            let mut file = File::open(path)
                 .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
-            truncate::truncate(file, stdout, &settings, &name, &mut stderr)?;
+            go(&mut file, &name)?;
         }
         None => {
-            truncate::truncate(io::stdin().lock(), stdout, &settings, "stdin", &mut stderr)?;
+            truncate::grow_pipe(io::stdin());
+            go(&mut io::stdin().lock(), "stdin")?;
         }
     }
     Ok(0)

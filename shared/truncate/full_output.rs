@@ -27,11 +27,26 @@
 //! What that means: while the system runs, a reader never sees half a file
 //! under its final name; after a power loss the copy may be missing or
 //! short (the marker may then name a file that is not there).
+//!
+//! # Kept as a response
+//!
+//! With [`Keep::Response`] (`jkz run`, `jkz-truncate --record`) the whole
+//! input is kept whatever its length, for a deliberation record, and the
+//! file the markers name is the record's response file: one file, written
+//! once. The writer thread hashes (sha256) each chunk before writing it,
+//! and the temp file is renamed to `<sha256>.txt` at the end
+//! (content-addressed, write-once: the same answer twice is one file),
+//! before any marker is written. An input that is not truncated is never
+//! handed to the thread: it is all in memory already, and is kept inline
+//! (valid UTF-8 of at most `inline_max` bytes) or written to its file at
+//! the end ([`Keeper`]).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
+
+use sha2::{Digest, Sha256};
 
 use crate::atomic::AtomicFile;
 use crate::state_dir::StateDir;
@@ -44,40 +59,175 @@ pub use crate::state_dir::layout::OFFLOAD_DIR as SUBDIR;
 /// Chunks that may wait for the writer before the reading side waits.
 pub const QUEUE: usize = 4;
 
+/// Where and how the full input is kept.
+#[derive(Clone, Debug)]
+pub enum Keep {
+    /// Only when the input is truncated, as `full-<UTC time>-<pid>.txt` in
+    /// this state directory's `context-offload/` (`jkz-truncate`).
+    WhenTruncated(StateDir),
+    /// Always, hashed: inline when it is not truncated and is valid UTF-8
+    /// of at most `inline_max` bytes, else as `<sha256>.txt` in `offload`
+    /// (which must exist). The markers name that file.
+    Response { offload: PathBuf, inline_max: usize },
+}
+
+/// A response kept whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub bytes: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+    /// The response itself, when it is kept inline.
+    pub inline: Option<String>,
+    /// `offload/<sha256>.txt`, when it is kept as a file.
+    pub file: Option<PathBuf>,
+}
+
+/// Hashes a response as it comes and holds it in memory, or (once it is
+/// longer than `inline_max`) writes it to a temp file in `offload` that
+/// [`Keeper::finish`] renames to `<sha256>.txt`.
+#[derive(Debug)]
+pub struct Keeper {
+    offload: PathBuf,
+    inline_max: usize,
+    hasher: Sha256,
+    bytes: u64,
+    held: Vec<u8>,
+    file: Option<AtomicFile>,
+}
+
+impl Keeper {
+    pub fn new(offload: PathBuf, inline_max: usize) -> Keeper {
+        Keeper {
+            offload,
+            inline_max,
+            hasher: Sha256::new(),
+            bytes: 0,
+            held: Vec::new(),
+            file: None,
+        }
+    }
+
+    /// Takes the next bytes of the response.
+    pub fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+        if self.file.is_none() && self.held.len() + bytes.len() <= self.inline_max {
+            self.held.extend_from_slice(bytes);
+            return Ok(());
+        }
+        self.spill()?.write_all(bytes)
+    }
+
+    /// The response file, started (with what was held) on first use.
+    fn spill(&mut self) -> io::Result<&mut AtomicFile> {
+        if self.file.is_none() {
+            let mut file = AtomicFile::create(self.offload.join("response.txt"))?;
+            file.write_all(&self.held)?;
+            self.held = Vec::new();
+            self.file = Some(file);
+        }
+        Ok(self.file.as_mut().expect("just set"))
+    }
+
+    /// Where the response is: inline when it was held and is UTF-8 (and
+    /// `inline` allows it), else in its content-addressed file.
+    pub fn finish(mut self, inline: bool) -> io::Result<Kept> {
+        let sha256 = hex(&std::mem::take(&mut self.hasher).finalize());
+        if self.file.is_none() && inline {
+            match String::from_utf8(std::mem::take(&mut self.held)) {
+                Ok(text) => {
+                    return Ok(Kept {
+                        bytes: self.bytes,
+                        sha256,
+                        inline: Some(text),
+                        file: None,
+                    })
+                }
+                // Not text: kept as a file, whatever its size.
+                Err(e) => self.held = e.into_bytes(),
+            }
+        }
+        let path = self.offload.join(format!("{sha256}.txt"));
+        self.spill()?.flush()?;
+        let file = self.file.take().expect("spilled");
+        // Already there: the same answer, kept before.
+        file.commit_new_unsynced_as(&path)?;
+        Ok(Kept {
+            bytes: self.bytes,
+            sha256,
+            inline: None,
+            file: Some(path),
+        })
+    }
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// What the writer thread writes to.
+#[derive(Debug)]
+enum Dest {
+    /// A timestamped full output.
+    Plain(AtomicFile),
+    /// A response, hashed as it is written.
+    Hashed(Keeper),
+}
+
 /// A full output being written by its writer thread.
 #[derive(Debug)]
 pub struct FullOutput {
+    /// The final name; for a response, its directory's `<sha256>.txt`
+    /// (only for messages: the hash is known at the end).
     dest: PathBuf,
     /// `None` once the writer has stopped (after an error) or at commit.
     chunks: Option<SyncSender<Chunk>>,
     written: Receiver<Chunk>,
-    /// Gives back the temp file, or the first write error (the temp file
-    /// is then already removed).
-    writer: JoinHandle<io::Result<AtomicFile>>,
+    /// Gives back what was written to, or the first write error (a temp
+    /// file is then already removed).
+    writer: JoinHandle<io::Result<Dest>>,
 }
 
 impl FullOutput {
-    /// Starts a new full output in `dir`'s `context-offload/`. `Ok(None)`
-    /// when the state directory is implicit and the project has not opted in.
-    pub fn start(dir: &StateDir) -> Result<Option<FullOutput>, String> {
-        let offload = dir
-            .ensure_subdir(SUBDIR)
-            .map_err(|e| format!("cannot create {}: {e}", dir.join(SUBDIR).display()))?;
-        let Some(offload) = offload else {
-            return Ok(None);
+    /// Starts a new full output as `keep` says. `Ok(None)` when the state
+    /// directory is implicit and the project has not opted in.
+    pub fn start(keep: &Keep) -> Result<Option<FullOutput>, String> {
+        let (dest, target) = match keep {
+            Keep::WhenTruncated(dir) => {
+                let offload = dir
+                    .ensure_subdir(SUBDIR)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.join(SUBDIR).display()))?;
+                let Some(offload) = offload else {
+                    return Ok(None);
+                };
+                let name = format!(
+                    "full-{}-{}.txt",
+                    chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+                    std::process::id()
+                );
+                let dest = offload.join(name);
+                let file = AtomicFile::create(&dest).map_err(|e| message(&dest, &e))?;
+                (dest, Dest::Plain(file))
+            }
+            Keep::Response { offload, .. } => {
+                let dest = offload.join("<sha256>.txt");
+                let mut keeper = Keeper::new(offload.clone(), 0);
+                keeper.spill().map_err(|e| message(&dest, &e))?;
+                (dest, Dest::Hashed(keeper))
+            }
         };
-        let name = format!(
-            "full-{}-{}.txt",
-            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
-            std::process::id()
-        );
-        let dest = offload.join(name);
-        let file = AtomicFile::create(&dest).map_err(|e| message(&dest, &e))?;
         let (chunks, to_write) = mpsc::sync_channel::<Chunk>(QUEUE);
         let (give_back, written) = mpsc::channel();
         let writer = thread::Builder::new()
             .name("full-output".into())
-            .spawn(move || write_all(file, to_write, give_back))
+            .spawn(move || write_all(target, to_write, give_back))
             .map_err(|e| message(&dest, &e))?;
         Ok(Some(FullOutput {
             dest,
@@ -109,43 +259,104 @@ impl FullOutput {
         self.written.try_recv().ok()
     }
 
-    /// Waits for the writer and puts the file in place; its path, or `None`
-    /// (with a warning) when writing or renaming failed.
-    pub fn commit(mut self, warnings: &mut dyn Write) -> Option<PathBuf> {
+    /// Waits for the writer and puts the file in place: its path (and, for
+    /// a response, where and what it is), or why not, in one line.
+    pub fn commit(mut self) -> Result<(PathBuf, Option<Kept>), String> {
         self.chunks = None; // the writer ends once the queue is empty
         let outcome = match self.writer.join() {
-            Ok(written) => written.and_then(AtomicFile::commit_unsynced),
+            Ok(written) => written.and_then(|dest| match dest {
+                Dest::Plain(file) => file.commit_unsynced().map(|()| (self.dest.clone(), None)),
+                Dest::Hashed(keeper) => keeper
+                    .finish(false)
+                    .map(|kept| (kept.file.clone().expect("a file"), Some(kept))),
+            }),
             Err(_) => Err(io::Error::other("the writer thread panicked")),
         };
-        match outcome {
-            Ok(()) => Some(self.dest),
-            Err(e) => {
-                let _ = writeln!(
-                    warnings,
-                    "jkz-truncate: warning: {}; the truncated output is still printed",
-                    message(&self.dest, &e)
-                );
-                None
-            }
-        }
+        outcome.map_err(|e| message(&self.dest, &e))
     }
 }
 
 /// The writer thread: writes each chunk, gives it back, and stops at the
 /// first error (dropping, and so removing, the temp file).
 fn write_all(
-    mut file: AtomicFile,
+    mut dest: Dest,
     chunks: Receiver<Chunk>,
     give_back: mpsc::Sender<Chunk>,
-) -> io::Result<AtomicFile> {
+) -> io::Result<Dest> {
     for chunk in chunks {
-        file.write_all(chunk.bytes())?;
+        match &mut dest {
+            Dest::Plain(file) => file.write_all(chunk.bytes())?,
+            Dest::Hashed(keeper) => keeper.push(chunk.bytes())?,
+        }
         // The reading side may have finished already; then nobody reuses it.
         let _ = give_back.send(chunk);
     }
-    Ok(file)
+    Ok(dest)
 }
 
 fn message(dest: &Path, e: &io::Error) -> String {
     format!("cannot save the full output as {}: {e}", dest.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keep_all(pieces: &[&[u8]], inline_max: usize, inline: bool) -> (tempfile::TempDir, Kept) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut keeper = Keeper::new(dir.path().to_path_buf(), inline_max);
+        for p in pieces {
+            keeper.push(p).unwrap();
+        }
+        let kept = keeper.finish(inline).unwrap();
+        (dir, kept)
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        hex(&Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn small_text_is_inline_larger_or_binary_is_a_content_addressed_file() {
+        let (dir, k) = keep_all(&[b"hello ", b"world"], 16, true);
+        assert_eq!(k.inline.as_deref(), Some("hello world"));
+        assert_eq!((k.bytes, k.sha256), (11, sha(b"hello world")));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let (dir, k) = keep_all(&[b"0123456789", b"0123456789", b"x"], 16, true);
+        assert_eq!(k.inline, None);
+        let path = dir
+            .path()
+            .join(format!("{}.txt", sha(b"01234567890123456789x")));
+        assert_eq!(k.file.as_deref(), Some(&*path));
+        assert_eq!(std::fs::read(&path).unwrap(), b"01234567890123456789x");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+
+        let (_dir, k) = keep_all(&[b"\xff\xfe"], 16, true);
+        assert!(k.inline.is_none() && k.file.is_some());
+        let (_dir, k) = keep_all(&[], 16, true);
+        assert_eq!((k.bytes, k.inline.as_deref()), (0, Some("")));
+        // Not inline when the caller needs a file (a truncated answer).
+        let (_dir, k) = keep_all(&[b"short"], 16, false);
+        assert_eq!(std::fs::read(k.file.unwrap()).unwrap(), b"short");
+    }
+
+    #[test]
+    fn the_same_answer_twice_is_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..2 {
+            let mut keeper = Keeper::new(dir.path().to_path_buf(), 0);
+            keeper.push(b"the same answer").unwrap();
+            let kept = keeper.finish(false).unwrap();
+            assert_eq!(
+                std::fs::read(kept.file.unwrap()).unwrap(),
+                b"the same answer"
+            );
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 }

@@ -14,6 +14,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::blocks::{BlockScanner, Event};
+use crate::state_dir::StateDir;
 
 const MAX_LINE: usize = 16;
 
@@ -318,7 +319,16 @@ fn streaming(input: &[u8], cap: u64, share: f64, sizes: Vec<usize>, tuning: Tuni
         sizes,
         next: 0,
     };
-    truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning).unwrap();
+    truncate_with(
+        reader,
+        &mut out,
+        &settings,
+        "test",
+        &mut warnings,
+        tuning,
+        &mut None,
+    )
+    .unwrap();
     assert!(warnings.is_empty());
     out
 }
@@ -488,12 +498,12 @@ proptest! {
         let settings = Settings {
             cap,
             head_share: 0.5,
-            full_output: Some(StateDir::at(dir.path().join("state"))),
+            full_output: Some(full_output::Keep::WhenTruncated(StateDir::at(dir.path().join("state")))),
         };
         let reader = Chunked { data: &input, sizes, next: 0 };
         let mut out = Vec::new();
         let mut warnings = Vec::new();
-        let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning)
+        let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning, &mut None)
             .unwrap();
         prop_assert!(warnings.is_empty(), "{}", String::from_utf8_lossy(&warnings));
         let offload = dir.path().join("state").join(full_output::SUBDIR);
@@ -505,6 +515,63 @@ proptest! {
         let saved = summary.full_output.expect("saved");
         prop_assert_eq!(std::fs::read(&saved).unwrap(), input);
         prop_assert_eq!(std::fs::read_dir(&offload).unwrap().count(), 1, "no temp file left");
+    }
+}
+
+proptest! {
+    /// A response (`jkz run`, `--record`) is kept whole whatever the cap
+    /// (0 included): inline when it fits and is short text, else in
+    /// `<sha256>.txt`, the file every marker names, with no other file left.
+    #[test]
+    fn a_response_is_kept_whole_and_the_markers_name_its_file(
+        input in prop::collection::vec(piece(), 0..120).prop_map(|v| v.concat()),
+        cap in prop_oneof![Just(0u64), 1u64..300],
+        inline_max in 0usize..200,
+        sizes in prop::collection::vec(1usize..40, 1..8),
+        tuning in tuning(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            cap,
+            head_share: 0.5,
+            full_output: Some(full_output::Keep::Response {
+                offload: dir.path().to_path_buf(),
+                inline_max,
+            }),
+        };
+        let reader = Chunked { data: &input, sizes, next: 0 };
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        let mut kept = None;
+        let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning, &mut kept)
+            .unwrap();
+        prop_assert!(warnings.is_empty(), "{}", String::from_utf8_lossy(&warnings));
+        let kept = kept.expect("kept").unwrap();
+        prop_assert_eq!(kept.bytes, input.len() as u64);
+        prop_assert_eq!(&kept.sha256, &crate::deliberation::response::sha256_hex(&input));
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+        let truncated = cap > 0 && input.len() as u64 > cap;
+        prop_assert_eq!(summary.truncated, truncated);
+        let inline_ok = !truncated && input.len() <= inline_max && std::str::from_utf8(&input).is_ok();
+        if inline_ok {
+            prop_assert_eq!(kept.inline.as_deref().map(str::as_bytes), Some(&input[..]));
+            prop_assert!(files.is_empty());
+        } else {
+            let file = kept.file.clone().expect("a file");
+            prop_assert_eq!(&files, &vec![file.clone()], "one file, no temp file left");
+            prop_assert_eq!(std::fs::read(&file).unwrap(), input.clone());
+            prop_assert_eq!(file.file_name().unwrap().to_string_lossy(), format!("{}.txt", kept.sha256));
+        }
+        if truncated {
+            prop_assert_eq!(summary.full_output, kept.file.clone());
+            let text = String::from_utf8_lossy(&out);
+            let named = format!("; full output: {}]", kept.file.unwrap().display());
+            if text.contains("[jkz-truncate:") {
+                for line in text.lines().filter(|l| l.starts_with("[jkz-truncate:")) {
+                    prop_assert!(line.ends_with(&named), "{}", line);
+                }
+            }
+        }
     }
 }
 

@@ -90,12 +90,6 @@ fn the_output_is_what_jkz_truncate_prints_and_usage_comes_from_the_wrapper() {
         }
     }
     let file = dir.write("answer.txt", &text);
-    let direct = dir
-        .cmd("jkz-truncate")
-        .args(["--max-bytes", "4000", "--role", "judge", "--no-full-output"])
-        .arg(&file)
-        .run()
-        .success();
     let script = format!(
         "cat '{}'; printf '{{\"input_tokens\": 120, \"output_tokens\": 34}}' > \"$JKZ_USAGE_FILE\"",
         file.display()
@@ -113,9 +107,31 @@ fn the_output_is_what_jkz_truncate_prints_and_usage_comes_from_the_wrapper() {
         .args(["--", "sh", "-c", &script])
         .run()
         .success();
-    assert_eq!(wrapped.stdout(), direct.stdout(), "{}", wrapped.report());
+    // jkz-truncate keeping the same answer prints the same, byte for byte.
+    let direct = dir
+        .cmd("jkz-truncate")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["--max-bytes", "4000", "--role", "judge", "--record"])
+        .arg(&file)
+        .run()
+        .success();
+    assert_eq!(wrapped.stdout_str(), direct.stdout_str());
     let recs = records(&dir);
-    let r = &recs[0].1;
+    let r = &recs
+        .iter()
+        .find(|(_, r)| !r["command"].is_null())
+        .unwrap()
+        .1;
+    // Each marker names the answer's file.
+    let named = format!(
+        "; full output: {}]",
+        dir.join("state")
+            .join(r["response_file"].as_str().unwrap())
+            .display()
+    );
+    let out = wrapped.stdout_str();
+    assert_eq!(out.matches(&named).count(), 2, "{}", wrapped.report());
     assert_eq!(r["verdict"], "FAIL");
     assert_eq!(r["tokens"]["output_tokens"], 34);
     assert_eq!(r["response_bytes"], text.len());
@@ -375,4 +391,202 @@ fn gc_keeps_deliberations_and_held_locks_and_removes_expired_locks() {
         "{}",
         gc.report()
     );
+}
+
+/// The record flags of `jkz run`, for a judge's second review of issue 5.
+const CONTEXT: [&str; 16] = [
+    "--role",
+    "judge",
+    "--issue",
+    "5",
+    "--phase",
+    "review",
+    "--pr",
+    "7",
+    "--iteration",
+    "2",
+    "--model",
+    "gpt-x",
+    "--endpoint",
+    "https://api.example",
+    "--service",
+    "codex",
+];
+
+#[test]
+fn jkz_truncate_record_writes_the_record_of_jkz_run_for_a_pipe() {
+    let dir = Dir::new();
+    let mut text = String::new();
+    for i in 0..4000 {
+        text.push_str(&format!("finding {i} of the second review\n"));
+        if i == 2000 {
+            text.push_str("```verdict-json\n{\"verdict\": \"FAIL\"}\n```\n");
+        }
+    }
+    let file = dir.write("answer.txt", &text);
+    let wrapped = run(&dir)
+        .args(["run", "--mode", "fallback"])
+        .args(CONTEXT)
+        .args(["--", "cat"])
+        .arg(&file)
+        .run()
+        .success();
+    let piped = dir
+        .cmd("jkz-truncate")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["--record", "--mode", "fallback"])
+        .args(CONTEXT)
+        .stdin(&text)
+        .run()
+        .success();
+    assert!(piped.stderr_str().is_empty(), "{}", piped.report());
+    // The same answer, the same output, the same one file the markers name.
+    assert!(
+        piped.stdout() == wrapped.stdout(),
+        "{}\n{}",
+        piped.report(),
+        wrapped.report()
+    );
+    assert!(piped.stdout().len() <= 102_400);
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 2);
+    let (run_rec, pipe_rec) = if recs[0].1["command"].is_null() {
+        (&recs[1].1, &recs[0].1)
+    } else {
+        (&recs[0].1, &recs[1].1)
+    };
+    let name = pipe_rec["response_file"].as_str().unwrap();
+    let sha = hex(&Sha256::digest(text.as_bytes()));
+    assert_eq!(name, format!("context-offload/{sha}.txt"));
+    assert_eq!(
+        std::fs::read(dir.join("state").join(name)).unwrap(),
+        text.as_bytes()
+    );
+    let named = format!("; full output: {}]", dir.join("state").join(name).display());
+    assert!(piped.stdout_str().contains(&named), "{}", piped.report());
+    assert_eq!(
+        std::fs::read_dir(dir.join("state/context-offload"))
+            .unwrap()
+            .count(),
+        1,
+        "one file for both, no other copy"
+    );
+    for (field, want) in [
+        ("role", Value::from("judge")),
+        ("status", "ok".into()),
+        ("issue", 5.into()),
+        ("pr", 7.into()),
+        ("phase", "review".into()),
+        ("iteration", 2.into()),
+        ("model", "gpt-x".into()),
+        ("endpoint", "https://api.example".into()),
+        ("service", "codex".into()),
+        ("mode", "fallback".into()),
+        ("verdict", "FAIL".into()),
+        ("response_bytes", text.len().into()),
+        ("response_sha256", sha.clone().into()),
+        ("response", Value::Null),
+        ("tokens", Value::Null),
+    ] {
+        assert_eq!(pipe_rec[field], want, "{field}: {pipe_rec}");
+        assert_eq!(run_rec[field], want, "{field}: {run_rec}");
+    }
+    for field in ["command", "exit_code", "duration_ms"] {
+        assert_eq!(pipe_rec[field], Value::Null, "{field}: a pipe knows none");
+        assert!(!run_rec[field].is_null(), "{field}");
+    }
+    // Listed and shown like any record.
+    let shown = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .arg("deliberations")
+        .arg("show")
+        .arg(recs[0].0.file_stem().unwrap())
+        .run()
+        .success();
+    assert!(shown.stdout() == text.as_bytes());
+}
+
+#[test]
+fn jkz_truncate_record_keeps_short_answers_inline_and_empty_ones_fail() {
+    let dir = Dir::new();
+    let record = |input: &str, cap: &str| {
+        dir.cmd("jkz-truncate")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(["--record", "--role", "qa", "--max-bytes", cap])
+            .stdin(input)
+            .run()
+            .success()
+    };
+    let r = record("PASS: all 12 checks\n", "1000");
+    assert_eq!(r.stdout_str(), "PASS: all 12 checks\n");
+    let r = record("", "1000");
+    assert!(r.stdout().is_empty());
+    // Cap 0 passes the answer through and still keeps it.
+    let long = "x".repeat(70_000) + "\n";
+    let r = record(&long, "0");
+    assert!(r.stdout() == long.as_bytes());
+    // A truncated short answer is kept as the file its markers name.
+    let cut: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    let r = record(&cut, "300");
+    assert!(r.stdout().len() <= 300);
+    let recs = records(&dir);
+    assert_eq!(recs.len(), 4);
+    let by_bytes = |n: usize| {
+        recs.iter()
+            .map(|(_, r)| r)
+            .find(|r| r["response_bytes"] == n)
+            .unwrap_or_else(|| panic!("no record of {n} bytes"))
+    };
+    let short = by_bytes(20);
+    assert_eq!(short["response"], "PASS: all 12 checks\n");
+    assert_eq!(short["response_file"], Value::Null);
+    assert_eq!(short["status"], "ok");
+    assert_eq!(short["mode"], "primary");
+    assert_eq!(by_bytes(0)["status"], "failed", "an empty answer");
+    let kept = by_bytes(long.len());
+    let path = dir
+        .join("state")
+        .join(kept["response_file"].as_str().unwrap());
+    assert!(std::fs::read(path).unwrap() == long.as_bytes());
+    let truncated = by_bytes(cut.len());
+    let path = dir
+        .join("state")
+        .join(truncated["response_file"].as_str().unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), cut.as_bytes());
+    assert!(r
+        .stdout_str()
+        .contains(&format!("; full output: {}]", path.display())));
+}
+
+#[test]
+fn jkz_truncate_record_flags_need_record_and_no_state_dir_still_prints() {
+    let dir = Dir::new();
+    for args in [
+        &["--issue", "5"][..],
+        &["--service", "codex"],
+        &["--record", "--no-full-output"],
+    ] {
+        let r = dir
+            .cmd("jkz-truncate")
+            .args(args)
+            .stdin("answer\n")
+            .run()
+            .expect_code(2);
+        assert!(r.stdout().is_empty(), "{}", r.report());
+    }
+    // No state directory: the answer is printed, one warning, no files.
+    let r = dir
+        .cmd("jkz-truncate")
+        .args(["--record", "--issue", "5", "--max-bytes", "10"])
+        .stdin("a long answer that is cut\n")
+        .run()
+        .success();
+    assert!(r.stdout_str().starts_with("a long"), "{}", r.report());
+    assert_eq!(r.stderr_str().lines().count(), 1, "{}", r.report());
+    assert!(r.stderr_str().contains("no deliberation record is kept"));
+    assert!(!dir.join("state").exists());
 }
