@@ -43,6 +43,28 @@ use crate::session_id::SessionId;
 use crate::session_record::{self, CompactionNudge};
 use crate::state_dir::StateDir;
 
+/// The hook's one-line description.
+pub const ABOUT: &str =
+    "Snapshot the pipeline state before compaction; tell the summarizer what must survive";
+
+/// The hook's long help, its retention spelled from the retention table.
+pub fn long_about() -> String {
+    use crate::state_dir::retention::{PRE_COMPACT_KEEP_NEWEST, PRE_COMPACT_MAX_AGE};
+    format!(
+        "\
+Claude Code's PreCompact hook. Reads the hook event (JSON) on stdin; writes
+state/pre-compact-<UTC time>-<pid>.json (the event as received, every
+pipeline file, the normalized views, git state), nudges the session's record
+in state/session-snapshots/, applies retention (older than {days} days removed,
+the newest {keep} always kept) and prints on stdout, for the summarizer, the
+decision-critical items with their current values.
+{}",
+        crate::hook::STATE_AND_EXIT_HELP,
+        days = PRE_COMPACT_MAX_AGE.as_secs() / (24 * 60 * 60),
+        keep = PRE_COMPACT_KEEP_NEWEST,
+    )
+}
+
 /// Runs the hook with `stdin` as the event; prints the instructions.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let started = Instant::now();

@@ -34,6 +34,27 @@ use crate::state_dir::StateDir;
 /// The sources this hook answers.
 pub const SOURCES: &[&str] = &["compact", "resume"];
 
+/// The hook's one-line description.
+pub const ABOUT: &str =
+    "Re-inject the decision-critical pipeline state after compaction or on resume";
+
+/// The hook's long help.
+pub fn long_about() -> String {
+    format!(
+        "\
+Claude Code's SessionStart hook (register it for the sources compact and
+resume). Reads the hook event (JSON) on stdin and prints
+{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}}}
+with the decision-critical items (under 4,000 characters): the live pipeline
+state, compared with the newest snapshot of this session, else of the
+project, which supplies pipelines whose files are gone since; says when the
+snapshot was taken, which items changed since, and when the branch or HEAD
+moved. Prints nothing for other sources.
+{}",
+        crate::hook::STATE_AND_EXIT_HELP
+    )
+}
+
 /// The most "changed since the snapshot" lines shown (the rest are counted).
 const MAX_CHANGE_LINES: usize = 8;
 
