@@ -43,20 +43,14 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::json_file::lock_path;
-use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
+use crate::state_dir::layout::{is_snapshot_name, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
+use crate::state_dir::retention::{
+    expired_pre_compact, older_than, OFFLOAD_MAX_IDLE, SESSION_MAX_AGE, TEMP_MAX_AGE,
+};
+use crate::state_dir::StateDir;
 
-/// Pre-compact snapshots younger than this are kept.
-pub const PRE_COMPACT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
-/// The newest pre-compact snapshots kept whatever their age.
-pub const PRE_COMPACT_KEEP_NEWEST: usize = 20;
-/// Offloaded content used or referenced within this is kept.
-pub const OFFLOAD_MAX_IDLE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
-/// Session snapshots written within this are kept.
-pub const SESSION_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
-/// Temp files younger than this may belong to a writer still at work.
-pub const TEMP_MAX_AGE: Duration = Duration::from_secs(10 * 60);
 /// How long gc waits for a writer's lock before it leaves the file alone
 /// (a writer holds it for milliseconds).
 const LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -145,10 +139,6 @@ fn entries(dir: &Path) -> Vec<Entry> {
     out
 }
 
-fn older_than(now: SystemTime, t: SystemTime, age: Duration) -> bool {
-    now.duration_since(t).is_ok_and(|d| d > age)
-}
-
 fn is_temp(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(crate::atomic::TEMP_SUFFIX)
 }
@@ -180,29 +170,25 @@ fn doomed(e: Entry, why: &'static str, guard: Guard) -> Doomed {
 pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     let mut out = Vec::new();
 
-    // Pre-compact snapshots: newest first, the first 20 kept regardless.
-    let mut snaps: Vec<Entry> = entries(state)
+    // Pre-compact snapshots: the retention table's rule, shared with the hook.
+    let snaps = entries(state)
         .into_iter()
-        .filter(|e| crate::compaction::is_snapshot_name(&e.name))
+        .filter(|e| is_snapshot_name(&e.name))
+        .map(|e| {
+            let (name, modified) = (e.name.clone(), e.stamp.modified);
+            (e, name, modified)
+        })
         .collect();
-    snaps.sort_by(|a, b| {
-        b.stamp
-            .modified
-            .cmp(&a.stamp.modified)
-            .then(b.name.cmp(&a.name))
-    });
-    for e in snaps.into_iter().skip(PRE_COMPACT_KEEP_NEWEST) {
-        if older_than(now, e.stamp.modified, PRE_COMPACT_MAX_AGE) {
-            out.push(doomed(
-                e,
-                "pre-compact snapshot older than 7 days",
-                Guard::MoveAside,
-            ));
-        }
+    for e in expired_pre_compact(snaps, now) {
+        out.push(doomed(
+            e,
+            "pre-compact snapshot older than 7 days",
+            Guard::MoveAside,
+        ));
     }
 
     // Session snapshots: not written for 30 days; the newest always stays.
-    let sessions_dir = state.join(crate::session_snapshot::SESSION_SNAPSHOT_DIR);
+    let sessions_dir = state.join(crate::session_record::SESSION_SNAPSHOT_DIR);
     let mut sessions: Vec<Entry> = entries(&sessions_dir)
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name.ends_with(".json"))

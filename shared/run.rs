@@ -36,8 +36,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::circuit::{self, Admission, Policy};
-use crate::cli::Failure;
 use crate::deliberation::{self, usage, Context, Record, Status};
+use crate::exit::Failure;
 use crate::lock::{self, Acquired};
 use crate::state_dir::StateDir;
 use crate::truncate::{self, roles, Mode, Settings};
@@ -66,8 +66,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "S")]
     pub service: Option<String>,
 
-    /// Default cap: primary 307,200 bytes, fallback 102,400, agent 81,920.
-    #[arg(long, value_name = "MODE", default_value = "primary", value_parser = parse_mode)]
+    /// Default cap (see `jkz-truncate --help`).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = Mode::Primary,
+          help = format!("Default cap: {}", Mode::caps_text()))]
     pub mode: Mode,
 
     /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
@@ -99,13 +100,6 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    [Mode::Primary, Mode::Fallback, Mode::Agent]
-        .into_iter()
-        .find(|m| m.name() == s)
-        .ok_or_else(|| format!("'{s}': use primary, fallback or agent"))
 }
 
 fn parse_lock(s: &str) -> Result<(String, String), String> {
@@ -314,7 +308,7 @@ fn invoke(
         Status::Ok
     };
     if let Err(f) = streamed {
-        if !crate::cli::is_broken_pipe(&f) {
+        if !crate::exit::is_broken_pipe(&f) {
             say(&f);
         }
     }
@@ -332,21 +326,9 @@ fn invoke(
 /// full response is kept for the record, and its file is the one the
 /// markers name.
 fn settings(args: &RunArgs, state: &StateDir) -> Settings {
-    let env = std::env::var_os(truncate::CAP_VARIABLE);
-    let cap = match truncate::resolve_cap(args.max_bytes, env.as_deref(), args.mode) {
-        Ok(cap) => cap,
-        Err((cap, warning)) => {
-            truncate::warn(&mut io::stderr(), &warning);
-            cap
-        }
-    };
     Settings {
-        cap,
-        head_share: args
-            .context
-            .role
-            .as_deref()
-            .map_or(roles::DEFAULT_HEAD_SHARE, roles::head_share),
+        cap: truncate::cap_from_env(args.max_bytes, args.mode, &mut io::stderr()),
+        head_share: roles::resolve_head_share(None, args.context.role.as_deref()),
         full_output: deliberation::response_keep(state, PROGRAM),
     }
 }

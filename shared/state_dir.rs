@@ -31,27 +31,15 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
+pub mod layout;
 pub mod read;
+pub mod retention;
 pub use read::{
     check_listed_dir, open_state_file, open_user_file, read_state_file, read_state_file_into,
     read_user_file, read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
 };
 
-/// `state/deliberations/`: one record per agent invocation (`jkz run`,
-/// `jkz-truncate --record`), the audit trail; `jkz gc` never removes one.
-pub const DELIBERATIONS_DIR: &str = "deliberations";
-/// `state/circuit/<service>.json`: one circuit breaker per external service.
-pub const CIRCUIT_DIR: &str = "circuit";
-/// `state/locks/<kind>-<name>.json`: worktree and pipeline locks with a TTL.
-pub const LOCKS_DIR: &str = "locks";
-/// `state/watch-list.json`: the issues a person pinned in `jkz ui`. Written
-/// only by `jkz ui`.
-pub const WATCH_LIST_FILE: &str = "watch-list.json";
-/// `state/live-session.json`: the running `jkz ui` server (pid, port,
-/// start). Written only by `jkz ui`.
-pub const LIVE_SESSION_FILE: &str = "live-session.json";
-/// `state/chat.db`: the cross-chat registry (live chats and their claims).
-pub const CHAT_DB_FILE: &str = "chat.db";
+pub use layout::{CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
@@ -134,6 +122,16 @@ impl StateDir {
             (PathBuf::from("state"), Source::CurrentDir)
         };
         StateDir { path, source }
+    }
+
+    /// The same order for a known project (`jkz doctor` checks the project
+    /// it is given, not the one the environment names): the project's root
+    /// stands in for `CLAUDE_PROJECT_DIR`.
+    pub fn resolve_for_project(flag: Option<&Path>, project: &Path) -> StateDir {
+        Self::resolve_with(flag, None, |name| match name {
+            "CLAUDE_PROJECT_DIR" => Some(project.as_os_str().to_owned()),
+            _ => std::env::var_os(name),
+        })
     }
 
     /// A state directory at a known place, as if given by `--state-dir`.

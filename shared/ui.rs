@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::StateDir;
 
 /// The arguments of `jkz ui`.

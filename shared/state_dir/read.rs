@@ -52,17 +52,6 @@ const O_NONBLOCK: i32 = 0o4000;
 )))]
 const O_NONBLOCK: i32 = 0;
 
-/// The subdirectories of `state/` that jkz reads files in: a file whose
-/// parent is one of these and a link is refused.
-const STATE_SUBDIRS: [&str; 6] = [
-    "pipeline",
-    "session-snapshots",
-    "context-offload",
-    "deliberations",
-    "circuit",
-    "locks",
-];
-
 /// Whether a link in the last path component is followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Links {
@@ -150,7 +139,7 @@ fn check_parent(path: &Path) -> io::Result<()> {
     let is_subdir = parent
         .file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| STATE_SUBDIRS.contains(&n));
+        .is_some_and(|n| super::layout::SUBDIRS.contains(&n));
     if is_subdir && is_link(parent) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -38,9 +38,9 @@ use crate::json_file::lock_within;
 use crate::state_dir::{StateDir, O_NOFOLLOW};
 
 /// The ledger, in the state directory.
-pub const LEDGER: &str = "tool-output.jsonl";
+pub use crate::state_dir::layout::TOOL_OUTPUT_LEDGER as LEDGER;
 /// The ledger's previous part, after a rotation.
-pub const ROTATED: &str = "tool-output.1.jsonl";
+pub use crate::state_dir::layout::TOOL_OUTPUT_LEDGER_ROTATED as ROTATED;
 /// A ledger this large is rotated before the next line is appended.
 pub const ROTATE_BYTES: u64 = 8 * 1024 * 1024;
 /// The most characters of a command kept in `call`.

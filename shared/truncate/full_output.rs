@@ -54,7 +54,7 @@ use crate::state_dir::StateDir;
 use super::head_tail::Chunk;
 
 /// The subdirectory of the state directory that holds full outputs.
-pub const SUBDIR: &str = "context-offload";
+pub use crate::state_dir::layout::OFFLOAD_DIR as SUBDIR;
 
 /// Chunks that may wait for the writer before the reading side waits.
 pub const QUEUE: usize = 4;

@@ -19,7 +19,8 @@ use crate::compaction::snapshot::{self, SnapshotHead};
 use crate::deliberation::index::{load_read_only, read_record, Entry};
 use crate::pipeline::IssueNumber;
 use crate::process::{liveness, Liveness};
-use crate::state_dir::{StateDir, CHAT_DB_FILE, DELIBERATIONS_DIR};
+use crate::state_dir::layout::{CHAT_DB, OFFLOAD_DIR};
+use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
 
 /// `GET /api/pipelines`: every pipeline's normalized view, in issue order,
 /// with `pinned`, `stale` and why. Rendered by joining the poller's rows.
@@ -259,11 +260,12 @@ const MAX_RESPONSE_SHOWN: u64 = 16 * 1024 * 1024;
 /// A response file named by a record: only `context-offload/<hex>.txt`.
 fn offload_text(state: &StateDir, file: &str) -> Result<String, String> {
     let name = file
-        .strip_prefix("context-offload/")
+        .strip_prefix(OFFLOAD_DIR)
+        .and_then(|n| n.strip_prefix('/'))
         .and_then(|n| n.strip_suffix(".txt"))
         .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()))
         .ok_or_else(|| format!("the record names {file:?}, not a response file"))?;
-    let path = state.join("context-offload").join(format!("{name}.txt"));
+    let path = state.join(OFFLOAD_DIR).join(format!("{name}.txt"));
     crate::state_dir::read_state_file(&path, MAX_RESPONSE_SHOWN)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|e| format!("{file}: {e}"))
@@ -299,7 +301,7 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
     };
     json!({
         "registry": {
-            "present": state.join(CHAT_DB_FILE).is_file(),
+            "present": state.join(CHAT_DB).is_file(),
             "chats": [],
             "claims": [],
         },

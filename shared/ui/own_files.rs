@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::pipeline::IssueNumber;
-use crate::state_dir::{read_whole_state_file, StateDir, LIVE_SESSION_FILE, WATCH_LIST_FILE};
+use crate::state_dir::layout::{LIVE_SESSION, WATCH_LIST};
+use crate::state_dir::{read_whole_state_file, StateDir};
 
 /// The largest own file read: far more than any watch list needs.
 pub const MAX_OWN_FILE: u64 = 1024 * 1024;
@@ -35,7 +36,7 @@ pub struct WatchList {
 /// Reads and validates `state/watch-list.json`; a missing file is an empty,
 /// valid list.
 pub fn read_watch_list(state: &StateDir) -> WatchList {
-    let path = state.join(WATCH_LIST_FILE);
+    let path = state.join(WATCH_LIST);
     match read_object(&path) {
         Ok(None) => WatchList::default(),
         Ok(Some(object)) => match pinned_of(&object) {
@@ -53,7 +54,7 @@ pub fn read_watch_list(state: &StateDir) -> WatchList {
 fn bad(error: String) -> WatchList {
     WatchList {
         error: Some(format!(
-            "{WATCH_LIST_FILE} is not a valid watch list ({error}); it is replaced on the next pin or unpin"
+            "{WATCH_LIST} is not a valid watch list ({error}); it is replaced on the next pin or unpin"
         )),
         ..WatchList::default()
     }
@@ -94,7 +95,7 @@ pub fn set_pinned(state: &StateDir, issue: &IssueNumber, pinned: bool) -> io::Re
     object.insert("pinned".into(), json!(list));
     let mut bytes = serde_json::to_vec_pretty(&Value::Object(object.clone())).expect("serializes");
     bytes.push(b'\n');
-    write_own(state, WATCH_LIST_FILE, &bytes)?;
+    write_own(state, WATCH_LIST, &bytes)?;
     Ok(WatchList {
         pinned: list,
         error: None,
@@ -114,8 +115,8 @@ pub struct LiveSession {
 /// Reads and validates `state/live-session.json`: `Ok(None)` when absent,
 /// `Err` with what is wrong when it is bad.
 pub fn read_live_session(state: &StateDir) -> Result<Option<LiveSession>, String> {
-    let Some(object) = read_object(&state.join(LIVE_SESSION_FILE)).map_err(|e| {
-        format!("{LIVE_SESSION_FILE} is not valid ({e}); it is replaced when a server starts")
+    let Some(object) = read_object(&state.join(LIVE_SESSION)).map_err(|e| {
+        format!("{LIVE_SESSION} is not valid ({e}); it is replaced when a server starts")
     })?
     else {
         return Ok(None);
@@ -131,7 +132,7 @@ pub fn read_live_session(state: &StateDir) -> Result<Option<LiveSession>, String
     })();
     session.map(Some).ok_or_else(|| {
         format!(
-            "{LIVE_SESSION_FILE} lacks a valid pid, port, url or started_at; it is replaced when a server starts"
+            "{LIVE_SESSION} lacks a valid pid, port, url or started_at; it is replaced when a server starts"
         )
     })
 }
@@ -141,7 +142,7 @@ pub fn read_live_session(state: &StateDir) -> Result<Option<LiveSession>, String
 pub fn write_live_session(state: &StateDir, session: &LiveSession) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(session).expect("serializes");
     bytes.push(b'\n');
-    write_own(state, LIVE_SESSION_FILE, &bytes)
+    write_own(state, LIVE_SESSION, &bytes)
 }
 
 fn write_own(state: &StateDir, name: &str, bytes: &[u8]) -> io::Result<()> {
@@ -179,7 +180,7 @@ mod tests {
     fn a_bad_watch_list_is_reported_kept_and_replaced_by_the_next_change() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path());
-        let path = tmp.path().join(WATCH_LIST_FILE);
+        let path = tmp.path().join(WATCH_LIST);
         for bad in [
             &b"{not json"[..],
             b"[1]",
@@ -202,7 +203,7 @@ mod tests {
     fn pinning_keeps_order_and_unknown_fields() {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path());
-        let path = tmp.path().join(WATCH_LIST_FILE);
+        let path = tmp.path().join(WATCH_LIST);
         std::fs::write(&path, br#"{"pinned": [3, "5"], "note": "mine"}"#).unwrap();
         let issue = |n: &str| IssueNumber::parse(n).unwrap();
         set_pinned(&state, &issue("9"), true).unwrap();
@@ -217,7 +218,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let state = StateDir::at(tmp.path());
         assert_eq!(read_live_session(&state), Ok(None));
-        std::fs::write(tmp.path().join(LIVE_SESSION_FILE), b"{\"pid\": -1}").unwrap();
+        std::fs::write(tmp.path().join(LIVE_SESSION), b"{\"pid\": -1}").unwrap();
         assert!(read_live_session(&state).is_err());
         let session = LiveSession {
             pid: 7,

@@ -20,10 +20,8 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 
 use crate::pipeline::{self, IssueNumber, PipelineFile};
-use crate::state_dir::{
-    StateDir, CHAT_DB_FILE, CIRCUIT_DIR, DELIBERATIONS_DIR, LIVE_SESSION_FILE, LOCKS_DIR,
-    WATCH_LIST_FILE,
-};
+use crate::state_dir::layout::{CHAT_DB, LIVE_SESSION, WATCH_LIST};
+use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// How often the state is polled: a change shows on the page well within 1 s.
 pub const INTERVAL: Duration = Duration::from_millis(250);
@@ -158,10 +156,10 @@ impl Poller {
                 .join(crate::deliberation::index::INDEX_FILE),
             s.join(LOCKS_DIR),
             s.join(CIRCUIT_DIR),
-            s.join(WATCH_LIST_FILE),
-            s.join(LIVE_SESSION_FILE),
-            s.join(CHAT_DB_FILE),
-            s.join(format!("{CHAT_DB_FILE}-wal")),
+            s.join(WATCH_LIST),
+            s.join(LIVE_SESSION),
+            s.join(CHAT_DB),
+            s.join(format!("{CHAT_DB}-wal")),
         ];
         paths.extend(crate::tool_output::ledger::files(s.path()));
         paths.iter().map(|p| Stamp::of_path(p)).collect()
@@ -256,7 +254,7 @@ mod tests {
         fs::remove_file(dir.join("2.json")).unwrap();
         assert_eq!(p.poll(), Some(4));
         assert_eq!(p.table().read().unwrap().rows.len(), 1);
-        fs::write(tmp.path().join(WATCH_LIST_FILE), "{}").unwrap();
+        fs::write(tmp.path().join(WATCH_LIST), "{}").unwrap();
         assert_eq!(p.poll(), Some(5), "the page's other sources count too");
     }
 }

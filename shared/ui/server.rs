@@ -21,7 +21,7 @@ use super::api::{self, SnapshotCache};
 use super::own_files::{self, LiveSession};
 use super::page::PAGE;
 use super::poll::{self, Poller, Table, Version};
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
