@@ -76,8 +76,11 @@ echo "  /api/issues/4242 $(get /api/issues/4242)"
 echo "  /api/now         $(get /api/now)"
 echo "  /                $(get /)"
 curl -s "$origin/api/pipelines" | python3 -c 'import json,sys; v=json.load(sys.stdin); print("  count", v["count"])'
-sleep 1  # a few polls with nothing changed
-kill -INT "$(pgrep -P "$server" -x jkz || echo "$server")" 2>/dev/null || true
+pid="$(pgrep -P "$server" -x jkz)"
+ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+t0="$(ticks)"; sleep 5; t1="$(ticks)"
+echo "idle polling: $(( (t1 - t0) * 100 / $(getconf CLK_TCK) / 5 )) % of one core (5 s, nothing changing)"
+kill -TERM "$pid"
 wait "$server" 2>/dev/null || true
 server=""
 echo "peak RSS: $(awk -F': ' '/Maximum resident/ {printf "%.1f MiB", $2/1024}' "$work/time.txt")"

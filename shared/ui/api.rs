@@ -39,43 +39,74 @@ pub fn pipelines(
     out.extend_from_slice(b",\"watch_list\":");
     out.extend(serde_json::to_vec(&watch).expect("serializes"));
     out.extend_from_slice(b",\"pipelines\":[");
+    // Pipelines share few heartbeat pids: each is looked up once.
+    let mut gone = HashMap::new();
     for (i, row) in table.rows.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         let pinned = watch.pinned.iter().any(|p| p == row.issue.as_str());
-        write_row(&mut out, row, pinned, stale_reason(row, stale_after, now));
+        let stale = stale_reason_with(row, stale_after, now, &mut gone);
+        write_row(&mut out, row, pinned, stale);
     }
     out.extend_from_slice(b"]}");
     out
 }
 
 fn write_row(out: &mut Vec<u8>, row: &Row, pinned: bool, stale: Option<String>) {
-    let fields = json!({
-        "issue": row.issue.as_str(),
-        "pinned": pinned,
-        "stale": stale.is_some(),
-        "stale_reason": stale,
-        "activity": row.activity.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        "error": row.error,
-    });
-    let fields = serde_json::to_vec(&fields).expect("serializes");
-    out.extend_from_slice(&fields[..fields.len() - 1]);
-    out.extend_from_slice(b",\"view\":");
-    match &row.view_json {
-        Some(v) => out.extend_from_slice(v.as_bytes()),
+    let str_or_null = |out: &mut Vec<u8>, s: Option<&str>| match s {
+        Some(s) => serde_json::to_writer(&mut *out, s).expect("writes to a Vec"),
         None => out.extend_from_slice(b"null"),
-    }
+    };
+    out.extend_from_slice(b"{\"issue\":");
+    str_or_null(out, Some(row.issue.as_str()));
+    out.extend_from_slice(if pinned {
+        b",\"pinned\":true"
+    } else {
+        b",\"pinned\":false"
+    });
+    out.extend_from_slice(if stale.is_some() {
+        b",\"stale\":true"
+    } else {
+        b",\"stale\":false"
+    });
+    out.extend_from_slice(b",\"stale_reason\":");
+    str_or_null(out, stale.as_deref());
+    out.extend_from_slice(b",\"activity\":");
+    let activity = row
+        .activity
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    str_or_null(out, activity.as_deref());
+    out.extend_from_slice(b",\"error\":");
+    str_or_null(out, row.error.as_deref());
+    out.extend_from_slice(b",\"view\":");
+    str_or_null_raw(out, row.view_json.as_deref());
     out.push(b'}');
+}
+
+fn str_or_null_raw(out: &mut Vec<u8>, json: Option<&str>) {
+    out.extend_from_slice(json.unwrap_or("null").as_bytes());
 }
 
 /// Why a pipeline counts as stale, if it does: finished pipelines never do.
 pub fn stale_reason(row: &Row, stale_after: Duration, now: DateTime<Utc>) -> Option<String> {
+    stale_reason_with(row, stale_after, now, &mut HashMap::new())
+}
+
+fn stale_reason_with(
+    row: &Row,
+    stale_after: Duration,
+    now: DateTime<Utc>,
+    gone: &mut HashMap<u32, bool>,
+) -> Option<String> {
     if !row.active {
         return None;
     }
     if let Some(pid) = row.heartbeat_pid.and_then(|p| u32::try_from(p).ok()) {
-        if liveness(pid, None) == Liveness::Gone {
+        if *gone
+            .entry(pid)
+            .or_insert_with(|| liveness(pid, None) == Liveness::Gone)
+        {
             return Some(format!("heartbeat_pid {pid} is gone"));
         }
     }

@@ -24,7 +24,7 @@ use crate::state_dir::layout::{CHAT_DB, LIVE_SESSION, WATCH_LIST};
 use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// How often the state is polled: a change shows on the page well within 1 s.
-pub const INTERVAL: Duration = Duration::from_millis(250);
+pub const INTERVAL: Duration = Duration::from_millis(500);
 
 /// A counter bumped on every change seen.
 pub type Version = u64;
