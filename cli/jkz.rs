@@ -4,7 +4,8 @@
 //!
 //! Exit codes: `jkz state`: see `jkz::state_cmd`; `jkz run`: `jkz::run`;
 //! `jkz deliberations`: `jkz::deliberation::show`; `jkz lock`:
-//! `jkz::lock_cmd`; `jkz circuit`: `jkz::circuit_cmd`. `install`, `uninstall`,
+//! `jkz::lock_cmd`; `jkz circuit`: `jkz::circuit_cmd`; `jkz claim`, `release`,
+//! `chats`: `jkz::registry::cmd`. `install`, `uninstall`,
 //! `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -62,6 +63,13 @@ enum Command {
     Circuit(jkz::circuit_cmd::CircuitArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(jkz::lock_cmd::LockArgs),
+    /// Claim an issue (and its worktree) for a chat: other live chats' edits
+    /// there are refused.
+    Claim(jkz::registry::cmd::ClaimArgs),
+    /// Release a chat's claim on an issue.
+    Release(jkz::registry::cmd::ReleaseArgs),
+    /// List the live and stale chats with their claims.
+    Chats(jkz::registry::cmd::ChatsArgs),
 }
 
 fn main() -> ExitCode {
@@ -107,6 +115,18 @@ fn main() -> ExitCode {
         Command::Lock(args) => jkz::cli::exit(
             "jkz lock",
             jkz::lock_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Claim(args) => jkz::cli::exit(
+            "jkz claim",
+            jkz::registry::cmd::claim(&args, &state, &mut buffered()),
+        ),
+        Command::Release(args) => jkz::cli::exit(
+            "jkz release",
+            jkz::registry::cmd::release(&args, &state, &mut buffered()),
+        ),
+        Command::Chats(args) => jkz::cli::exit(
+            "jkz chats",
+            jkz::registry::cmd::chats(&args, &state, &mut buffered()),
         ),
     }
 }

@@ -24,6 +24,7 @@ pub mod lock;
 pub mod lock_cmd;
 pub mod pipeline;
 pub mod process;
+pub mod registry;
 pub mod run;
 pub mod session;
 pub mod session_id;

@@ -1,0 +1,134 @@
+//! `jkz-chat`, the registry's hook, for every event it is registered on;
+//! the event comes from the input's `hook_event_name`:
+//!
+//! | event | what it does |
+//! |---|---|
+//! | `SessionStart` | registers the chat (cwd, worktree, branch, client pid) |
+//! | `UserPromptSubmit`, `PostToolUse` | refreshes its heartbeat (a write at most every [`HEARTBEAT_EVERY`](super::HEARTBEAT_EVERY) s) |
+//! | `PreToolUse` | refuses an edit of what another live chat owns ([`super::decision`]) |
+//! | `SessionEnd` | marks the chat gone, releases its claims |
+//!
+//! It works only where the state directory exists (or `JKZ_STATE_DIR`
+//! names it): in a project without `state/` it does nothing. A PreToolUse
+//! call that targets nothing the registry guards returns before the
+//! registry is opened, and with no `chat.db` yet nothing is claimed.
+//! Problems (a corrupt or unreadable registry) are one line on stderr; the
+//! tool call, prompt or session goes on.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::chat::{client_pid, Place};
+use super::clock::now;
+use super::db::{with_registry, DB_FILE};
+use super::decision::refusal;
+use super::target::{resolve, targets};
+use crate::hook::Warnings;
+use crate::hook_input::HookInput;
+use crate::state_dir::StateDir;
+
+/// Runs the hook on the event read from `input`; returns what to print on
+/// stdout (only a PreToolUse refusal prints anything).
+pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
+    let event = match HookInput::read(input) {
+        Ok(e) => e,
+        Err(e) => {
+            warnings.warn(e.to_string());
+            return None;
+        }
+    };
+    let name = event.event_name().unwrap_or_default().to_string();
+    let cwd = event.cwd();
+    // A call that targets nothing guarded ends here, before any disk access.
+    let guarded = if name == "PreToolUse" {
+        let tool = event.text("tool_name").unwrap_or_default();
+        let base = cwd.clone().unwrap_or_else(|| ".".into());
+        let found = targets(
+            tool,
+            event.raw.get("tool_input").unwrap_or(&Value::Null),
+            &base,
+        );
+        if found.is_empty() {
+            return None;
+        }
+        found
+    } else {
+        Vec::new()
+    };
+    let session = match event.session_id() {
+        Some(Ok(id)) => id,
+        Some(Err(e)) => {
+            warnings.warn(e.to_string());
+            return None;
+        }
+        None => {
+            warnings.warn(format!("{name} event without session_id: ignored"));
+            return None;
+        }
+    };
+    let state = StateDir::resolve(None, cwd.as_deref());
+    let root = match state.ensure() {
+        Ok(Some(root)) => root.to_path_buf(),
+        Ok(None) => return None,
+        Err(e) => {
+            warnings.warn(format!("state directory {}: {e}", state.path().display()));
+            return None;
+        }
+    };
+    let place = || Place::of(cwd.as_deref().unwrap_or(Path::new(".")));
+    let now = now();
+    let session = session.as_str();
+    let done = match name.as_str() {
+        "SessionStart" => {
+            let (place, pid) = (place(), client_pid());
+            with_registry(&root, |r| r.register(session, &place, pid, now)).map(|(_, n)| n)
+        }
+        "UserPromptSubmit" | "PostToolUse" => {
+            with_registry(&root, |r| r.heartbeat(session, place, now)).map(|(_, n)| n)
+        }
+        "SessionEnd" => with_registry(&root, |r| r.end(session, now)).map(|(_, n)| n),
+        "PreToolUse" => {
+            if !root.join(DB_FILE).exists() {
+                return None;
+            }
+            let pipeline_dir = resolve(&state.join(crate::pipeline::PIPELINE_DIR));
+            match with_registry(&root, |r| r.claims_of_others(session)) {
+                Ok((others, note)) => {
+                    if let Some(note) = note {
+                        warnings.warn(note);
+                    }
+                    return refusal(&guarded, &others, &pipeline_dir, now).map(|why| deny(&why));
+                }
+                Err(e) => Err(e),
+            }
+        }
+        other => {
+            warnings.warn(format!(
+                "event {other:?} is not one jkz-chat handles (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SessionEnd): ignored"
+            ));
+            return None;
+        }
+    };
+    match done {
+        Ok(Some(note)) => warnings.warn(note),
+        Ok(None) => {}
+        Err(e) => warnings.warn(format!(
+            "registry unavailable, nothing recorded or checked: {e}"
+        )),
+    }
+    None
+}
+
+/// The PreToolUse answer that refuses the call, with `why` for the model.
+pub fn deny(why: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": why,
+        }
+    })
+    .to_string()
+}
