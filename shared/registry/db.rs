@@ -491,6 +491,25 @@ impl Registry {
         holders(&self.conn, "WHERE c.session_id != ?1", params![session])
     }
 
+    /// The claims of chats other than `session` that may cover `file` (its
+    /// worktree is `file` or an ancestor of it) or `issue`: the PreToolUse
+    /// check reads these few rows, not every claim.
+    pub fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> rusqlite::Result<Vec<Holder>> {
+        holders(
+            &self.conn,
+            "WHERE c.session_id != ?1 AND (
+                (?2 IS NOT NULL AND c.worktree IS NOT NULL
+                 AND (?2 = c.worktree OR substr(?2, 1, length(c.worktree) + 1) = c.worktree || '/'))
+                OR c.issue = ?3)",
+            params![session, file, issue],
+        )
+    }
+
     /// One chat by session id.
     pub fn chat(&mut self, session: &str) -> rusqlite::Result<Option<Chat>> {
         self.conn

@@ -24,7 +24,7 @@ use super::chat::{client_pid, Place};
 use super::clock::now;
 use super::db::{with_registry, DB_FILE};
 use super::decision::refusal;
-use super::target::{resolve, targets};
+use super::target::{pipeline_issue, resolve, targets, Target};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
@@ -94,7 +94,24 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
                 return None;
             }
             let pipeline_dir = resolve(&state.join(crate::pipeline::PIPELINE_DIR));
-            match with_registry(&root, |r| r.claims_of_others(session)) {
+            let lookups: Vec<(Option<String>, Option<String>)> = guarded
+                .iter()
+                .map(|t| match t {
+                    Target::File(f) => (
+                        Some(f.display().to_string()),
+                        pipeline_issue(f, &pipeline_dir),
+                    ),
+                    Target::Pipeline(issue) => (None, Some(issue.clone())),
+                })
+                .collect();
+            let found = with_registry(&root, |r| {
+                let mut all = Vec::new();
+                for (file, issue) in &lookups {
+                    all.extend(r.claims_covering(session, file.as_deref(), issue.as_deref())?);
+                }
+                Ok(all)
+            });
+            match found {
                 Ok((others, note)) => {
                     if let Some(note) = note {
                         warnings.warn(note);

@@ -6,7 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::bytes::{Regex, RegexBuilder};
 use serde_json::Value;
 
 /// The tools whose input names the one file they change.
@@ -45,23 +45,32 @@ pub fn targets(tool: &str, input: &Value, cwd: &Path) -> Vec<Target> {
     Vec::new()
 }
 
+/// An ASCII-only pattern: compiled in microseconds where Unicode classes
+/// (`\s`, `\b`) would cost the hook milliseconds at every Bash call.
+fn ascii(pattern: &str) -> Regex {
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .build()
+        .expect("a valid pattern")
+}
+
 /// `jkz [--state-dir DIR] state set N …`.
 static STATE_SET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s;&|(`])(?:\S*/)?jkz(?:\s+--state-dir(?:=|\s+)\S+)?\s+state\s+set\s+0*([0-9]{1,20})\b")
-        .expect("a valid pattern")
+    ascii(
+        r"(?:^|[\s;&|(`])(?:\S*/)?jkz(?:\s+--state-dir(?:=|\s+)\S+)?\s+state\s+set\s+0*([0-9]{1,20})\b",
+    )
 });
 
 /// A redirection or `tee` into a pipeline file of issue N.
-static REDIRECT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:>>?|\btee(?:\s+-a)?)\s*\S*\bpipeline/0*([0-9]{1,20})(?:\.json|-)")
-        .expect("a valid pattern")
-});
+static REDIRECT: LazyLock<Regex> =
+    LazyLock::new(|| ascii(r"(?:>>?|\btee(?:\s+-a)?)\s*\S*\bpipeline/0*([0-9]{1,20})(?:\.json|-)"));
 
 /// A file-changing command naming a pipeline file of issue N in the same
 /// simple command.
 static CHANGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s;&|(`])(?:mv|cp|rm|truncate|install|ln|dd|sed\s+-i\S*|perl\s+-p?i\S*)\s[^;&|\n]*?\bpipeline/0*([0-9]{1,20})(?:\.json|-)")
-        .expect("a valid pattern")
+    ascii(
+        r"(?:^|[\s;&|(`])(?:mv|cp|rm|truncate|install|ln|dd|sed\s+-i\S*|perl\s+-p?i\S*)\s[^;&|\n]*?\bpipeline/0*([0-9]{1,20})(?:\.json|-)",
+    )
 });
 
 /// The issues whose pipeline state `command` writes: `jkz state set N`, a
@@ -75,7 +84,10 @@ pub fn pipeline_writes(command: &str) -> Vec<String> {
     }
     let mut issues: Vec<String> = [&*STATE_SET, &*REDIRECT, &*CHANGE]
         .iter()
-        .flat_map(|re| re.captures_iter(command).map(|c| c[1].to_string()))
+        .flat_map(|re| {
+            re.captures_iter(command.as_bytes())
+                .map(|c| String::from_utf8_lossy(&c[1]).into_owned())
+        })
         .collect();
     issues.sort();
     issues.dedup();
