@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `pre-compact-*.json` snapshots | older than 7 days, except the newest 20 (always kept) |
 //! | `context-offload/*` (offloaded sections, full outputs) | not used or referenced for 7 days |
+//! | `context-offload/<64 hex digits>.txt` (deliberation responses) | never: the audit trail |
 //! | `session-snapshots/<id>.json` | not written for 30 days (an orphan: its chat is over), except the newest snapshot |
 //! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
@@ -31,8 +32,9 @@
 //! takes its lock file (`.<name>.lock`) with it, under that lock.
 //!
 //! Nothing in `state/deliberations/` is ever touched, nor an offloaded
-//! response a record names (`context-offload/<sha256>.txt`, whatever its
-//! age): they are the audit trail. Nothing in `state/pipeline/` is removed
+//! response (`context-offload/<sha256>.txt`, whatever its age): they are
+//! the audit trail. A response is known by its name alone, so it is kept
+//! even when the records that name it cannot be read. Nothing in `state/pipeline/` is removed
 //! but the temp files of jkz's own pipeline writer (removed under the
 //! pipeline file's lock, so never one a writer is still at).
 
@@ -45,7 +47,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::cli::Failure;
 use crate::json_file::lock_path;
-use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
+use crate::state_dir::{StateDir, CIRCUIT_DIR, LOCKS_DIR};
 
 /// Pre-compact snapshots younger than this are kept.
 pub const PRE_COMPACT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
@@ -234,10 +236,9 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     // Offloaded content: idle by its own times, then not named by a recent
     // state file.
     let offload_dir = state.join(crate::compress::OFFLOAD_DIR);
-    let responses = deliberation_responses(state);
     let idle: Vec<Entry> = entries(&offload_dir)
         .into_iter()
-        .filter(|e| !is_temp(&e.name) && !responses.contains(&e.name))
+        .filter(|e| !is_temp(&e.name) && !is_response_name(&e.name))
         .filter(|e| {
             older_than(now, e.stamp.modified, OFFLOAD_MAX_IDLE)
                 && older_than(now, e.stamp.accessed, OFFLOAD_MAX_IDLE)
@@ -312,19 +313,12 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     out
 }
 
-/// The offloaded files deliberation records name: the audit trail, never
-/// removed (nor the records themselves).
-fn deliberation_responses(state: &Path) -> HashSet<String> {
-    let dir = state.join(DELIBERATIONS_DIR);
-    if !crate::state_dir::is_real_dir(&dir).unwrap_or(false) {
-        return HashSet::new();
-    }
-    crate::deliberation::index::load(&dir, &mut io::sink())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| e.response_file)
-        .filter_map(|f| f.rsplit('/').next().map(str::to_string))
-        .collect()
+/// A deliberation response's name, `<sha256 in lowercase hex>.txt` (see
+/// `truncate::full_output::Keeper`): the audit trail, never removed.
+fn is_response_name(name: &str) -> bool {
+    name.strip_suffix(".txt").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// Feeds every regular state file written within the offload idle time,

@@ -590,3 +590,25 @@ fn jkz_truncate_record_flags_need_record_and_no_state_dir_still_prints() {
     assert!(r.stderr_str().contains("no deliberation record is kept"));
     assert!(!dir.join("state").exists());
 }
+
+#[test]
+fn gc_keeps_a_month_old_response_when_the_deliberation_index_cannot_be_read() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    let file = dir.write("big.txt", "z".repeat(100_000));
+    run(&dir)
+        .args(["run", "--", "cat"])
+        .arg(&file)
+        .run()
+        .success();
+    let recs = records(&dir);
+    let response = state.join(recs[0].1["response_file"].as_str().unwrap());
+    set_old(&response, 30);
+    set_old(&recs[0].0, 30);
+    // An index that cannot be read: a directory in its place.
+    let index = state.join("deliberations/index.jsonl");
+    let _ = std::fs::remove_file(&index);
+    std::fs::create_dir(&index).unwrap();
+    let gc = run(&dir).arg("gc").run().success();
+    assert!(response.exists(), "{}", gc.report());
+}
