@@ -6,11 +6,11 @@
 //! | `context-offload/*` (offloaded sections, full outputs) | not used or referenced for 7 days |
 //! | `context-offload/<64 hex digits>.txt` (deliberation responses) | never: the audit trail |
 //! | `session-snapshots/<id>.json` | not written for 30 days (an orphan: its chat is over), except the newest snapshot |
-//! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
+//! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer), and not locked by a writer that still has it open |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
 //! | `tool-output.jsonl`, `tool-output.1.jsonl` | never: the savings ledger's writer bounds it (rotated at 8 MiB, two files at most; see `tool_output::ledger`) |
 //! | `locks/<kind>-<name>.json` | past its TTL, or its holder's pid gone on this host; a held lock never |
-//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes |
+//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes, and not locked by its writer |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a
@@ -505,11 +505,17 @@ pub fn remove_judged(d: &Doomed) -> io::Result<bool> {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
                 Err(e) => return Err(e),
             }
-            // Nobody reaches it by its name now: what it is, it stays.
-            if is_unchanged(&aside, &d.judged)? {
+            // Nobody reaches it by its name now: what it is, it stays. A
+            // temp file whose writer still has it open (and so its lock,
+            // see `atomic::create_temp`) is in use, however old.
+            let temp = is_temp(&d.path.file_name().unwrap_or_default().to_string_lossy());
+            let lock = if temp { take_lock(&aside)? } else { None };
+            let in_use = temp && lock.is_none();
+            if !in_use && is_unchanged(&aside, &d.judged)? {
                 fs::remove_file(&aside)?;
                 return Ok(true);
             }
+            drop(lock);
             // Changed after it was judged: back in place, unless a new one
             // was written there meanwhile (it is then the newer).
             match fs::hard_link(&aside, &d.path) {
@@ -535,6 +541,21 @@ fn aside_path(path: &Path) -> PathBuf {
         std::process::id(),
         crate::atomic::TEMP_SUFFIX
     ))
+}
+
+/// The temp file at `path`, its lock taken by gc; `None` while its writer
+/// holds the lock (or when the file is gone).
+fn take_lock(path: &Path) -> io::Result<Option<fs::File>> {
+    let file = match crate::state_dir::open_state_file(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 fn is_unchanged(path: &Path, judged: &Stamp) -> io::Result<bool> {
