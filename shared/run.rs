@@ -128,7 +128,9 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
     let clock = Instant::now();
     let fail = |what: &str, e: io::Error| Failure::io(EXIT_FAILED, what, e);
 
-    let mut record = Record::new(&args.context, Status::Ok, started);
+    // Failed until CMD is known to have answered: every error path on the
+    // way reports a failure to the circuit.
+    let mut record = Record::new(&args.context, Status::Failed, started);
     record.service = args.service.clone();
     record.mode = Some(args.mode.name().to_string());
     record.command = Some(
@@ -282,8 +284,17 @@ fn invoke(
         1 << 20,
         io::stdout().lock(),
     ));
-    let (streamed, kept) =
-        truncate::truncate_keeping(stdout, &mut output, &settings, "CMD's stdout", &mut stderr);
+    let mut stdout = Counted {
+        inner: stdout,
+        bytes: 0,
+    };
+    let (streamed, kept) = truncate::truncate_keeping(
+        &mut stdout,
+        &mut output,
+        &settings,
+        "CMD's stdout",
+        &mut stderr,
+    );
     record.verdict = output.verdict();
     drop(output);
 
@@ -297,8 +308,8 @@ fn invoke(
     }
     let code = exit_code(status);
     record.exit_code = Some(code);
-    let empty =
-        deliberation::is_empty(kept.as_ref(), streamed.as_ref().ok().map(|s| s.input_bytes));
+    // Judged by what CMD wrote, whether or not it could be kept or passed on.
+    let empty = deliberation::is_empty(kept.as_ref(), Some(stdout.bytes));
     deliberation::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
@@ -326,6 +337,20 @@ fn invoke(
         return Ok(EXIT_TIMEOUT);
     }
     Ok(u8::try_from(code).unwrap_or(EXIT_FAILED))
+}
+
+/// A reader that counts the bytes it reads.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: io::Read> io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
 }
 
 /// The truncation settings: the same resolution as `jkz-truncate`'s. The

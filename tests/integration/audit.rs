@@ -668,3 +668,38 @@ fn gc_keeps_the_temp_file_of_a_response_still_streaming_after_a_long_silence() {
     run(&dir).arg("gc").run().success();
     assert!(!left.exists());
 }
+
+#[test]
+fn an_answer_that_could_be_neither_kept_nor_printed_is_not_judged_empty() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    // The response cannot be kept (a file where context-offload/ goes) and
+    // jkz's stdout is a pipe nobody reads.
+    dir.write("state/context-offload", "not a directory");
+    for _ in 0..3 {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status = Command::new(bin("jkz"))
+            .current_dir(dir.path())
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["run", "--service", "codex", "--", "echo", "an answer"])
+            .stdout(writer)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+    // Three successes: no failure counted (the circuit file need not exist).
+    let circuit = std::fs::read(state.join("circuit/codex.json")).unwrap_or(b"{}".to_vec());
+    let circuit: Value = serde_json::from_slice(&circuit).unwrap();
+    assert_eq!(
+        circuit["consecutive_failures"].as_u64().unwrap_or(0),
+        0,
+        "{circuit}"
+    );
+    assert_eq!(records(&dir).len(), 3);
+    for (path, record) in records(&dir) {
+        assert_eq!(record["status"], "ok", "{}", path.display());
+    }
+}
