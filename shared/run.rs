@@ -75,8 +75,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub max_bytes: Option<u64>,
 
-    /// Hold the lock KIND:NAME (e.g. pipeline:42) while CMD runs; if another
-    /// owner holds it, CMD is not started (exit 76).
+    /// Hold the lock KIND:NAME (e.g. pipeline:42) while CMD runs, renewed
+    /// every third of its TTL; if another owner holds it, CMD is not started
+    /// (exit 76).
     #[arg(long, value_name = "KIND:NAME", value_parser = parse_lock)]
     pub lock: Option<(String, String)>,
 
@@ -164,7 +165,10 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
             }
         }
     };
+    // Renewed while CMD runs, so a call longer than the TTL keeps it.
+    let renewal = Renewal::start(state, held.as_ref());
     let release = |held: &Option<lock::Request>| {
+        renewal.stop();
         if let Some(req) = held {
             if let Err(e) = lock::release(state, &req.kind, &req.name, &req.owner) {
                 say(format_args!(
@@ -230,6 +234,49 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
     deliberation::keep_record(records.as_deref(), &id, &record, PROGRAM);
     release(&held);
     outcome
+}
+
+/// Renews the `--lock` every third of its TTL until stopped.
+struct Renewal(Mutex<Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>>);
+
+impl Renewal {
+    fn start(state: &StateDir, held: Option<&lock::Request>) -> Renewal {
+        let thread = held.filter(|req| !req.ttl.is_zero()).map(|req| {
+            let (stop, stopped) = mpsc::channel::<()>();
+            let (state, req) = (state.clone(), req.clone());
+            let every = req.ttl / 3;
+            let handle = std::thread::spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    match lock::try_acquire(&state, &req) {
+                        Ok(Acquired::Taken { .. }) => {}
+                        Ok(Acquired::Busy(held)) => {
+                            say(format_args!(
+                                "warning: lock {}:{} was taken by {} while CMD ran",
+                                req.kind, req.name, held.owner
+                            ));
+                            return;
+                        }
+                        Err(e) => say(format_args!(
+                            "warning: renewing lock {}:{}: {e}",
+                            req.kind, req.name
+                        )),
+                    }
+                }
+            });
+            (stop, handle)
+        });
+        Renewal(Mutex::new(thread))
+    }
+
+    /// Stops renewing (before the lock is released: a renewal after the
+    /// release would take it again).
+    fn stop(&self) {
+        let thread = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, handle)) = thread {
+            drop(stop);
+            let _ = handle.join();
+        }
+    }
 }
 
 /// Starts CMD with its stdout piped to jkz; on failure, one line on stderr

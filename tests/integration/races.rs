@@ -298,3 +298,29 @@ fn an_open_circuit_without_a_readable_opening_time_lets_the_next_run_probe() {
         assert!(after.contains("\"closed\""), "the probe succeeded: {after}");
     }
 }
+
+#[test]
+fn jkz_run_lock_is_renewed_while_a_call_outlasts_its_ttl() {
+    let dir = Dir::new();
+    let mut long_call = Command::new(bin("jkz"))
+        .current_dir(dir.path())
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["run", "--lock", "pipeline:9", "--lock-ttl", "1", "--"])
+        .args(["sh", "-c", "sleep 3; echo done"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the 1 s TTL, the call still running: the lock is still its.
+    std::thread::sleep(Duration::from_millis(2200));
+    let second = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["lock", "acquire", "pipeline", "9", "--owner", "second"])
+        .run()
+        .expect_code(3);
+    assert!(second.report().contains("run:"), "{}", second.report());
+    assert!(long_call.wait().unwrap().success());
+    assert!(!dir.join("state/locks/pipeline-9.json").exists());
+}
