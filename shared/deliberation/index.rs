@@ -80,7 +80,14 @@ pub fn append(dir: &Path, entries: &[Entry]) -> io::Result<()> {
     for e in entries {
         bytes.extend(line(e)?);
     }
-    let mut file = crate::state_dir::open_state_file_to_append(&dir.join(INDEX_FILE))?;
+    let path = dir.join(INDEX_FILE);
+    let mut file = crate::state_dir::open_state_file_to_append(&path).inspect_err(|e| {
+        // Its callers let a failed append go (the index is a cache): a
+        // planted entry is still said.
+        if e.kind() == io::ErrorKind::InvalidInput {
+            crate::state_dir::read::report_refused(&path, e);
+        }
+    })?;
     file.write_all(&bytes)
 }
 

@@ -87,14 +87,10 @@ pub fn open_state_file(path: &Path) -> io::Result<File> {
 /// Opens a file under `state/` to append to it or to lock it, creating it
 /// owner-only when missing: not through a symbolic link, without blocking
 /// (`O_NONBLOCK`: a FIFO with no reader fails at once), and only a regular
-/// file (`fstat` on the open file). A refused entry is reported as by
-/// [`open_state_file`].
+/// file (`fstat` on the open file). A refused entry is an `InvalidInput`
+/// error saying why, for the caller to report with what it was writing.
 pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
-    let refused = |e: io::Error| {
-        report_refused(path, &e);
-        e
-    };
-    check_parent(path).map_err(refused)?;
+    check_parent(path)?;
     let planted = || match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Some(symbolic_link()),
         Ok(meta) if !meta.is_file() => Some(not_a_regular_file()),
@@ -103,7 +99,7 @@ pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
     // Where O_NONBLOCK is not known, look first (see `open_regular`).
     if O_NONBLOCK == 0 {
         if let Some(e) = planted() {
-            return Err(refused(e));
+            return Err(e);
         }
     }
     let file = OpenOptions::new()
@@ -113,9 +109,9 @@ pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
         .custom_flags(O_NONBLOCK | O_NOFOLLOW)
         .open(path)
         // ELOOP for a link, ENXIO for a FIFO, EISDIR for a directory: name it.
-        .map_err(|e| planted().map_or(e, refused))?;
+        .map_err(|e| planted().unwrap_or(e))?;
     if !file.metadata()?.is_file() {
-        return Err(refused(not_a_regular_file()));
+        return Err(not_a_regular_file());
     }
     Ok(file)
 }
@@ -349,7 +345,7 @@ fn symbolic_link() -> io::Error {
 }
 
 /// Says on stderr, once per path in this process, that `path` was refused.
-fn report_refused(path: &Path, why: &io::Error) {
+pub(crate) fn report_refused(path: &Path, why: &io::Error) {
     static REPORTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
     if reported.iter().any(|p| p == path) {
