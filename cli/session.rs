@@ -17,5 +17,5 @@ use jkz::session::{run, SessionCli};
 fn main() -> ExitCode {
     let cli = SessionCli::parse();
     let mut out = BufWriter::new(io::stdout().lock());
-    jkz::cli::exit("jkz-session", run(&cli, io::stdin().lock(), &mut out))
+    jkz::exit::exit("jkz-session", run(&cli, io::stdin().lock(), &mut out))
 }

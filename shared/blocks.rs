@@ -63,8 +63,7 @@ static LT_OR_UNDERLINE: LazyLock<aho_corasick::packed::Searcher> = LazyLock::new
         .expect("six two-byte patterns")
 });
 
-/// Lines longer than this are scanned in pieces of this many bytes.
-pub const MAX_LINE: usize = 64 * 1024;
+pub use crate::lines::MAX_LINE;
 
 /// A block still open at this size is ended there (see the module docs).
 pub const BLOCK_BOUND: u64 = 1024 * 1024;

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::circuit;
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::StateDir;
 
 #[derive(clap::Args, Debug, Clone)]

@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod budget;
+pub mod command;
 pub mod marker;
 pub mod offload;
 pub mod plan;
@@ -20,14 +21,14 @@ pub mod source;
 
 use std::io::{self, Write};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::StateDir;
 
 pub use plan::Excerpt;
 pub use source::Source;
 
 /// Where offloaded sections live, below the state directory.
-pub const OFFLOAD_DIR: &str = "context-offload";
+pub use crate::state_dir::layout::OFFLOAD_DIR;
 
 /// Default `--threshold`: 16 KiB, about 4,000 tokens — a few screens, past
 /// which a section stops being skimmable; eight times the default excerpt,
@@ -46,8 +47,8 @@ pub const MIN_THRESHOLD: u64 = 1024;
 pub const OK: u8 = 0;
 /// Reading the input or writing stdout failed.
 pub const IO_FAILED: u8 = 1;
-/// Bad arguments (clap uses 2 as well).
-pub const USAGE: u8 = 2;
+/// Bad arguments (clap's own code).
+pub const USAGE: u8 = crate::exit::EXIT_USAGE;
 /// Sections need offloading but no state directory is available.
 pub const NO_STATE_DIR: u8 = 3;
 /// The offload store could not be written (read-only, disk full, …).

@@ -172,6 +172,16 @@ impl GitProbe {
     }
 }
 
+/// How long a hook waits for git before it reports the git state unknown:
+/// both compaction hooks run inside the client's hook budget, so they share
+/// one short wait.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long `jkz session save` waits for `git status`; past it the record
+/// says why the git state is missing. A user's command, not a hook: it can
+/// afford a slow repository more time.
+pub const SAVE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Git state of `dir`, waiting at most `timeout`.
 pub fn state_of(dir: &Path, timeout: Duration) -> GitState {
     let deadline = Instant::now() + timeout;

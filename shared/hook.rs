@@ -12,6 +12,15 @@ use std::process::ExitCode;
 /// A hook's command line: no options of its own, only `--help` and
 /// `--version`. `about` is the one-line summary, `long_about` the rest of
 /// the help (what it reads, what it writes, its one exit code).
+/// The end of the compaction hooks' help: where their state is and their
+/// one exit code (the state-root order is [`crate::state_dir::StateDir::resolve`]'s).
+pub const STATE_AND_EXIT_HELP: &str = "
+State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
+event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
+are used only if they exist (jkz install creates state/).
+
+Exit code: 0, always; a problem is one line on stderr.";
+
 pub fn command(
     program: &'static str,
     about: &'static str,

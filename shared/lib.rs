@@ -4,33 +4,39 @@
 //! the result to an exit code. Every rule — where state lives, how a file is
 //! written, what a protected block is — lives here, once.
 
-pub mod atomic;
-pub mod blocks;
-pub mod circuit;
+// Features: what each binary and `jkz` subcommand does.
 pub mod circuit_cmd;
-pub mod cli;
 pub mod compaction;
 pub mod compress;
-pub mod cut;
 pub mod deliberation;
 pub mod gc;
-pub mod git;
-pub mod hook;
-pub mod hook_input;
-pub mod json_depth;
-pub mod json_file;
-pub mod lines;
-pub mod lock;
+pub mod jkz_cmd;
 pub mod lock_cmd;
-pub mod pipeline;
-pub mod process;
 pub mod registry;
 pub mod run;
 pub mod session;
-pub mod session_id;
-pub mod session_snapshot;
 pub mod setup;
 pub mod state_cmd;
-pub mod state_dir;
 pub mod tool_output;
 pub mod truncate;
+
+// Contracts: the records jkz shares with pipelines, hooks and the client.
+pub mod circuit;
+pub mod hook_input;
+pub mod lock;
+pub mod pipeline;
+pub mod session_id;
+pub mod session_record;
+pub mod state_dir;
+
+// Plumbing: byte-level and file-level building blocks.
+pub mod atomic;
+pub mod blocks;
+pub mod cut;
+pub mod exit;
+pub mod git;
+pub mod hook;
+pub mod json_depth;
+pub mod json_file;
+pub mod lines;
+pub mod process;

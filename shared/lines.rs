@@ -7,7 +7,9 @@
 
 use std::io::{self, ErrorKind, Read};
 
-use crate::blocks::MAX_LINE;
+/// Lines longer than this are handed out (and scanned by
+/// [`crate::blocks::BlockScanner`]) in pieces of this many bytes.
+pub const MAX_LINE: usize = 64 * 1024;
 
 /// Default buffer size: large batches keep per-batch costs negligible.
 pub const DEFAULT_CAPACITY: usize = 256 * 1024;

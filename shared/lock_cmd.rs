@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::lock::{self, Acquired, Released};
 use crate::state_dir::StateDir;
 

@@ -17,8 +17,9 @@
 //! | `git` | [`crate::git::GitState`] at the last save (branch, head, changed paths) |
 //! | `pipeline` | [`crate::pipeline::Normalized`] of every pipeline at the last save |
 //!
-//! Session identity: `--session` > `CLAUDE_SESSION_ID` > `CLAUDE_CODE_SESSION_ID`
-//! > `anonymous`, validated by [`SessionId::parse`].
+//! Session identity: the order of [`crate::session_id::resolve_raw`]
+//! (`--session`, then `CLAUDE_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID`),
+//! else `anonymous`, validated by [`SessionId::parse`].
 
 pub mod notes;
 pub mod render;
@@ -31,7 +32,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::git;
 use crate::json_file::{update_object, UpdateError};
 use crate::pipeline;
@@ -45,11 +46,7 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = crate::session_snapshot::SESSION_SNAPSHOT_DIR;
-
-/// How long a save waits for `git status`; past it the snapshot records why
-/// the git state is missing.
-pub const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
@@ -107,16 +104,8 @@ pub fn resolve_session(
     flag: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(SessionId, bool), Failure> {
-    let (raw, explicit) = match flag {
-        Some(f) => (f.to_string(), true),
-        None => match ["CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"]
-            .into_iter()
-            .find_map(|k| env(k).filter(|v| !v.is_empty()))
-        {
-            Some(v) => (v, false),
-            None => (ANONYMOUS.to_string(), false),
-        },
-    };
+    let (raw, explicit) =
+        crate::session_id::resolve_raw(flag, env).unwrap_or_else(|| (ANONYMOUS.to_string(), false));
     SessionId::parse(&raw)
         .map(|id| (id, explicit))
         .map_err(|e| Failure::new(2, e.to_string()))
@@ -154,11 +143,7 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 
 /// Runs a parsed command line with the process environment.
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
-    // Lossy, not `env::var`: a value that is not UTF-8 must be refused as an
-    // invalid id, not skipped as if unset (saving into another session).
-    let (id, explicit) = resolve_session(cli.session.as_deref(), |k| {
-        std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
-    })?;
+    let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
     let now = Utc::now();
     let code = match &cli.command {
@@ -226,12 +211,12 @@ pub fn save(
                 ),
             )
         })?;
-    let path = crate::session_snapshot::record_path(state, id);
+    let path = crate::session_record::record_path(state, id);
     debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
     // Gathered before the lock is taken: git may be slow.
-    let git =
-        serde_json::to_value(git::state_of(project, GIT_TIMEOUT)).expect("git state serializes");
+    let git = serde_json::to_value(git::state_of(project, git::SAVE_TIMEOUT))
+        .expect("git state serializes");
     let pipeline = pipeline_status(state);
     let saves = update_object(&path, |snap| -> Result<u64, SaveError> {
         snap.insert("session_id".into(), id.as_str().into());
@@ -310,7 +295,7 @@ fn snapshots(state: &StateDir) -> Vec<Found> {
             continue;
         }
         let Ok(Ok(Value::Object(snap))) =
-            crate::state_dir::read_state_file(&e.path(), crate::session_snapshot::MAX_RECORD_BYTES)
+            crate::state_dir::read_state_file(&e.path(), crate::session_record::MAX_RECORD_BYTES)
                 .map(|b| serde_json::from_slice::<Value>(&b))
         else {
             continue;
@@ -346,7 +331,7 @@ pub fn load(
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
     let chosen = if explicit {
-        let path = crate::session_snapshot::record_path(state, current);
+        let path = crate::session_record::record_path(state, current);
         match all.into_iter().find(|f| f.id == current.as_str()) {
             Some(f) => f,
             None => {

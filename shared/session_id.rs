@@ -1,5 +1,11 @@
 //! Session ids: `[A-Za-z0-9._-]{1,128}`, and never `.` or `..`. Anything else
 //! is refused before it can become part of a path.
+//!
+//! Which session a tool runs in is decided once, here ([`resolve_raw`]), so
+//! that the hooks and `jkz-session` agree: an explicit id (`jkz-session
+//! --session`, or the hook event's `session_id`) > `CLAUDE_SESSION_ID` >
+//! `CLAUDE_CODE_SESSION_ID`. `jkz-session` falls back to `anonymous`; a hook
+//! with none updates no session record.
 
 use std::fmt;
 
@@ -55,6 +61,34 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The environment variables that name the session, in the order consulted:
+/// a user's or a wrapper's choice first, then the one Claude Code sets for
+/// every hook and every command its Bash tool runs.
+pub const SESSION_ENV: [&str; 2] = ["CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
+
+/// The session id to run as, not yet validated, and whether it was explicit:
+/// `explicit` when given, else the first of [`SESSION_ENV`] that is set and
+/// not empty (read through `env`); none when nothing names one.
+pub fn resolve_raw(
+    explicit: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<(String, bool)> {
+    match explicit {
+        Some(id) => Some((id.to_string(), true)),
+        None => SESSION_ENV
+            .into_iter()
+            .find_map(|k| env(k).filter(|v| !v.is_empty()))
+            .map(|id| (id, false)),
+    }
+}
+
+/// A variable of the process environment, lossily: a value that is not
+/// UTF-8 must be refused as an invalid id, not skipped as if unset (which
+/// would save into another session).
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
 }
 
 impl fmt::Display for SessionId {

@@ -36,13 +36,7 @@ pub const BINARIES: [&str; 6] = [
     "jkz-session",
 ];
 
-/// The slash-command files, as shipped: `(file name, contents)`, installed
-/// under `.claude/commands/jkz/` so Claude Code names them `/jkz:save` and
-/// `/jkz:load`.
-pub const COMMANDS: [(&str, &str); 2] = [
-    ("save.md", include_str!("../plugin/commands/save.md")),
-    ("load.md", include_str!("../plugin/commands/load.md")),
-];
+pub use plugin::COMMANDS;
 
 /// The lines install appends to `.gitignore`.
 pub const GITIGNORE_BLOCK: &str = "# jkz runtime state (added by jkz install)\n/state/";
@@ -65,11 +59,11 @@ impl Target {
     /// `--project`, the project is the root of the git repository the
     /// current directory is in (Claude Code's project is the repository, and
     /// `state/`, `.gitignore` belong at its root), else the current directory.
-    pub fn resolve(project: Option<&Path>, user: bool) -> Result<Target, crate::cli::Failure> {
+    pub fn resolve(project: Option<&Path>, user: bool) -> Result<Target, crate::exit::Failure> {
         if user {
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
-                .ok_or_else(|| crate::cli::Failure::new(1, "--user needs HOME to be set"))?;
+                .ok_or_else(|| crate::exit::Failure::new(1, "--user needs HOME to be set"))?;
             return Ok(Target {
                 claude_dir: PathBuf::from(home).join(".claude"),
                 project: None,
@@ -87,7 +81,7 @@ impl Target {
             },
         };
         if !project.is_dir() {
-            return Err(crate::cli::Failure::new(
+            return Err(crate::exit::Failure::new(
                 1,
                 format!(
                     "project directory {} does not exist (pass --project DIR)",
@@ -140,9 +134,9 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
 
 /// The directory holding the running jkz binary: its siblings are the hook
 /// programs install registers.
-pub fn binary_dir() -> Result<PathBuf, crate::cli::Failure> {
+pub fn binary_dir() -> Result<PathBuf, crate::exit::Failure> {
     let exe = std::env::current_exe()
-        .map_err(|e| crate::cli::Failure::io(1, "finding the jkz binary", e))?;
+        .map_err(|e| crate::exit::Failure::io(1, "finding the jkz binary", e))?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     Ok(exe
         .parent()

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::pipeline::{self, IssueNumber, PipelineDoc, SetError};
 use crate::state_dir::StateDir;
 

@@ -26,24 +26,21 @@
 //! but a regular file: see [`read`].
 
 use std::ffi::OsString;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
+pub mod layout;
 pub mod read;
+pub mod retention;
 pub use read::{
-    check_listed_dir, open_state_file, open_user_file, read_state_file, read_state_file_into,
-    read_user_file, read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
+    check_listed_dir, open_state_file, open_state_file_to_append, open_user_file, read_state_file,
+    read_state_file_into, read_user_file, read_whole_state_file, refused_entries, RefusedEntry,
+    SmallFileReader,
 };
 
-/// `state/deliberations/`: one record per agent invocation (`jkz run`,
-/// `jkz-truncate --record`), the audit trail; `jkz gc` never removes one.
-pub const DELIBERATIONS_DIR: &str = "deliberations";
-/// `state/circuit/<service>.json`: one circuit breaker per external service.
-pub const CIRCUIT_DIR: &str = "circuit";
-/// `state/locks/<kind>-<name>.json`: worktree and pipeline locks with a TTL.
-pub const LOCKS_DIR: &str = "locks";
+pub use layout::{CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
@@ -126,6 +123,16 @@ impl StateDir {
             (PathBuf::from("state"), Source::CurrentDir)
         };
         StateDir { path, source }
+    }
+
+    /// The same order for a known project (`jkz doctor` checks the project
+    /// it is given, not the one the environment names): the project's root
+    /// stands in for `CLAUDE_PROJECT_DIR`.
+    pub fn resolve_for_project(flag: Option<&Path>, project: &Path) -> StateDir {
+        Self::resolve_with(flag, None, |name| match name {
+            "CLAUDE_PROJECT_DIR" => Some(project.as_os_str().to_owned()),
+            _ => std::env::var_os(name),
+        })
     }
 
     /// A state directory at a known place, as if given by `--state-dir`.
@@ -228,21 +235,7 @@ pub fn is_real_dir(path: &Path) -> io::Result<bool> {
 /// refusing to follow a symbolic link in its place: a link planted as
 /// `.<name>.lock` would otherwise make jkz create or open its target.
 pub fn open_lock_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| {
-            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            if is_link {
-                symbolic_link()
-            } else {
-                e
-            }
-        })
+    open_state_file_to_append(path)
 }
 
 fn symbolic_link() -> io::Error {
@@ -267,6 +260,8 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name| {

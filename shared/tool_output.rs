@@ -28,6 +28,7 @@
 //! stdout, exit 0, and the original result stands.
 
 pub mod client;
+pub mod help;
 pub mod ledger;
 pub mod response;
 pub mod roles;

@@ -43,6 +43,7 @@
 //! once the input is longer than the cap) go to the full output's writer
 //! thread ([`full_output`]), and the rest of them at the end.
 
+pub mod command;
 pub mod full_output;
 pub mod head_tail;
 pub mod roles;
@@ -56,8 +57,8 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use crate::blocks::{BlockScanner, Event, Kind};
-use crate::cli::Failure;
 use crate::cut;
+use crate::exit::Failure;
 use crate::lines;
 
 use self::full_output::{FullOutput, Keep, Keeper, Kept};
@@ -94,6 +95,44 @@ impl Mode {
             Mode::Agent => 81_920,
         }
     }
+
+    /// Whose window the mode's cap is sized for.
+    fn purpose(self) -> &'static str {
+        match self {
+            Mode::Primary => "the main model's window",
+            Mode::Fallback => "a smaller fallback model",
+            Mode::Agent => "a sub-agent's reply",
+        }
+    }
+
+    /// Every mode, in `--help`'s order.
+    pub const ALL: [Mode; 3] = [Mode::Primary, Mode::Fallback, Mode::Agent];
+
+    /// The modes' caps as help text says them:
+    /// `primary 307,200 bytes, fallback 102,400, agent 81,920`.
+    pub fn caps_text() -> String {
+        Mode::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let unit = if i == 0 { " bytes" } else { "" };
+                format!("{} {}{unit}", m.name(), thousands(m.cap()))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `--mode`'s values; each one's help is its cap (`300 KiB: …`).
+impl clap::ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Mode::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = format!("{} KiB: {}", self.cap() / 1024, self.purpose());
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
 }
 
 /// The environment variable that sets the cap when `--max-bytes` is absent.
@@ -126,6 +165,19 @@ pub fn resolve_cap(
                 thousands(mode.cap())
             ),
         )),
+    }
+}
+
+/// The cap [`resolve_cap`] picks from the flag and the process environment;
+/// an invalid [`CAP_VARIABLE`] is one warning on `stderr`.
+pub fn cap_from_env(flag: Option<u64>, mode: Mode, stderr: &mut dyn Write) -> u64 {
+    let env = std::env::var_os(CAP_VARIABLE);
+    match resolve_cap(flag, env.as_deref(), mode) {
+        Ok(cap) => cap,
+        Err((cap, warning)) => {
+            warn(stderr, &warning);
+            cap
+        }
     }
 }
 

@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let once = run(doc, settings);
     let src = Source::spool(&once[..]).expect("spool");
     let mut back = Vec::new();
-    restore(&src, state(), &mut back, 1).expect("restore of fresh output");
+    restore(&src, state(), &mut back).expect("restore of fresh output");
     assert!(back == doc, "restore(compress(x)) != x");
     let twice = run(&once, settings);
     assert!(twice == once, "compress is not idempotent");

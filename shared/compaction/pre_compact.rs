@@ -28,7 +28,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::Utc;
 
@@ -40,11 +40,30 @@ use crate::hook_input::HookInput;
 use crate::json_file::PendingUpdate;
 use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
-use crate::session_snapshot::{self, CompactionNudge};
+use crate::session_record::{self, CompactionNudge};
 use crate::state_dir::StateDir;
 
-/// How long git may take before its state is reported unknown.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The hook's one-line description.
+pub const ABOUT: &str =
+    "Snapshot the pipeline state before compaction; tell the summarizer what must survive";
+
+/// The hook's long help, its retention spelled from the retention table.
+pub fn long_about() -> String {
+    use crate::state_dir::retention::{PRE_COMPACT_KEEP_NEWEST, PRE_COMPACT_MAX_AGE};
+    format!(
+        "\
+Claude Code's PreCompact hook. Reads the hook event (JSON) on stdin; writes
+state/pre-compact-<UTC time>-<pid>.json (the event as received, every
+pipeline file, the normalized views, git state), nudges the session's record
+in state/session-snapshots/, applies retention (older than {days} days removed,
+the newest {keep} always kept) and prints on stdout, for the summarizer, the
+decision-critical items with their current values.
+{}",
+        crate::hook::STATE_AND_EXIT_HELP,
+        days = PRE_COMPACT_MAX_AGE.as_secs() / (24 * 60 * 60),
+        keep = PRE_COMPACT_KEEP_NEWEST,
+    )
+}
 
 /// Runs the hook with `stdin` as the event; prints the instructions.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
@@ -110,7 +129,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                 if let Some(writer) = writer.as_mut().filter(|_| !probe.has_exited()) {
                     writer.sync();
                 }
-                probe.finish(started + GIT_TIMEOUT)
+                probe.finish(started + crate::git::HOOK_TIMEOUT)
             }
             Started::Failed(state) => state,
         };
@@ -213,7 +232,7 @@ fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
 }
 
 /// The side thread: prepares the session record's nudge (see
-/// [`session_snapshot::prepare_nudge`]). `Ok(None)` when there is no state
+/// [`session_record::prepare_nudge`]). `Ok(None)` when there is no state
 /// directory to write in.
 fn prepare_nudge(
     state: &StateDir,
@@ -221,7 +240,7 @@ fn prepare_nudge(
     nudge: &CompactionNudge,
 ) -> Result<Option<PendingUpdate>, String> {
     match record_path(state, session)? {
-        Some(record) => session_snapshot::prepare_nudge(&record, session, nudge)
+        Some(record) => session_record::prepare_nudge(&record, session, nudge)
             .map(|(_, pending)| Some(pending))
             .map_err(|e| e.to_string()),
         None => Ok(None),
@@ -232,7 +251,7 @@ fn prepare_nudge(
 /// commit).
 fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> Result<(), String> {
     match record_path(state, session)? {
-        Some(record) => session_snapshot::nudge_compaction(&record, session, nudge)
+        Some(record) => session_record::nudge_compaction(&record, session, nudge)
             .map(|_| ())
             .map_err(|e| e.to_string()),
         None => Ok(()),
@@ -242,22 +261,16 @@ fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> 
 /// The session's record, its directory made when missing; none when the
 /// state directory is not there.
 fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>, String> {
-    match state.ensure_subdir(session_snapshot::SESSION_SNAPSHOT_DIR) {
-        Ok(Some(_)) => Ok(Some(session_snapshot::record_path(state, session))),
+    match state.ensure_subdir(session_record::SESSION_SNAPSHOT_DIR) {
+        Ok(Some(_)) => Ok(Some(session_record::record_path(state, session))),
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
 }
 
 fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<SessionId> {
-    let raw = event
-        .and_then(|e| e.text("session_id").map(str::to_string))
-        // Lossy, so a value that is not UTF-8 is reported, not ignored.
-        .or_else(|| {
-            std::env::var_os("CLAUDE_CODE_SESSION_ID")
-                .filter(|v| !v.is_empty())
-                .map(|v| v.to_string_lossy().into_owned())
-        })?;
+    let explicit = event.and_then(|e| e.text("session_id"));
+    let (raw, _) = crate::session_id::resolve_raw(explicit, crate::session_id::process_env)?;
     match SessionId::parse(&raw) {
         Ok(id) => Some(id),
         Err(e) => {

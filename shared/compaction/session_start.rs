@@ -15,7 +15,7 @@
 //! printed for other sources. Nothing is ever written.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -28,14 +28,32 @@ use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
 use crate::pipeline::{self, FileContent, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
-use crate::session_snapshot;
+use crate::session_record;
 use crate::state_dir::StateDir;
-
-/// How long git may take before its state is reported unknown.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The sources this hook answers.
 pub const SOURCES: &[&str] = &["compact", "resume"];
+
+/// The hook's one-line description.
+pub const ABOUT: &str =
+    "Re-inject the decision-critical pipeline state after compaction or on resume";
+
+/// The hook's long help.
+pub fn long_about() -> String {
+    format!(
+        "\
+Claude Code's SessionStart hook (register it for the sources compact and
+resume). Reads the hook event (JSON) on stdin and prints
+{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}}}
+with the decision-critical items (under 4,000 characters): the live pipeline
+state, compared with the newest snapshot of this session, else of the
+project, which supplies pipelines whose files are gone since; says when the
+snapshot was taken, which items changed since, and when the branch or HEAD
+moved. Prints nothing for other sources.
+{}",
+        crate::hook::STATE_AND_EXIT_HELP
+    )
+}
 
 /// The most "changed since the snapshot" lines shown (the rest are counted).
 const MAX_CHANGE_LINES: usize = 8;
@@ -58,7 +76,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
-    let session = match input.session_id() {
+    let raw =
+        crate::session_id::resolve_raw(input.text("session_id"), crate::session_id::process_env);
+    let session = match raw.map(|(id, _)| SessionId::parse(&id)) {
         Some(Ok(id)) => Some(id),
         Some(Err(e)) => {
             warnings.warn(format!("{e}; using the project's newest snapshot"));
@@ -73,7 +93,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     }
     let live = live_digest(&state);
     let current_git = match git {
-        Started::Running(probe) => probe.finish(started + GIT_TIMEOUT),
+        Started::Running(probe) => probe.finish(started + crate::git::HOOK_TIMEOUT),
         Started::Failed(state) => state,
     };
     let now = Utc::now();
@@ -187,8 +207,8 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
             }
         };
     if let Some(session) = session {
-        let record = session_snapshot::record_path(state, session);
-        if let Some(name) = session_snapshot::last_snapshot_name(&record) {
+        let record = session_record::record_path(state, session);
+        if let Some(name) = session_record::last_snapshot_name(&record) {
             if let Some(found) = try_read(name, "this session's") {
                 return Ok(found);
             }

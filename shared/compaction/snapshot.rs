@@ -19,14 +19,14 @@
 //! digest) and on git: the hook writes them out ([`SnapshotWriter`]) while
 //! it is still reading the rest and git is still running.
 //!
-//! Retention: snapshots older than [`MAX_AGE_DAYS`] days are removed, but
-//! the newest [`KEEP_NEWEST`] are always kept. The timestamp in the name
+//! Retention: [`prune`] applies the retention table's rule
+//! ([`crate::state_dir::retention`]). The timestamp in the name
 //! (`20250131T235959.123Z`) sorts like time, so "newest" is "greatest name".
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -34,10 +34,8 @@ use super::digest::{bound_view, Digest};
 use crate::atomic::{AtomicFile, Durability};
 use crate::git::GitState;
 use crate::pipeline::{FileContent, PipelineFile};
-
-pub const PREFIX: &str = "pre-compact-";
-pub const KEEP_NEWEST: usize = 20;
-pub const MAX_AGE_DAYS: i64 = 7;
+pub use crate::state_dir::layout::{is_snapshot_name, snapshot_name, snapshot_time};
+use crate::state_dir::retention;
 
 /// The most bytes of a snapshot read back (a snapshot of 10,000 pipeline
 /// files is a few MiB).
@@ -50,35 +48,6 @@ pub const MAX_SNAPSHOT_READ: u64 = 256 * 1024 * 1024;
 /// 10 MB make a snapshot of kilobytes, not of 400 MB. The file itself stays
 /// on disk, untouched. The same bound as an invalid file's recorded text.
 pub const MAX_ENTRY_RAW: usize = 64 * 1024;
-
-const TS_FORMAT: &str = "%Y%m%dT%H%M%S%.3fZ";
-
-/// `pre-compact-<ts>-<pid>.json` for a moment and a process.
-pub fn snapshot_name(at: DateTime<Utc>, pid: u32) -> String {
-    format!("{PREFIX}{}-{pid}.json", at.format(TS_FORMAT))
-}
-
-/// True for a bare snapshot file name (no directory part, only the
-/// characters the name format uses).
-pub fn is_snapshot_name(name: &str) -> bool {
-    name.strip_prefix(PREFIX)
-        .and_then(|rest| rest.strip_suffix(".json"))
-        .is_some_and(|mid| {
-            !mid.is_empty()
-                && mid
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || matches!(b, b'T' | b'Z' | b'.' | b'-'))
-        })
-}
-
-/// When a snapshot was taken, from its name.
-pub fn snapshot_time(name: &str) -> Option<DateTime<Utc>> {
-    let mid = name.strip_prefix(PREFIX)?.strip_suffix(".json")?;
-    let ts = mid.rsplit_once('-')?.0;
-    NaiveDateTime::parse_from_str(ts, TS_FORMAT)
-        .ok()
-        .map(|t| t.and_utc())
-}
 
 /// Snapshot file names in `state`, newest first.
 pub fn list(state: &Path) -> Vec<String> {
@@ -93,18 +62,24 @@ pub fn list(state: &Path) -> Vec<String> {
     names
 }
 
-/// Removes snapshots older than [`MAX_AGE_DAYS`], always keeping the newest
-/// [`KEEP_NEWEST`]. Returns the names removed.
+/// Removes the snapshots the retention table expires
+/// ([`retention::expired_pre_compact`], the rule `jkz gc` applies too).
+/// Returns the names removed.
 pub fn prune(state: &Path, now: DateTime<Utc>) -> io::Result<Vec<String>> {
-    let cutoff = now - chrono::Duration::days(MAX_AGE_DAYS);
+    let snaps = list(state)
+        .into_iter()
+        .filter_map(|name| {
+            let meta = std::fs::symlink_metadata(state.join(&name)).ok()?;
+            let modified = meta.modified().ok()?;
+            meta.is_file().then(|| (name.clone(), name, modified))
+        })
+        .collect();
     let mut removed = Vec::new();
-    for name in list(state).into_iter().skip(KEEP_NEWEST) {
-        if snapshot_time(&name).is_some_and(|t| t < cutoff) {
-            match std::fs::remove_file(state.join(&name)) {
-                Ok(()) => removed.push(name),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
+    for name in retention::expired_pre_compact(snaps, now.into()) {
+        match std::fs::remove_file(state.join(&name)) {
+            Ok(()) => removed.push(name),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(removed)
@@ -493,6 +468,19 @@ mod tests {
         assert!(v["digest"].is_object() && v["git"].is_object());
     }
 
+    /// A snapshot as the hook leaves it: modified when it was taken.
+    fn write_taken(state: &Path, name: &str) {
+        let path = state.join(name);
+        std::fs::write(&path, "{}").unwrap();
+        let taken = std::time::SystemTime::from(snapshot_time(name).unwrap());
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(taken)
+            .unwrap();
+    }
+
     #[test]
     fn prune_keeps_newest_twenty_and_recent_ones() {
         let tmp = tempfile::tempdir().unwrap();
@@ -506,7 +494,7 @@ mod tests {
             names.push(snapshot_name(now - chrono::Duration::hours(h), 1));
         }
         for n in &names {
-            std::fs::write(tmp.path().join(n), "{}").unwrap();
+            write_taken(tmp.path(), n);
         }
         std::fs::write(tmp.path().join("pipeline-other.json"), "{}").unwrap();
         let removed = prune(tmp.path(), now).unwrap();
@@ -524,7 +512,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         for m in 0..25 {
             let n = snapshot_name(now - chrono::Duration::minutes(m), 1);
-            std::fs::write(tmp.path().join(n), "{}").unwrap();
+            write_taken(tmp.path(), &n);
         }
         assert_eq!(prune(tmp.path(), now).unwrap().len(), 0);
     }

@@ -59,6 +59,16 @@ pub enum Excerpt {
 }
 
 impl Excerpt {
+    /// What `--excerpt BYTES` and `--excerpt-lines N` ask for under
+    /// `threshold`: N lines when given, else BYTES, else the default
+    /// ([`super::DEFAULT_EXCERPT`], or half the threshold if smaller).
+    pub fn from_flags(bytes: Option<u64>, lines: Option<u64>, threshold: u64) -> Excerpt {
+        match (bytes, lines) {
+            (_, Some(n)) => Excerpt::Lines(n),
+            (b, None) => Excerpt::Bytes(b.unwrap_or(super::DEFAULT_EXCERPT.min(threshold / 2))),
+        }
+    }
+
     /// The byte limit and line limit under `threshold`.
     fn limits(self, threshold: u64) -> (u64, u64) {
         match self {

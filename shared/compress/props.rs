@@ -19,7 +19,7 @@ fn run_compress(doc: &[u8], settings: Settings, state: &StateDir) -> Vec<u8> {
 fn run_restore(doc: &[u8], state: &StateDir) -> Vec<u8> {
     let src = Source::spool(doc).unwrap();
     let mut out = Vec::new();
-    restore(&src, state, &mut out, IO_FAILED).unwrap();
+    restore(&src, state, &mut out).unwrap();
     out
 }
 

@@ -20,9 +20,9 @@ use sha2::{Digest, Sha256};
 
 use super::marker::Marker;
 use super::source::{for_each_chunk, Source, COPY_BUFFER};
-use super::{OFFLOAD_DIR, RESTORE_FAILED};
+use super::{IO_FAILED, OFFLOAD_DIR, RESTORE_FAILED};
 use crate::blocks::{BlockScanner, Event, Form};
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::lines::LineReader;
 use crate::state_dir::StateDir;
 
@@ -83,15 +83,11 @@ impl Restored {
     }
 }
 
-/// Restores `src` to `out`. Errors: `io_code` for reading and writing,
-/// [`RESTORE_FAILED`] for a marker whose file is missing or altered.
-pub fn restore(
-    src: &Source,
-    state: &StateDir,
-    out: &mut impl Write,
-    io_code: u8,
-) -> Result<Restored, Failure> {
-    restore_with(src, state, out, io_code, Missing::Fail)
+/// Restores `src` to `out` (flushed before returning). Errors:
+/// [`IO_FAILED`] for reading and writing, [`RESTORE_FAILED`] for a marker
+/// whose file is missing or altered.
+pub fn restore(src: &Source, state: &StateDir, out: &mut impl Write) -> Result<Restored, Failure> {
+    restore_with(src, state, out, Missing::Fail)
 }
 
 /// [`restore`], choosing what a missing or altered file does.
@@ -103,9 +99,9 @@ pub fn restore_with(
     src: &Source,
     state: &StateDir,
     out: &mut impl Write,
-    io_code: u8,
     missing: Missing,
 ) -> Result<Restored, Failure> {
+    let io_code = IO_FAILED;
     let read_err = |e| Failure::io(io_code, format!("reading {}", src.name()), e);
     let markers = find_markers(src).map_err(read_err)?;
     let store = state.join(OFFLOAD_DIR);
@@ -198,6 +194,8 @@ pub fn restore_with(
         restored.bytes_out +=
             copied.map_err(|e| Failure::io(io_code, format!("copying {what} to the output"), e))?;
     }
+    out.flush()
+        .map_err(|e| Failure::io(io_code, "writing the restored document", e))?;
     Ok(restored)
 }
 

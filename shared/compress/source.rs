@@ -10,7 +10,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::cli::Failure;
+use super::IO_FAILED;
+use crate::exit::Failure;
 
 /// Size of the buffers every copy goes through.
 pub const COPY_BUFFER: usize = 256 * 1024;
@@ -25,8 +26,9 @@ pub struct Source {
 
 impl Source {
     /// Opens `path`, or spools standard input when it is `None` or `-`.
-    /// Failures carry `io_code`.
-    pub fn open(path: Option<&Path>, io_code: u8) -> Result<Source, Failure> {
+    /// Failures carry [`IO_FAILED`].
+    pub fn open(path: Option<&Path>) -> Result<Source, Failure> {
+        let io_code = IO_FAILED;
         match path.filter(|p| *p != Path::new("-")) {
             Some(path) => {
                 let file = File::open(path)

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::StateDir;
 use crate::truncate::{self, Mode, Settings, Summary};
 

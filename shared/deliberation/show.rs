@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::index::{self, Entry};
 use super::response::hex;
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::{open_state_file, StateDir, DELIBERATIONS_DIR};
 
 /// Exit code: no record matches.

@@ -21,7 +21,7 @@ use super::clock::{ago, now, timestamp};
 use super::db::{with_registry, Claimed, Holder, Released};
 use super::target::resolve;
 use super::STALE_AFTER;
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 use crate::session_id::SessionId;
 use crate::state_dir::StateDir;

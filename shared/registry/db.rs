@@ -25,11 +25,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use super::chat::{Chat, Liveness, Place};
 use super::HEARTBEAT_EVERY;
 
-/// The registry's file in the state directory.
-pub const DB_FILE: &str = "chat.db";
-
-/// Where a corrupt registry is moved before the registry is rebuilt.
-pub const CORRUPT_FILE: &str = "chat.db.corrupt";
+pub use crate::state_dir::layout::{CHAT_DB as DB_FILE, CHAT_DB_CORRUPT as CORRUPT_FILE};
 
 /// How long a writer waits for another's transaction before giving up.
 /// Transactions last microseconds; this only matters under a storm.

@@ -29,6 +29,34 @@ use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
 
+/// The one-line summary of `jkz-chat --help`.
+pub const ABOUT: &str =
+    "Register the chat, keep its heartbeat, refuse edits of what another live chat claimed";
+
+/// The rest of `jkz-chat --help`: what it reads, writes, answers; its exit code.
+pub const LONG_ABOUT: &str = "\
+Claude Code hook for the cross-chat registry, state/chat.db. Register it for
+SessionStart (registers the chat: cwd, worktree, branch, client pid),
+UserPromptSubmit and PostToolUse (refresh the chat's heartbeat, written at
+most every 30 s), SessionEnd (marks the chat gone, releases its claims) and
+PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash.
+
+PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
+\"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
+would change a file inside a worktree, or issue N's pipeline state
+(state/pipeline/N.json and its companions, `jkz state set N`, a redirection,
+tee, mv, cp, rm or sed -i into one), that another live chat has claimed
+(jkz claim). A chat silent for 5 minutes is stale: its claims no longer
+stop anyone and `jkz claim N --take` takes them over. Anything else passes
+with no output.
+
+State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
+event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
+are used only if they exist (jkz install creates state/).
+
+Exit code: 0, always; a problem (bad input, a corrupt registry, which is
+then rebuilt empty, an unwritable state directory) is one line on stderr.";
+
 /// Runs the hook on the event read from `input`; returns what to print on
 /// stdout (only a PreToolUse refusal prints anything).
 pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
@@ -93,7 +121,7 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             if !root.join(DB_FILE).exists() {
                 return None;
             }
-            let pipeline_dir = resolve(&state.join(crate::pipeline::PIPELINE_DIR));
+            let pipeline_dir = resolve(&state.join(crate::state_dir::layout::PIPELINE_DIR));
             let lookups: Vec<(Option<String>, Option<String>)> = guarded
                 .iter()
                 .map(|t| match t {

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::pipeline;
 use crate::state_dir::StateDir;
 
@@ -167,13 +167,7 @@ pub fn doctor(
     }
 
     // 4. The state directory.
-    let state = match state_flag {
-        Some(flag) => StateDir::at(flag),
-        None => match std::env::var_os("JKZ_STATE_DIR").filter(|v| !v.is_empty()) {
-            Some(env) => StateDir::at(PathBuf::from(env)),
-            None => StateDir::at(project_dir.join("state")),
-        },
-    };
+    let state = StateDir::resolve_for_project(state_flag, &project_dir);
     check_state_dir(&mut report, state.path())?;
     for refused in crate::state_dir::refused_entries(state.path()) {
         report.line(

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::settings::{self, shell_quote};
 use super::{binary_dir, gitignore_ignores_state, plugin, Target, COMMANDS, GITIGNORE_BLOCK};
 use crate::atomic::write_atomic_mode;
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::create_private_dir;
 
 /// `jkz install`: register jkz's hooks and slash commands in a project.

@@ -21,6 +21,16 @@ pub const PLUGIN_NAME: &str = "jkz";
 /// The hooks configuration inside the plugin, as shipped.
 pub const HOOKS_JSON: &str = include_str!("../../plugin/hooks/hooks.json");
 
+/// The slash-command files, as shipped: `(file name, contents)`. One source
+/// for both ways of installing: the plugin carries them in
+/// `plugin/commands/` (where Claude Code looks for a plugin's commands), and
+/// `jkz install` writes the same files under `.claude/commands/jkz/`, so
+/// either way Claude Code names them `/jkz:save` and `/jkz:load`.
+pub const COMMANDS: [(&str, &str); 2] = [
+    ("save.md", include_str!("../../plugin/commands/save.md")),
+    ("load.md", include_str!("../../plugin/commands/load.md")),
+];
+
 /// An enabled jkz plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EnabledPlugin {

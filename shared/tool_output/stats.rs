@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ledger;
-use crate::cli::Failure;
+use crate::exit::Failure;
 use crate::state_dir::{open_state_file, StateDir};
 use crate::truncate::thousands;
 

@@ -101,6 +101,12 @@ pub fn head_share(role: &str) -> f64 {
     find(role).map_or(DEFAULT_HEAD_SHARE, |r| r.head_share)
 }
 
+/// The head share to use: `--head-share` when given, else the role's, else
+/// [`DEFAULT_HEAD_SHARE`].
+pub fn resolve_head_share(flag: Option<f64>, role: Option<&str>) -> f64 {
+    flag.unwrap_or_else(|| role.map_or(DEFAULT_HEAD_SHARE, head_share))
+}
+
 /// The table row for `role`, if it is known.
 pub fn find(role: &str) -> Option<&'static Role> {
     let norm = role.trim().to_ascii_lowercase().replace('_', "-");

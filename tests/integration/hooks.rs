@@ -283,13 +283,20 @@ fn old_snapshots_are_pruned_but_the_newest_twenty_kept() {
     let old = chrono::Utc::now() - chrono::Duration::days(30);
     for i in 0..25 {
         let t = old + chrono::Duration::minutes(i);
-        dir.write(
+        let path = dir.write(
             format!(
                 "state/pre-compact-{}-1.json",
                 t.format("%Y%m%dT%H%M%S%.3fZ")
             ),
             "{}",
         );
+        // Retention reads a snapshot's age from its modification time.
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t.into())
+            .unwrap();
     }
     let before = snapshots(&dir);
     pre_compact(&dir, event(&dir, "s", json!({}))).success();

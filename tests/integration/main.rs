@@ -7,6 +7,7 @@ mod client;
 mod compress;
 mod faults;
 mod hooks;
+mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
 mod races;

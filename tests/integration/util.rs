@@ -92,20 +92,39 @@ pub struct Cmd {
     shown: String,
 }
 
+/// `program` in `cwd` with `CLAUDE*` and `JKZ_*` scrubbed from its
+/// environment: every command a test runs starts here.
+pub fn scrubbed(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(cwd);
+    for (key, _) in std::env::vars_os() {
+        let key_str = key.to_string_lossy();
+        if key_str.starts_with("CLAUDE") || key_str.starts_with("JKZ_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
+}
+
 impl Cmd {
     pub fn new(name: &str, cwd: &Path) -> Cmd {
-        let mut cmd = Command::new(bin(name));
-        cmd.current_dir(cwd);
-        for (key, _) in std::env::vars_os() {
-            let key_str = key.to_string_lossy();
-            if key_str.starts_with("CLAUDE") || key_str.starts_with("JKZ_") {
-                cmd.env_remove(&key);
-            }
+        Cmd {
+            cmd: scrubbed(bin(name), cwd),
+            stdin: Vec::new(),
+            shown: name.to_string(),
         }
+    }
+
+    /// The binary `name` run by `sh -c` after `prelude` (e.g. a `ulimit`),
+    /// the environment scrubbed as for [`Cmd::new`].
+    pub fn under_sh(prelude: &str, name: &str, cwd: &Path) -> Cmd {
+        let script = format!("{prelude} exec \"$0\" \"$@\"");
+        let mut cmd = scrubbed("sh", cwd);
+        cmd.arg("-c").arg(&script).arg(bin(name));
         Cmd {
             cmd,
             stdin: Vec::new(),
-            shown: name.to_string(),
+            shown: format!("sh -c '{script}' {name}"),
         }
     }
 
@@ -225,6 +244,20 @@ impl Run {
 
     pub fn success(self) -> Run {
         self.expect_code(0)
+    }
+
+    /// Asserts that stderr is one line, from `program`, saying `why`.
+    pub fn one_line(&self, program: &str, why: &str) -> &Run {
+        let err = self.stderr_str();
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(
+            lines.len() == 1
+                && lines[0].starts_with(&format!("{program}: "))
+                && lines[0].contains(why),
+            "expected one line from {program} saying {why:?}\n{}",
+            self.report()
+        );
+        self
     }
 }
 

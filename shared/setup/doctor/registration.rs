@@ -14,7 +14,7 @@ use super::super::plugin::{self, EnabledPlugin};
 use super::super::settings::{self, REGISTRATIONS};
 use super::super::{Target, COMMANDS};
 use super::{find_on_path, is_executable, Report, Status};
-use crate::cli::Failure;
+use crate::exit::Failure;
 
 /// Where the plugin's launcher looks after `PATH` (`plugin/scripts/run-hook`).
 fn launcher_fallbacks(program: &str) -> Vec<PathBuf> {

@@ -5,6 +5,10 @@ use std::error::Error;
 use std::io;
 use std::process::ExitCode;
 
+/// The exit code of a usage error (a bad flag or value), clap's own: every
+/// binary's help lists it.
+pub const EXIT_USAGE: u8 = 2;
+
 /// An error a binary reports: a one-line message and its exit code.
 #[derive(Debug)]
 pub struct Failure {

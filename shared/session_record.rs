@@ -26,7 +26,7 @@ use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
 
 /// The subdirectory of the state directory holding session records.
-pub const SESSION_SNAPSHOT_DIR: &str = "session-snapshots";
+pub use crate::state_dir::layout::SESSION_RECORD_DIR as SESSION_SNAPSHOT_DIR;
 
 /// Where a session's record lives (the directory may not exist yet).
 pub fn record_path(state: &StateDir, session: &SessionId) -> PathBuf {
@@ -119,7 +119,7 @@ pub fn last_snapshot_name(path: &Path) -> Option<String> {
     let bytes = crate::state_dir::read_state_file(path, MAX_RECORD_BYTES).ok()?;
     let record: Value = serde_json::from_slice(&bytes).ok()?;
     let name = record.get("last_pre_compact_snapshot")?.as_str()?;
-    crate::compaction::is_snapshot_name(name).then(|| name.to_string())
+    crate::state_dir::layout::is_snapshot_name(name).then(|| name.to_string())
 }
 
 #[cfg(test)]

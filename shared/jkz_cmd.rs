@@ -1,0 +1,143 @@
+//! `jkz`: the toolkit's command for a person at a terminal (and for pipeline
+//! scripts): its arguments and which library module runs each subcommand.
+//! Each subcommand's own arguments and behaviour live in its module.
+//!
+//! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
+//! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
+//! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `install`, `uninstall`, `doctor`, `gc`, `stats`:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success; for `doctor`, every check passed |
+//! | 1 | failure: a check failed (`doctor`), settings jkz refuses to edit, an I/O error |
+//! | 2 | usage: unknown subcommand or bad arguments |
+
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::Failure;
+use crate::gc::GcArgs;
+use crate::setup::{DoctorArgs, InstallArgs, UninstallArgs};
+use crate::state_dir::StateDir;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "jkz",
+    version,
+    about = "Keep long-running Claude Code pipelines inside the context window"
+)]
+pub struct JkzCli {
+    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Read and write the pipeline state (state/pipeline/<N>.json).
+    State(crate::state_cmd::StateArgs),
+    /// Register jkz's hooks and /jkz:save, /jkz:load in a project (none where the
+    /// jkz plugin is enabled); create state/.
+    Install(InstallArgs),
+    /// Remove exactly what install added.
+    Uninstall(UninstallArgs),
+    /// Check binaries, how jkz is registered (the plugin or settings, once),
+    /// commands, the state directory and pipeline files.
+    Doctor(DoctorArgs),
+    /// Apply retention to the state directory and report what it freed.
+    Gc(GcArgs),
+    /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
+    Stats(crate::tool_output::stats::StatsArgs),
+    /// Run a model wrapper: its answer truncated to stdout, kept whole in a
+    /// deliberation record; its circuit and lock honoured; its exit code out.
+    Run(Box<crate::run::RunArgs>),
+    /// List the deliberation records, or show one's full response.
+    Deliberations(crate::deliberation::show::DeliberationsArgs),
+    /// Show or reset the circuit breakers of external services.
+    Circuit(crate::circuit_cmd::CircuitArgs),
+    /// Acquire, release and list worktree and pipeline locks.
+    Lock(crate::lock_cmd::LockArgs),
+    /// Claim an issue (and its worktree) for a chat: other live chats' edits
+    /// there are refused.
+    Claim(crate::registry::cmd::ClaimArgs),
+    /// Release a chat's claim on an issue.
+    Release(crate::registry::cmd::ReleaseArgs),
+    /// List the live and stale chats with their claims.
+    Chats(crate::registry::cmd::ChatsArgs),
+}
+
+/// Runs a parsed command line: the program name its errors carry
+/// (`jkz gc`, …) and the subcommand's result.
+pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
+    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    // Every subcommand given `buffered()` flushes it explicitly.
+    let buffered = || BufWriter::new(std::io::stdout().lock());
+    match cli.command {
+        Command::State(args) => {
+            let mut out = std::io::stdout().lock();
+            ("jkz state", crate::state_cmd::run(args, &state, &mut out))
+        }
+        Command::Install(args) => ("jkz install", crate::setup::install(&args, &mut buffered())),
+        Command::Uninstall(args) => (
+            "jkz uninstall",
+            crate::setup::uninstall(&args, &mut buffered()),
+        ),
+        Command::Doctor(args) => (
+            "jkz doctor",
+            crate::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
+        ),
+        Command::Gc(args) => ("jkz gc", crate::gc::gc(&args, &state, &mut buffered())),
+        Command::Stats(args) => (
+            "jkz stats",
+            crate::tool_output::stats::stats(&args, &state, &mut buffered()),
+        ),
+        Command::Run(args) => ("jkz run", crate::run::run(&args, &state)),
+        Command::Deliberations(args) => {
+            use crate::deliberation::show::{self, DeliberationsCommand};
+            let mut err = std::io::stderr();
+            let result = match &args.command {
+                DeliberationsCommand::List(a) => show::list(a, &state, &mut buffered(), &mut err),
+                DeliberationsCommand::Show(a) => show::show(a, &state, &mut buffered(), &mut err),
+            };
+            ("jkz deliberations", result)
+        }
+        Command::Circuit(args) => (
+            "jkz circuit",
+            crate::circuit_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Lock(args) => (
+            "jkz lock",
+            crate::lock_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Claim(args) => (
+            "jkz claim",
+            crate::registry::cmd::claim(&args, &state, &mut buffered()),
+        ),
+        Command::Release(args) => (
+            "jkz release",
+            crate::registry::cmd::release(&args, &state, &mut buffered()),
+        ),
+        Command::Chats(args) => (
+            "jkz chats",
+            crate::registry::cmd::chats(&args, &state, &mut buffered()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        JkzCli::command().debug_assert()
+    }
+}

@@ -1,0 +1,93 @@
+//! The layout of the state directory: every name jkz reads or writes below
+//! `state/`, in one table. A feature that adds a file or a directory adds
+//! it here, so that the readers ([`super::read`]), retention
+//! ([`super::retention`], `jkz gc`) and `jkz doctor` all see it.
+//!
+//! | path below `state/` | written by | what |
+//! |---|---|---|
+//! | [`PIPELINE_DIR`]`/<N>.json` | pipeline scripts, `jkz state set` | per-issue pipeline state |
+//! | `pre-compact-<ts>-<pid>.json` ([`snapshot_name`]) | `jkz-pre-compact` | the snapshot taken before each compaction |
+//! | [`SESSION_RECORD_DIR`]`/<session_id>.json` | `jkz-session`, `jkz-pre-compact` | the per-session record |
+//! | [`OFFLOAD_DIR`]`/` | `jkz-compress`, `jkz-truncate`, `jkz run` | offloaded sections, full outputs, full responses |
+//! | [`DELIBERATIONS_DIR`]`/` | `jkz run`, `jkz-truncate --record` | one record per agent invocation |
+//! | [`CIRCUIT_DIR`]`/<service>.json` | `jkz run --service` | one circuit breaker per external service |
+//! | [`LOCKS_DIR`]`/<kind>-<name>.json` | `jkz lock`, `jkz run --lock` | worktree and pipeline locks |
+//! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
+//! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
+//! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+
+/// `state/pipeline/<N>.json`, one file per issue, and its companions.
+pub const PIPELINE_DIR: &str = "pipeline";
+/// `state/session-snapshots/<session_id>.json`: the per-session record.
+pub const SESSION_RECORD_DIR: &str = "session-snapshots";
+/// `state/context-offload/`: content-addressed offloaded sections, full
+/// untruncated outputs and full agent responses.
+pub const OFFLOAD_DIR: &str = "context-offload";
+/// `state/deliberations/`: one record per agent invocation (`jkz run`,
+/// `jkz-truncate --record`), the audit trail; `jkz gc` never removes one.
+pub const DELIBERATIONS_DIR: &str = "deliberations";
+/// `state/circuit/<service>.json`: one circuit breaker per external service.
+pub const CIRCUIT_DIR: &str = "circuit";
+/// `state/locks/<kind>-<name>.json`: worktree and pipeline locks with a TTL.
+pub const LOCKS_DIR: &str = "locks";
+/// `state/tool-output.jsonl`: the tool-output guard's savings ledger.
+pub const TOOL_OUTPUT_LEDGER: &str = "tool-output.jsonl";
+/// The ledger's previous half, after a rotation.
+pub const TOOL_OUTPUT_LEDGER_ROTATED: &str = "tool-output.1.jsonl";
+/// `state/chat.db`: the cross-chat registry (SQLite, WAL).
+pub const CHAT_DB: &str = "chat.db";
+/// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
+/// when it was rebuilt empty (kept for a look; the next one replaces it).
+pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
+/// `state/watch-list.json`: what the observer watches.
+pub const WATCH_LIST: &str = "watch-list.json";
+/// `state/live-session.json`: the session the observer shows.
+pub const LIVE_SESSION: &str = "live-session.json";
+
+/// The subdirectories of `state/` that jkz reads files in.
+pub const SUBDIRS: [&str; 6] = [
+    PIPELINE_DIR,
+    SESSION_RECORD_DIR,
+    OFFLOAD_DIR,
+    DELIBERATIONS_DIR,
+    CIRCUIT_DIR,
+    LOCKS_DIR,
+];
+
+/// The start of every pre-compact snapshot's name.
+pub const SNAPSHOT_PREFIX: &str = "pre-compact-";
+
+/// The `<ts>` of a snapshot's name: UTC, sorts like time.
+const SNAPSHOT_TS_FORMAT: &str = "%Y%m%dT%H%M%S%.3fZ";
+
+/// `pre-compact-<ts>-<pid>.json` for a moment and a process.
+pub fn snapshot_name(at: DateTime<Utc>, pid: u32) -> String {
+    format!(
+        "{SNAPSHOT_PREFIX}{}-{pid}.json",
+        at.format(SNAPSHOT_TS_FORMAT)
+    )
+}
+
+/// True for a bare snapshot file name (no directory part, only the
+/// characters the name format uses).
+pub fn is_snapshot_name(name: &str) -> bool {
+    name.strip_prefix(SNAPSHOT_PREFIX)
+        .and_then(|rest| rest.strip_suffix(".json"))
+        .is_some_and(|mid| {
+            !mid.is_empty()
+                && mid
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || matches!(b, b'T' | b'Z' | b'.' | b'-'))
+        })
+}
+
+/// When a snapshot was taken, from its name.
+pub fn snapshot_time(name: &str) -> Option<DateTime<Utc>> {
+    let mid = name.strip_prefix(SNAPSHOT_PREFIX)?.strip_suffix(".json")?;
+    let ts = mid.rsplit_once('-')?.0;
+    NaiveDateTime::parse_from_str(ts, SNAPSHOT_TS_FORMAT)
+        .ok()
+        .map(|t| t.and_utc())
+}

@@ -1,0 +1,44 @@
+//! `jkz-post-tool-use --help`: what the hook does, with its cap and the
+//! built-in role rules spelled from the constants that apply them.
+
+use super::client::BASH_INLINE_CHARS;
+use super::{roles, CAP_VARIABLE, DEFAULT_CAP};
+
+/// The one-line description.
+pub const ABOUT: &str =
+    "Cap a tool's output before the model sees it, keeping head, tail and protected blocks";
+
+/// The long help: what the hook does, its cap, the role rules, its state
+/// and its exit code.
+pub fn long_about() -> String {
+    format!(
+        "\
+Claude Code's PostToolUse hook, for Bash, Read, Grep and MCP tools (mcp__*).
+Reads the hook event (JSON) on stdin. When the tool's output is longer than
+the cap, prints {{\"hookSpecificOutput\": {{\"updatedToolOutput\": …}}}} (MCP tools:
+updatedMCPToolOutput) holding what jkz-truncate's engine makes of the full
+output: the head, every protected block that fits, the tail, one marker per
+gap naming the saved full output. The full output is read from the file the
+client saved (persistedOutputPath) when there is one, else from the event.
+At or under the cap it prints nothing and the tool's output stands.
+
+Cap: {CAP_VARIABLE} bytes (default {DEFAULT_CAP}; 0 turns the guard off); for
+Bash at most {bash} less stderr, the most the client shows inline.
+
+The head share comes from the command (Bash) or the tool's name. The user's
+rules come first: .claude/jkz-tool-roles in the project, one rule a line,
+SHARE WORDS… (e.g. `0.2 bazel test`), # comments. Built-in rules, tried in
+order (first match wins):
+{table}
+State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
+event's cwd + /state; written only when it exists (jkz install creates it)
+or JKZ_STATE_DIR names it. Writes state/context-offload/full-*.txt (the full
+output) and one line per guarded call to state/tool-output.jsonl (the
+savings ledger; jkz stats sums it up).
+
+Exit code: 0, always; a problem is one line on stderr and no output, so the
+tool's own output stands.",
+        bash = crate::truncate::thousands(BASH_INLINE_CHARS),
+        table = roles::table(),
+    )
+}

@@ -1,0 +1,245 @@
+//! `jkz-truncate`'s command line: its arguments, its help (caps, roles and
+//! exit codes spelled from the constants that apply them) and its run. The
+//! rules themselves live in [`crate::truncate`].
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read};
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use clap::Parser;
+
+use super::full_output::Keep;
+use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
+use crate::deliberation::{pipe, Context};
+use crate::exit::{Failure, EXIT_USAGE};
+use crate::state_dir::StateDir;
+
+/// The program's name, in its messages.
+pub const PROGRAM: &str = "jkz-truncate";
+
+/// Output buffer: large, so the kept slices go out in few writes.
+const STDOUT_BUFFER: usize = 1 << 20;
+
+static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
+Caps: --max-bytes N > {CAP_VARIABLE} > --mode
+({caps}). A cap of 0 passes the input through, and
+so does a cap larger than the input. A filter fails open: an empty
+JKZ_MAX_OUTPUT_BYTES counts as unset, an invalid one is a one-line warning
+and the mode's cap is used; only a bad flag is a usage error (exit 2).
+Input no longer than the cap is printed unchanged. Longer input becomes:
+head, every protected block placed that is not in head or tail (input
+order), tail, with one marker line per gap:
+  [jkz-truncate: 1,234,567 bytes (20,311 lines) omitted; full output: PATH]
+
+How the budget is divided: head and tail together always keep at least a
+quarter of the cap (split by the head share), so the last lines survive
+however many blocks there are. Protected blocks share the other three
+quarters (kinds, highest first: verdict-json, compact-plan, plan-digest,
+decisions, tldr, accumulated-patterns, other jkz: signals):
+  1. the newest block of each kind, highest kind first, whole if it fits;
+  2. the newest blocks that did not fit share what is left equally, each
+     cut to its head (its first whole lines); the marker after the head
+     says how much of the block is omitted, e.g.
+     [jkz-truncate: tldr block cut: 156,494 bytes (2,414 lines) of it
+     omitted; full output: PATH]
+  3. older blocks, newest first within a kind, whole or cut to their head.
+A block is dropped only when not even its first line fits. Each placed
+block costs its new bytes plus one marker line; what blocks leave goes to
+head and tail. The output never exceeds the cap; a cap too small for one
+marker line gets the head alone, no marker.
+E.g. --max-bytes 3000 on 5,000 verdict comments: about 20 of the newest
+verdicts, and head and tail share at least 750 bytes.
+
+A heading section (## TL;DR, setext TL;DR + ===== …) protects its own
+text, up to the next heading of any level; its subsections are ordinary
+text unless they name a kind themselves.
+
+Head share by role (--head-share overrides):
+{}
+Full output: when the input is truncated, it is saved whole to
+STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
+JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
+they exist already). Failing to save it is a warning, never a lost output.
+
+--record (the flags of `jkz run`: --role, --issue, --phase, --pr,
+--iteration, --model, --endpoint, --service, --mode) keeps the whole answer
+for the audit trail instead, truncated or not, and writes one deliberation
+record, STATE/deliberations/<UTC time>-<issue or none>-<role>-<pid>.json,
+as `jkz run` does, without command, exit code or duration: status ok, or
+failed for an empty answer. An answer of at most {inline} bytes of UTF-8
+that is not truncated is kept inline in the record; any other is kept as
+STATE/context-offload/<sha256>.txt, the file the markers name. List and
+read records with `jkz deliberations`. Without a state directory the
+output is still printed, with a one-line warning.
+
+Exit codes:
+  0  success, also when the reader of stdout went away (broken pipe)
+  {EXIT_IO}  the input could not be read or stdout could not be written
+  {EXIT_USAGE}  usage error (bad flag or value)",
+        roles::table(),
+        caps = Mode::caps_text(),
+        inline = super::thousands(crate::deliberation::INLINE_MAX as u64),
+    )
+});
+
+/// Caps a stream to a byte budget, keeping its head and tail and every
+/// protected block that fits.
+#[derive(Parser, Debug)]
+#[command(name = PROGRAM, version, after_help = AFTER_HELP.as_str())]
+pub struct TruncateCli {
+    /// Default cap when neither --max-bytes nor JKZ_MAX_OUTPUT_BYTES is set.
+    #[arg(long, value_enum, default_value_t = Mode::Primary)]
+    pub mode: Mode,
+
+    /// Who answered (--role also picks the head share, see below; unknown
+    /// roles split evenly). Recorded with --record; the flags other than
+    /// --role need it.
+    #[command(flatten)]
+    pub context: Context,
+
+    /// Keep the whole answer and one deliberation record of it in
+    /// STATE/deliberations/ (as `jkz run` does); the markers name the
+    /// answer's file, STATE/context-offload/<sha256>.txt.
+    #[arg(long, conflicts_with = "no_full_output")]
+    pub record: bool,
+
+    /// The external service that answered (recorded with --record).
+    #[arg(long, value_name = "S")]
+    pub service: Option<String>,
+
+    /// Output cap in bytes (0: no truncation). Default: JKZ_MAX_OUTPUT_BYTES,
+    /// else the mode's cap.
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
+
+    /// Head's share of the head+tail budget, 0.0 to 1.0; overrides --role.
+    #[arg(long, value_name = "F", value_parser = parse_share)]
+    pub head_share: Option<f64>,
+
+    /// State directory for the full output (default: JKZ_STATE_DIR, then
+    /// $CLAUDE_PROJECT_DIR/state or ./state if it exists).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Do not save the full input when truncating.
+    #[arg(long)]
+    pub no_full_output: bool,
+
+    /// Input file (default: stdin).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let f: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(format!("{s} is outside 0.0..=1.0"))
+    }
+}
+
+/// Parses the process's arguments; a usage error ends the process (exit 2,
+/// clap's message), as does `--help` (exit 0).
+pub fn parse() -> TruncateCli {
+    let cli = TruncateCli::parse();
+    if !cli.record {
+        if let Some(flag) = record_only_flag(&cli) {
+            use clap::CommandFactory;
+            TruncateCli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("{flag} is recorded only with --record"),
+                )
+                .exit();
+        }
+    }
+    cli
+}
+
+/// A flag given that only a record uses.
+fn record_only_flag(cli: &TruncateCli) -> Option<&'static str> {
+    let c = &cli.context;
+    [
+        ("--issue", c.issue.is_some()),
+        ("--phase", c.phase.is_some()),
+        ("--pr", c.pr.is_some()),
+        ("--iteration", c.iteration.is_some()),
+        ("--model", c.model.is_some()),
+        ("--endpoint", c.endpoint.is_some()),
+        ("--service", cli.service.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(flag, given)| given.then_some(flag))
+}
+
+/// Runs a parsed command line: the exit code, or why it failed.
+pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
+    let mode = cli.mode;
+    let head_share = roles::resolve_head_share(cli.head_share, cli.context.role.as_deref());
+    let mut stderr = io::stderr().lock();
+    let cap = super::cap_from_env(cli.max_bytes, mode, &mut stderr);
+    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let settings = Settings {
+        cap,
+        head_share,
+        full_output: (!cli.no_full_output && !cli.record)
+            .then(|| Keep::WhenTruncated(state.clone())),
+    };
+    let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
+    let caller = cli.record.then(|| pipe::Caller {
+        context: cli.context.clone(),
+        service: cli.service.clone(),
+        mode,
+    });
+    let go = |input: &mut dyn Read, name: &str| match &caller {
+        None => super::truncate(input, stdout, &settings, name, &mut stderr),
+        Some(caller) => {
+            pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
+        }
+    };
+    match &cli.file {
+        Some(path) => {
+            let name = path.display().to_string();
+            let mut file = File::open(path)
+                .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
+            go(&mut file, &name)?;
+        }
+        None => {
+            super::grow_pipe(io::stdin());
+            go(&mut io::stdin().lock(), "stdin")?;
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        TruncateCli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_bad_flag_exits_with_the_usage_code_help_names() {
+        let err = TruncateCli::try_parse_from([PROGRAM, "--bogus"]).unwrap_err();
+        assert_eq!(err.exit_code(), i32::from(EXIT_USAGE));
+    }
+
+    #[test]
+    fn share_must_be_a_fraction() {
+        assert_eq!(parse_share("0.25"), Ok(0.25));
+        assert!(parse_share("1.5").is_err());
+        assert!(parse_share("-0.1").is_err());
+        assert!(parse_share("half").is_err());
+    }
+}
