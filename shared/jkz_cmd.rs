@@ -4,7 +4,8 @@
 //!
 //! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
-//! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`].
+//! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -63,6 +64,13 @@ pub enum Command {
     Circuit(crate::circuit_cmd::CircuitArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(crate::lock_cmd::LockArgs),
+    /// Claim an issue (and its worktree) for a chat: other live chats' edits
+    /// there are refused.
+    Claim(crate::registry::cmd::ClaimArgs),
+    /// Release a chat's claim on an issue.
+    Release(crate::registry::cmd::ReleaseArgs),
+    /// List the live and stale chats with their claims.
+    Chats(crate::registry::cmd::ChatsArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
@@ -107,6 +115,18 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Lock(args) => (
             "jkz lock",
             crate::lock_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Claim(args) => (
+            "jkz claim",
+            crate::registry::cmd::claim(&args, &state, &mut buffered()),
+        ),
+        Command::Release(args) => (
+            "jkz release",
+            crate::registry::cmd::release(&args, &state, &mut buffered()),
+        ),
+        Command::Chats(args) => (
+            "jkz chats",
+            crate::registry::cmd::chats(&args, &state, &mut buffered()),
         ),
     }
 }
