@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-bins=(jkz jkz-truncate jkz-compress jkz-pre-compact jkz-session-start jkz-post-tool-use jkz-session)
+bins=(jkz jkz-truncate jkz-compress jkz-pre-compact jkz-session-start jkz-post-tool-use jkz-chat jkz-session)
 # cargo itself builds and copies the binaries out, wherever it builds
 # (CARGO_TARGET_DIR, a build.target-dir setting, else ./target: a path
 # install reuses it, so a second run is incremental). They land in a

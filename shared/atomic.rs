@@ -8,7 +8,11 @@
 //! must never be half there, can leave it out.
 //!
 //! Temp files are named `.<file name>.<random>.tmp`; one left behind by a
-//! killed process is removed by `jkz gc`.
+//! killed process is removed by `jkz gc`. Each is created with an exclusive
+//! `flock` its writer holds while the file is open ([`create_temp`]): `jkz gc`
+//! removes no temp file whose lock it cannot take, so a slow writer (a model
+//! silent for an hour in the middle of its answer) keeps its file, and the
+//! lock goes with the writer's death, so a killed writer's file does not.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -18,6 +22,18 @@ use tempfile::NamedTempFile;
 
 /// The suffix of every temp file jkz creates.
 pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// A new owner-only temp file `.<name>.<random>.tmp` in `dir`, locked
+/// (`flock`, exclusive) for as long as it is open: the sign to `jkz gc` that
+/// a writer is still at it.
+pub fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> io::Result<NamedTempFile> {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", name.to_string_lossy()))
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)?;
+    tmp.as_file().lock()?;
+    Ok(tmp)
+}
 
 /// A file being written; it appears at its destination only on [`commit`].
 /// Dropped without commit, it leaves nothing behind.
@@ -56,10 +72,7 @@ impl AtomicFile {
         let name = dest
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
-            .suffix(TEMP_SUFFIX)
-            .tempfile_in(dir)?;
+        let tmp = create_temp(dir, name)?;
         Ok(AtomicFile {
             tmp,
             dest,

@@ -217,11 +217,16 @@ pub fn admit(state: &StateDir, service: &str, policy: Policy, me: u32) -> io::Re
         match c.state {
             State::Closed => (Admission::Through, false),
             State::Open => {
-                let opened = parse(&c.opened_at).unwrap_or(now);
                 let cooldown =
                     chrono::Duration::from_std(policy.cooldown).unwrap_or(chrono::Duration::MAX);
-                let until = opened.checked_add_signed(cooldown).unwrap_or(now);
-                if now < until {
+                // Without a readable opening time the cooldown counts as
+                // over: else the circuit would stay open forever.
+                let until = parse(&c.opened_at).map(|opened| {
+                    opened
+                        .checked_add_signed(cooldown)
+                        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+                });
+                if let Some(until) = until.filter(|until| now < *until) {
                     let why = format!(
                         "circuit {service} is open ({} consecutive failures); it half-opens at {}",
                         c.consecutive_failures,

@@ -4,12 +4,13 @@
 //! |---|---|
 //! | `pre-compact-*.json` snapshots | older than 7 days, except the newest 20 (always kept) |
 //! | `context-offload/*` (offloaded sections, full outputs) | not used or referenced for 7 days |
+//! | `context-offload/<64 hex digits>.txt` (deliberation responses) | never: the audit trail |
 //! | `session-snapshots/<id>.json` | not written for 30 days (an orphan: its chat is over), except the newest snapshot |
-//! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer) |
+//! | `.*.tmp` in `state/`, `context-offload/`, `session-snapshots/` | older than 10 minutes (left by a killed writer), and not locked by a writer that still has it open |
 //! | `pipeline/.<N>.json.<random>.tmp` | older than 10 minutes: what a killed `jkz state set` leaves |
 //! | `tool-output.jsonl`, `tool-output.1.jsonl` | never: the savings ledger's writer bounds it (rotated at 8 MiB, two files at most; see `tool_output::ledger`) |
 //! | `locks/<kind>-<name>.json` | past its TTL, or its holder's pid gone on this host; a held lock never |
-//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes |
+//! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes, and not locked by its writer |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a
@@ -31,8 +32,9 @@
 //! takes its lock file (`.<name>.lock`) with it, under that lock.
 //!
 //! Nothing in `state/deliberations/` is ever touched, nor an offloaded
-//! response a record names (`context-offload/<sha256>.txt`, whatever its
-//! age): they are the audit trail. Nothing in `state/pipeline/` is removed
+//! response (`context-offload/<sha256>.txt`, whatever its age): they are
+//! the audit trail. A response is known by its name alone, so it is kept
+//! even when the records that name it cannot be read. Nothing in `state/pipeline/` is removed
 //! but the temp files of jkz's own pipeline writer (removed under the
 //! pipeline file's lock, so never one a writer is still at).
 
@@ -45,7 +47,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::exit::Failure;
 use crate::json_file::lock_path;
-use crate::state_dir::layout::{is_snapshot_name, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
+use crate::state_dir::layout::{is_snapshot_name, CIRCUIT_DIR, LOCKS_DIR};
 use crate::state_dir::retention::{
     expired_pre_compact, older_than, OFFLOAD_MAX_IDLE, SESSION_MAX_AGE, TEMP_MAX_AGE,
 };
@@ -220,10 +222,9 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     // Offloaded content: idle by its own times, then not named by a recent
     // state file.
     let offload_dir = state.join(crate::compress::OFFLOAD_DIR);
-    let responses = deliberation_responses(state);
     let idle: Vec<Entry> = entries(&offload_dir)
         .into_iter()
-        .filter(|e| !is_temp(&e.name) && !responses.contains(&e.name))
+        .filter(|e| !is_temp(&e.name) && !is_response_name(&e.name))
         .filter(|e| {
             older_than(now, e.stamp.modified, OFFLOAD_MAX_IDLE)
                 && older_than(now, e.stamp.accessed, OFFLOAD_MAX_IDLE)
@@ -298,19 +299,12 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     out
 }
 
-/// The offloaded files deliberation records name: the audit trail, never
-/// removed (nor the records themselves).
-fn deliberation_responses(state: &Path) -> HashSet<String> {
-    let dir = state.join(DELIBERATIONS_DIR);
-    if !crate::state_dir::is_real_dir(&dir).unwrap_or(false) {
-        return HashSet::new();
-    }
-    crate::deliberation::index::load(&dir, &mut io::sink())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| e.response_file)
-        .filter_map(|f| f.rsplit('/').next().map(str::to_string))
-        .collect()
+/// A deliberation response's name, `<sha256 in lowercase hex>.txt` (see
+/// `truncate::full_output::Keeper`): the audit trail, never removed.
+fn is_response_name(name: &str) -> bool {
+    name.strip_suffix(".txt").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// Feeds every regular state file written within the offload idle time,
@@ -497,11 +491,17 @@ pub fn remove_judged(d: &Doomed) -> io::Result<bool> {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
                 Err(e) => return Err(e),
             }
-            // Nobody reaches it by its name now: what it is, it stays.
-            if is_unchanged(&aside, &d.judged)? {
+            // Nobody reaches it by its name now: what it is, it stays. A
+            // temp file whose writer still has it open (and so its lock,
+            // see `atomic::create_temp`) is in use, however old.
+            let temp = is_temp(&d.path.file_name().unwrap_or_default().to_string_lossy());
+            let lock = if temp { take_lock(&aside)? } else { None };
+            let in_use = temp && lock.is_none();
+            if !in_use && is_unchanged(&aside, &d.judged)? {
                 fs::remove_file(&aside)?;
                 return Ok(true);
             }
+            drop(lock);
             // Changed after it was judged: back in place, unless a new one
             // was written there meanwhile (it is then the newer).
             match fs::hard_link(&aside, &d.path) {
@@ -527,6 +527,21 @@ fn aside_path(path: &Path) -> PathBuf {
         std::process::id(),
         crate::atomic::TEMP_SUFFIX
     ))
+}
+
+/// The temp file at `path`, its lock taken by gc; `None` while its writer
+/// holds the lock (or when the file is gone).
+fn take_lock(path: &Path) -> io::Result<Option<fs::File>> {
+    let file = match crate::state_dir::open_state_file(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 fn is_unchanged(path: &Path, judged: &Stamp) -> io::Result<bool> {

@@ -6,6 +6,7 @@
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
+//! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -67,6 +68,13 @@ pub enum Command {
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
     #[cfg(feature = "ui")]
     Ui(crate::ui::UiArgs),
+    /// Claim an issue (and its worktree) for a chat: other live chats' edits
+    /// there are refused.
+    Claim(crate::registry::cmd::ClaimArgs),
+    /// Release a chat's claim on an issue.
+    Release(crate::registry::cmd::ReleaseArgs),
+    /// List the live and stale chats with their claims.
+    Chats(crate::registry::cmd::ChatsArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
@@ -116,6 +124,18 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Ui(args) => (
             "jkz ui",
             crate::ui::run(&args, &state, &mut std::io::stdout()),
+        ),
+        Command::Claim(args) => (
+            "jkz claim",
+            crate::registry::cmd::claim(&args, &state, &mut buffered()),
+        ),
+        Command::Release(args) => (
+            "jkz release",
+            crate::registry::cmd::release(&args, &state, &mut buffered()),
+        ),
+        Command::Chats(args) => (
+            "jkz chats",
+            crate::registry::cmd::chats(&args, &state, &mut buffered()),
         ),
     }
 }

@@ -210,14 +210,16 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
 
 /// Takes the lock, retrying while it is busy for at most `wait`.
 pub fn acquire(state: &StateDir, req: &Request, wait: Duration) -> io::Result<Acquired> {
-    let deadline = Instant::now() + wait;
+    // A wait past what the clock can count (`--wait inf`) has no deadline.
+    let deadline = Instant::now().checked_add(wait);
     let mut pause = Duration::from_millis(2);
     loop {
         let outcome = try_acquire(state, req)?;
         let now = Instant::now();
         match outcome {
-            Acquired::Busy(_) if now < deadline => {
-                std::thread::sleep(pause.min(deadline - now));
+            Acquired::Busy(_) if deadline.is_none_or(|d| now < d) => {
+                let left = deadline.map_or(pause, |d| d - now);
+                std::thread::sleep(pause.min(left));
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
             outcome => return Ok(outcome),

@@ -76,8 +76,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub max_bytes: Option<u64>,
 
-    /// Hold the lock KIND:NAME (e.g. pipeline:42) while CMD runs; if another
-    /// owner holds it, CMD is not started (exit 76).
+    /// Hold the lock KIND:NAME (e.g. pipeline:42) while CMD runs, renewed
+    /// every third of its TTL; if another owner holds it, CMD is not started
+    /// (exit 76).
     #[arg(long, value_name = "KIND:NAME", value_parser = parse_lock)]
     pub lock: Option<(String, String)>,
 
@@ -122,7 +123,9 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
     let clock = Instant::now();
     let fail = |what: &str, e: io::Error| Failure::io(EXIT_FAILED, what, e);
 
-    let mut record = Record::new(&args.context, Status::Ok, started);
+    // Failed until CMD is known to have answered: every error path on the
+    // way reports a failure to the circuit.
+    let mut record = Record::new(&args.context, Status::Failed, started);
     record.service = args.service.clone();
     record.mode = Some(args.mode.name().to_string());
     record.command = Some(
@@ -156,7 +159,10 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
             }
         }
     };
+    // Renewed while CMD runs, so a call longer than the TTL keeps it.
+    let renewal = Renewal::start(state, held.as_ref());
     let release = |held: &Option<lock::Request>| {
+        renewal.stop();
         if let Some(req) = held {
             if let Err(e) = lock::release(state, &req.kind, &req.name, &req.owner) {
                 say(format_args!(
@@ -224,6 +230,49 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
     outcome
 }
 
+/// Renews the `--lock` every third of its TTL until stopped.
+struct Renewal(Mutex<Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>>);
+
+impl Renewal {
+    fn start(state: &StateDir, held: Option<&lock::Request>) -> Renewal {
+        let thread = held.filter(|req| !req.ttl.is_zero()).map(|req| {
+            let (stop, stopped) = mpsc::channel::<()>();
+            let (state, req) = (state.clone(), req.clone());
+            let every = req.ttl / 3;
+            let handle = std::thread::spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    match lock::try_acquire(&state, &req) {
+                        Ok(Acquired::Taken { .. }) => {}
+                        Ok(Acquired::Busy(held)) => {
+                            say(format_args!(
+                                "warning: lock {}:{} was taken by {} while CMD ran",
+                                req.kind, req.name, held.owner
+                            ));
+                            return;
+                        }
+                        Err(e) => say(format_args!(
+                            "warning: renewing lock {}:{}: {e}",
+                            req.kind, req.name
+                        )),
+                    }
+                }
+            });
+            (stop, handle)
+        });
+        Renewal(Mutex::new(thread))
+    }
+
+    /// Stops renewing (before the lock is released: a renewal after the
+    /// release would take it again).
+    fn stop(&self) {
+        let thread = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, handle)) = thread {
+            drop(stop);
+            let _ = handle.join();
+        }
+    }
+}
+
 /// Starts CMD with its stdout piped to jkz; on failure, one line on stderr
 /// and the exit code (127 not found, 126 cannot execute).
 fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, u8> {
@@ -276,8 +325,17 @@ fn invoke(
         1 << 20,
         io::stdout().lock(),
     ));
-    let (streamed, kept) =
-        truncate::truncate_keeping(stdout, &mut output, &settings, "CMD's stdout", &mut stderr);
+    let mut stdout = Counted {
+        inner: stdout,
+        bytes: 0,
+    };
+    let (streamed, kept) = truncate::truncate_keeping(
+        &mut stdout,
+        &mut output,
+        &settings,
+        "CMD's stdout",
+        &mut stderr,
+    );
     record.verdict = output.verdict();
     drop(output);
 
@@ -291,8 +349,8 @@ fn invoke(
     }
     let code = exit_code(status);
     record.exit_code = Some(code);
-    let empty =
-        deliberation::is_empty(kept.as_ref(), streamed.as_ref().ok().map(|s| s.input_bytes));
+    // Judged by what CMD wrote, whether or not it could be kept or passed on.
+    let empty = deliberation::is_empty(kept.as_ref(), Some(stdout.bytes));
     deliberation::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
@@ -320,6 +378,20 @@ fn invoke(
         return Ok(EXIT_TIMEOUT);
     }
     Ok(u8::try_from(code).unwrap_or(EXIT_FAILED))
+}
+
+/// A reader that counts the bytes it reads.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: io::Read> io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
 }
 
 /// The truncation settings: the same resolution as `jkz-truncate`'s. The

@@ -44,6 +44,8 @@ pub enum StateCommand {
     /// Set one field of issue N (`lastActivity` and `heartbeat_pid` beside the
     /// issue's data, as the contract puts them); also stamps `last_updated`
     /// and `lastActivity`. Refused when the file would break the contract.
+    /// From a chat ($CLAUDE_CODE_SESSION_ID set), also claims issue N for it
+    /// when no other chat holds it (see `jkz claim`).
     Set {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
@@ -141,6 +143,10 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                     }
                 },
             )?;
+            // From a chat, the issue becomes the chat's when nobody holds it.
+            if let Some(why) = crate::registry::cmd::claim_implicitly(state, &issue) {
+                eprintln!("jkz state set: {why}");
+            }
         }
         StateCommand::Show { issue } => {
             let doc = read_doc(state, &issue)?;

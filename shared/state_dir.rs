@@ -26,17 +26,18 @@
 //! but a regular file: see [`read`].
 
 use std::ffi::OsString;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
 pub mod layout;
 pub mod read;
 pub mod retention;
 pub use read::{
-    check_listed_dir, open_state_file, open_user_file, read_state_file, read_state_file_into,
-    read_user_file, read_whole_state_file, refused_entries, RefusedEntry, SmallFileReader,
+    check_listed_dir, open_state_file, open_state_file_to_append, open_user_file, read_state_file,
+    read_state_file_into, read_user_file, read_whole_state_file, refused_entries, RefusedEntry,
+    SmallFileReader,
 };
 
 pub use layout::{CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
@@ -234,21 +235,7 @@ pub fn is_real_dir(path: &Path) -> io::Result<bool> {
 /// refusing to follow a symbolic link in its place: a link planted as
 /// `.<name>.lock` would otherwise make jkz create or open its target.
 pub fn open_lock_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| {
-            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            if is_link {
-                symbolic_link()
-            } else {
-                e
-            }
-        })
+    open_state_file_to_append(path)
 }
 
 fn symbolic_link() -> io::Error {
@@ -273,6 +260,8 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name| {

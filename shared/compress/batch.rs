@@ -37,8 +37,6 @@ use std::thread::JoinHandle;
 
 use tempfile::TempPath;
 
-use crate::atomic::TEMP_SUFFIX;
-
 /// When a group of written files goes to be flushed: at `files` files or
 /// `bytes` bytes, whichever comes first.
 #[derive(Debug, Clone, Copy)]
@@ -243,15 +241,8 @@ impl Drop for AtomicBatch {
 
 /// A new empty temp file (owner-only) beside `dest`.
 fn temp_file(dir: &Path, dest: &Path) -> io::Result<(File, TempPath)> {
-    let prefix = match dest.file_name() {
-        Some(name) => format!(".{}.", name.to_string_lossy()),
-        None => ".batch.".to_string(),
-    };
-    Ok(tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)?
-        .into_parts())
+    let name = dest.file_name().unwrap_or("batch".as_ref());
+    Ok(crate::atomic::create_temp(dir, name)?.into_parts())
 }
 
 /// The writing thread: writes each file it is handed to a temp file,

@@ -17,6 +17,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs::{self, File, FileTimes};
 use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -156,7 +157,8 @@ fn describe(
 /// True when `dest` is already a regular file of `len` bytes, which is then
 /// touched (the name is the content's hash, so the content is the same).
 /// Anything else there — nothing, another size, a link, a FIFO, a file that
-/// cannot be touched — is replaced by a fresh copy.
+/// cannot be touched, a file no longer under that name once touched (moved
+/// aside by `jkz gc`) — is replaced by a fresh copy.
 fn reuse(dest: &Path, len: u64) -> bool {
     let listed = fs::symlink_metadata(dest);
     if !listed.is_ok_and(|m| m.is_file() && m.len() == len) {
@@ -169,7 +171,10 @@ fn reuse(dest: &Path, len: u64) -> bool {
         }
         let now = SystemTime::now();
         file.set_times(FileTimes::new().set_accessed(now).set_modified(now))?;
-        Ok(true)
+        // Touched, but still the file of that name? `jkz gc` may have moved
+        // it aside meanwhile to remove it: then a fresh copy is written.
+        let named = fs::symlink_metadata(dest)?;
+        Ok(named.dev() == meta.dev() && named.ino() == meta.ino())
     });
     touched.unwrap_or(false)
 }

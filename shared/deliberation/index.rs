@@ -20,16 +20,15 @@
 //! the next reader finds the record missing and adds it again.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Record, Status, MAX_RECORD};
 use crate::json_file::{lock_wait, lock_within};
-use crate::state_dir::{read_state_file, read_whole_state_file, O_NOFOLLOW};
+use crate::state_dir::{read_state_file, read_whole_state_file};
 
 /// The index's file name in `state/deliberations/`.
 pub const INDEX_FILE: &str = "index.jsonl";
@@ -81,12 +80,14 @@ pub fn append(dir: &Path, entries: &[Entry]) -> io::Result<()> {
     for e in entries {
         bytes.extend(line(e)?);
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(O_NOFOLLOW)
-        .open(dir.join(INDEX_FILE))?;
+    let path = dir.join(INDEX_FILE);
+    let mut file = crate::state_dir::open_state_file_to_append(&path).inspect_err(|e| {
+        // Its callers let a failed append go (the index is a cache): a
+        // planted entry is still said.
+        if e.kind() == io::ErrorKind::InvalidInput {
+            crate::state_dir::read::report_refused(&path, e);
+        }
+    })?;
     file.write_all(&bytes)
 }
 

@@ -7,12 +7,18 @@
 //! entry in [`REGISTRATIONS`]; other groups, other hooks in them and every
 //! other key are never touched. A hook is jkz's when the program of its
 //! command (first word, quotes removed) is named `jkz-pre-compact`,
-//! `jkz-session-start` or `jkz-post-tool-use`: that survives a reinstall to another prefix.
+//! `jkz-session-start`, `jkz-post-tool-use` or `jkz-chat`: that survives a
+//! reinstall to another prefix.
 
 use serde_json::{Map, Value};
 
 /// The hook programs jkz registers.
-pub const HOOK_PROGRAMS: [&str; 3] = ["jkz-pre-compact", "jkz-session-start", "jkz-post-tool-use"];
+pub const HOOK_PROGRAMS: [&str; 4] = [
+    "jkz-pre-compact",
+    "jkz-session-start",
+    "jkz-post-tool-use",
+    "jkz-chat",
+];
 
 /// One registration: Claude Code event, matcher, hook program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +30,10 @@ pub struct Registration {
 
 /// What `jkz install` registers: PreCompact for every trigger (manual and
 /// auto), SessionStart after a compaction and on resume, PostToolUse for
-/// the tools whose output can be large (Bash, Read, Grep, every MCP tool).
-pub const REGISTRATIONS: [Registration; 4] = [
+/// the tools whose output can be large (Bash, Read, Grep, every MCP tool);
+/// and the cross-chat registry's `jkz-chat` on every event of a chat's life
+/// (start, prompt, tool call, end) and before the tools that change files.
+pub const REGISTRATIONS: [Registration; 9] = [
     Registration {
         event: "PreCompact",
         matcher: "",
@@ -45,6 +53,31 @@ pub const REGISTRATIONS: [Registration; 4] = [
         event: "PostToolUse",
         matcher: "Bash|Read|Grep|mcp__.*",
         program: "jkz-post-tool-use",
+    },
+    Registration {
+        event: "SessionStart",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "UserPromptSubmit",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "PreToolUse",
+        matcher: "Edit|Write|MultiEdit|NotebookEdit|Bash",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "PostToolUse",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "SessionEnd",
+        matcher: "",
+        program: "jkz-chat",
     },
 ];
 
@@ -394,8 +427,11 @@ mod tests {
             s["hooks"]["PreCompact"][0],
             original["hooks"]["PreCompact"][0]
         );
-        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 2);
-        assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 2);
+        // compact, resume (jkz-session-start) and every source (jkz-chat).
+        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 3);
+        // The user's, jkz-post-tool-use's and jkz-chat's.
+        assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 3);
+        assert_eq!(s["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
         assert_eq!(
             s["hooks"]["PostToolUse"][0],
             original["hooks"]["PostToolUse"][0]

@@ -13,7 +13,7 @@
 //! | [`CIRCUIT_DIR`]`/<service>.json` | `jkz run --service` | one circuit breaker per external service |
 //! | [`LOCKS_DIR`]`/<kind>-<name>.json` | `jkz lock`, `jkz run --lock` | worktree and pipeline locks |
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
-//! | [`CHAT_DB`] | the registry hooks, `jkz claim` | the cross-chat registry |
+//! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -38,6 +38,9 @@ pub const TOOL_OUTPUT_LEDGER: &str = "tool-output.jsonl";
 pub const TOOL_OUTPUT_LEDGER_ROTATED: &str = "tool-output.1.jsonl";
 /// `state/chat.db`: the cross-chat registry (SQLite, WAL).
 pub const CHAT_DB: &str = "chat.db";
+/// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
+/// when it was rebuilt empty (kept for a look; the next one replaces it).
+pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
 /// `state/live-session.json`: the running observer (`jkz ui`): its pid,

@@ -25,6 +25,11 @@
 //! line (`program: refused PATH: why`), and the caller gets an error of kind
 //! `InvalidInput`; `jkz doctor` lists every such entry ([`refused_entries`]).
 //!
+//! The writing side has one opener too, [`open_state_file_to_append`]: a
+//! file appended to (the savings ledger, the deliberation index) or locked
+//! (every `.<name>.lock`) is opened the same way, so a FIFO planted there
+//! cannot hang a hook either.
+//!
 //! The user's own files outside `state/` (`.claude/settings.json`,
 //! `.gitignore`) may be links (dotfile managers make them); they are read
 //! with [`read_user_file`]: links followed, but still bounded, regular files
@@ -66,6 +71,38 @@ enum Links {
 /// entry is reported on stderr and returned as an `InvalidInput` error.
 pub fn open_state_file(path: &Path) -> io::Result<File> {
     open_regular(path, Links::Refuse).map(|(file, _)| file)
+}
+
+/// Opens a file under `state/` to append to it or to lock it, creating it
+/// owner-only when missing: not through a symbolic link, without blocking
+/// (`O_NONBLOCK`: a FIFO with no reader fails at once), and only a regular
+/// file (`fstat` on the open file). A refused entry is an `InvalidInput`
+/// error saying why, for the caller to report with what it was writing.
+pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
+    check_parent(path)?;
+    let planted = || match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Some(symbolic_link()),
+        Ok(meta) if !meta.is_file() => Some(not_a_regular_file()),
+        _ => None,
+    };
+    // Where O_NONBLOCK is not known, look first (see `open_regular`).
+    if O_NONBLOCK == 0 {
+        if let Some(e) = planted() {
+            return Err(e);
+        }
+    }
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(O_NONBLOCK | O_NOFOLLOW)
+        .open(path)
+        // ELOOP for a link, ENXIO for a FIFO, EISDIR for a directory: name it.
+        .map_err(|e| planted().unwrap_or(e))?;
+    if !file.metadata()?.is_file() {
+        return Err(not_a_regular_file());
+    }
+    Ok(file)
 }
 
 /// Opens a file outside `state/` for reading (a tool's output the client
@@ -297,7 +334,7 @@ fn symbolic_link() -> io::Error {
 }
 
 /// Says on stderr, once per path in this process, that `path` was refused.
-fn report_refused(path: &Path, why: &io::Error) {
+pub(crate) fn report_refused(path: &Path, why: &io::Error) {
     static REPORTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
     if reported.iter().any(|p| p == path) {

@@ -26,16 +26,15 @@
 //! about 2 × 8 MiB, some 90,000 calls; `jkz stats` reads both files and
 //! `jkz gc` leaves them alone.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::json_file::lock_within;
-use crate::state_dir::{StateDir, O_NOFOLLOW};
+use crate::state_dir::StateDir;
 
 /// The ledger, in the state directory.
 pub use crate::state_dir::layout::TOOL_OUTPUT_LEDGER as LEDGER;
@@ -79,12 +78,7 @@ pub fn append(state: &StateDir, entry: &Entry) -> io::Result<bool> {
     rotate_if_large(&path, ROTATE_BYTES)?;
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(O_NOFOLLOW)
-        .open(&path)?;
+    let mut file = crate::state_dir::open_state_file_to_append(&path)?;
     file.write_all(&line)?;
     Ok(true)
 }

@@ -34,9 +34,11 @@
 //! input is kept whatever its length, for a deliberation record, and the
 //! file the markers name is the record's response file: one file, written
 //! once. The writer thread hashes (sha256) each chunk before writing it,
-//! and the temp file is renamed to `<sha256>.txt` at the end
+//! and the temp file is synced and renamed to `<sha256>.txt` at the end
 //! (content-addressed, write-once: the same answer twice is one file),
-//! before any marker is written. An input that is not truncated is never
+//! before any marker is written. Unlike a full output it is synced (its
+//! content, before the rename): a record names it, and a write-once file
+//! left short by a power loss would never be repaired. An input that is not truncated is never
 //! handed to the thread: it is all in memory already, and is kept inline
 //! (valid UTF-8 of at most `inline_max` bytes) or written to its file at
 //! the end ([`Keeper`]).
@@ -150,7 +152,12 @@ impl Keeper {
         }
         let path = self.offload.join(format!("{sha256}.txt"));
         self.spill()?.flush()?;
-        let file = self.file.take().expect("spilled");
+        let mut file = self.file.take().expect("spilled");
+        // Synced before the rename: the record naming it is synced next, and
+        // the write-once store never repairs a file left short by a power
+        // loss. (The directory is not: a lost name is a missing file the
+        // same answer writes again, never a short one.)
+        file.sync_content()?;
         // Already there: the same answer, kept before.
         file.commit_new_unsynced_as(&path)?;
         Ok(Kept {

@@ -331,16 +331,50 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
         Err(e) => json!({"session": null, "error": e}),
     };
     json!({
-        "registry": {
-            "present": state.join(CHAT_DB).is_file(),
-            "chats": [],
-            "claims": [],
-        },
+        "registry": registry(state),
         "circuits": circuits,
         "locks": locks,
         "savings": savings,
         "live_session": live_session,
     })
+}
+
+/// The live chats and their claims, read-only; empty without a registry.
+fn registry(state: &StateDir) -> Value {
+    use crate::registry::clock::{now, timestamp};
+    let path = state.join(CHAT_DB);
+    let present = path.is_file();
+    let (listed, error) = match crate::registry::db::chats_read_only(&path) {
+        Ok(listed) => (listed, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let now = now();
+    let mut claims = Vec::new();
+    let chats: Vec<Value> = listed
+        .iter()
+        .map(|(c, held)| {
+            for k in held {
+                claims.push(json!({
+                    "issue": k.issue,
+                    "session_id": k.session_id,
+                    "worktree": k.worktree,
+                    "acquired": timestamp(k.acquired),
+                }));
+            }
+            json!({
+                "session_id": c.session_id,
+                "state": c.liveness(now).as_str(),
+                "cwd": c.cwd,
+                "worktree": c.worktree,
+                "branch": c.branch,
+                "pid": c.pid,
+                "started": timestamp(c.started),
+                "last_heartbeat": timestamp(c.heartbeat),
+                "claims": held.iter().map(|k| k.issue.clone()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({"present": present, "error": error, "chats": chats, "claims": claims})
 }
 
 #[cfg(test)]

@@ -590,3 +590,116 @@ fn jkz_truncate_record_flags_need_record_and_no_state_dir_still_prints() {
     assert!(r.stderr_str().contains("no deliberation record is kept"));
     assert!(!dir.join("state").exists());
 }
+
+#[test]
+fn gc_keeps_a_month_old_response_when_the_deliberation_index_cannot_be_read() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    let file = dir.write("big.txt", "z".repeat(100_000));
+    run(&dir)
+        .args(["run", "--", "cat"])
+        .arg(&file)
+        .run()
+        .success();
+    let recs = records(&dir);
+    let response = state.join(recs[0].1["response_file"].as_str().unwrap());
+    set_old(&response, 30);
+    set_old(&recs[0].0, 30);
+    // An index that cannot be read: a directory in its place.
+    let index = state.join("deliberations/index.jsonl");
+    let _ = std::fs::remove_file(&index);
+    std::fs::create_dir(&index).unwrap();
+    let gc = run(&dir).arg("gc").run().success();
+    assert!(response.exists(), "{}", gc.report());
+}
+
+#[test]
+fn gc_keeps_the_temp_file_of_a_response_still_streaming_after_a_long_silence() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    // A model that writes 3 MB, then is silent (here 3 s; in the field, for
+    // longer than gc's 10 minutes), then ends its answer.
+    let mut model = Command::new(bin("jkz"))
+        .current_dir(dir.path())
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["run", "--max-bytes", "1000", "--", "sh", "-c"])
+        .arg("head -c 3000000 /dev/zero | tr '\\0' x; touch silent; sleep 3; echo end")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let offload = state.join("context-offload");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let temp = loop {
+        let temp = std::fs::read_dir(&offload)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".tmp"));
+        if let (Some(temp), true) = (temp, dir.join("silent").exists()) {
+            break temp;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no temp file appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    set_old(&temp, 1);
+    let gc = run(&dir).arg("gc").run().success();
+    assert!(
+        temp.exists(),
+        "gc removed a live writer's file\n{}",
+        gc.report()
+    );
+    assert!(model.wait().unwrap().success());
+    let recs = records(&dir);
+    let response = std::fs::read(state.join(recs[0].1["response_file"].as_str().unwrap()))
+        .expect("the response file");
+    assert_eq!(response.len(), 3_000_004);
+    // Its writer gone, a temp file of that age goes.
+    let left = dir.write(
+        "state/context-offload/.left.txt.abc123.tmp",
+        "killed writer",
+    );
+    set_old(&left, 1);
+    run(&dir).arg("gc").run().success();
+    assert!(!left.exists());
+}
+
+#[test]
+fn an_answer_that_could_be_neither_kept_nor_printed_is_not_judged_empty() {
+    let dir = Dir::new();
+    let state = dir.join("state");
+    // The response cannot be kept (a file where context-offload/ goes) and
+    // jkz's stdout is a pipe nobody reads.
+    dir.write("state/context-offload", "not a directory");
+    for _ in 0..3 {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status = Command::new(bin("jkz"))
+            .current_dir(dir.path())
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["run", "--service", "codex", "--", "echo", "an answer"])
+            .stdout(writer)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+    // Three successes: no failure counted (the circuit file need not exist).
+    let circuit = std::fs::read(state.join("circuit/codex.json")).unwrap_or(b"{}".to_vec());
+    let circuit: Value = serde_json::from_slice(&circuit).unwrap();
+    assert_eq!(
+        circuit["consecutive_failures"].as_u64().unwrap_or(0),
+        0,
+        "{circuit}"
+    );
+    assert_eq!(records(&dir).len(), 3);
+    for (path, record) in records(&dir) {
+        assert_eq!(record["status"], "ok", "{}", path.display());
+    }
+}

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{Cmd, Dir, Run};
+use crate::util::{Cmd, Dir, Immutable, Run};
 
 /// A temp dir holding a project `p/` (with `state/`) and a sibling `outside/`.
 struct World {
@@ -847,32 +847,6 @@ fn a_state_that_is_a_file() {
             .run()
             .success();
         assert_eq!(world.outside_state(), before);
-    }
-}
-
-/// Removes the immutable flag when dropped, so a failing test leaves the
-/// temp directory removable.
-struct Immutable(PathBuf);
-
-impl Immutable {
-    /// `chattr +i` (root cannot write into an immutable directory, whatever
-    /// the mode bits); `None` where the file system does not support it.
-    fn set(path: &Path) -> Option<Immutable> {
-        let ok = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(path)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        ok.then(|| Immutable(path.to_path_buf()))
-    }
-}
-
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("chattr")
-            .arg("-i")
-            .arg(&self.0)
-            .status();
     }
 }
 

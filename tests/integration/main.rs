@@ -12,6 +12,7 @@ mod hostile;
 mod install;
 mod races;
 mod readers;
+mod registry;
 mod session;
 mod state;
 mod tool_output;

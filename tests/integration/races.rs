@@ -245,3 +245,82 @@ fn an_open_circuit_short_circuits_with_75_and_a_record_until_reset() {
         .run()
         .success();
 }
+
+#[test]
+fn lock_acquire_wait_inf_or_1e30_waits_without_a_deadline_instead_of_panicking() {
+    let dir = Dir::new();
+    for wait in ["inf", "1e30"] {
+        let taken = dir
+            .cmd("jkz")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args([
+                "lock", "acquire", "pipeline", "7", "--owner", "me", "--wait", wait,
+            ])
+            .run()
+            .success();
+        assert!(taken.stderr_str().is_empty(), "{}", taken.report());
+        dir.cmd("jkz")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(["lock", "release", "pipeline", "7", "--owner", "me"])
+            .run()
+            .success();
+    }
+}
+
+#[test]
+fn an_open_circuit_without_a_readable_opening_time_lets_the_next_run_probe() {
+    let dir = Dir::new();
+    for (service, opened_at) in [("codex", None), ("gemini", Some("not a time"))] {
+        let mut circuit = serde_json::json!({
+            "service": service,
+            "state": "open",
+            "consecutive_failures": 3,
+        });
+        if let Some(t) = opened_at {
+            circuit["opened_at"] = t.into();
+        }
+        dir.write(
+            format!("state/circuit/{service}.json"),
+            serde_json::to_vec(&circuit).unwrap(),
+        );
+        let probe = dir
+            .cmd("jkz")
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(["run", "--service", service, "--", "echo", "answer"])
+            .run()
+            .success();
+        assert_eq!(probe.stdout(), b"answer\n", "{}", probe.report());
+        let after =
+            std::fs::read_to_string(dir.join(format!("state/circuit/{service}.json"))).unwrap();
+        assert!(after.contains("\"closed\""), "the probe succeeded: {after}");
+    }
+}
+
+#[test]
+fn jkz_run_lock_is_renewed_while_a_call_outlasts_its_ttl() {
+    let dir = Dir::new();
+    let mut long_call = Command::new(bin("jkz"))
+        .current_dir(dir.path())
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["run", "--lock", "pipeline:9", "--lock-ttl", "1", "--"])
+        .args(["sh", "-c", "sleep 3; echo done"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the 1 s TTL, the call still running: the lock is still its.
+    std::thread::sleep(Duration::from_millis(2200));
+    let second = dir
+        .cmd("jkz")
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["lock", "acquire", "pipeline", "9", "--owner", "second"])
+        .run()
+        .expect_code(3);
+    assert!(second.report().contains("run:"), "{}", second.report());
+    assert!(long_call.wait().unwrap().success());
+    assert!(!dir.join("state/locks/pipeline-9.json").exists());
+}

@@ -182,6 +182,19 @@ fn hook_event(project: &Path, event: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// A PostToolUse event whose output is big enough to be counted in the
+/// savings ledger.
+fn post_tool_use(project: &Path) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "session_id": "m", "cwd": project, "hook_event_name": "PostToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "make test"},
+        "tool_response": {"stdout": "ok\n".repeat(200_000), "stderr": "",
+            "interrupted": false, "isImage": false},
+        "tool_use_id": "toolu_01",
+    }))
+    .unwrap()
+}
+
 /// A reader: what it runs, the paths (relative to the project) it reads,
 /// and the exit codes its table allows when one of them is refused.
 struct Reader {
@@ -284,6 +297,34 @@ fn readers(project: &Path) -> Vec<Reader> {
                 "named-by-marker.md",
             ],
             codes: &[5],
+            user_files: false,
+            skips_unread: false,
+        },
+        // Writers that append to or lock a state file: the same refusals.
+        Reader {
+            program: "jkz-post-tool-use",
+            args: vec![],
+            stdin: post_tool_use(project),
+            paths: vec!["state/tool-output.jsonl"],
+            codes: &[0],
+            user_files: false,
+            skips_unread: false,
+        },
+        Reader {
+            program: "jkz",
+            args: s(&["run", "--", "echo", "an answer"]),
+            stdin: vec![],
+            paths: vec!["state/deliberations/index.jsonl"],
+            codes: &[0],
+            user_files: false,
+            skips_unread: false,
+        },
+        Reader {
+            program: "jkz",
+            args: s(&["lock", "acquire", "pipeline", "1", "--owner", "me"]),
+            stdin: vec![],
+            paths: vec!["state/locks/.pipeline-1.json.lock"],
+            codes: &[1],
             user_files: false,
             skips_unread: false,
         },

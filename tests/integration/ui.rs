@@ -243,3 +243,43 @@ fn ui_reports_a_corrupt_watch_list_and_replaces_it_only_on_a_change() {
         pipeline(3, "qa", "true", "true").as_bytes()
     );
 }
+
+#[test]
+fn ui_now_shows_live_chats_and_claims_from_the_registry_without_writing_it() {
+    let dir = Dir::new();
+    dir.write("state/pipeline/42.json", pipeline(42, "building", "", ""));
+    let server = Server::start(&dir.join("state"));
+    let empty = server.json("/api/now");
+    assert_eq!(empty["registry"]["present"], false);
+    assert_eq!(empty["registry"]["chats"], serde_json::json!([]));
+    dir.cmd("jkz")
+        .args([
+            "--state-dir",
+            "state",
+            "claim",
+            "42",
+            "--session",
+            "sess-ui",
+        ])
+        .run()
+        .success();
+    let db = std::fs::read(dir.join("state/chat.db")).unwrap();
+    let files = dir.files();
+    let now = server.json("/api/now");
+    let reg = &now["registry"];
+    assert_eq!(reg["present"], true, "{now}");
+    assert_eq!(reg["chats"][0]["session_id"], "sess-ui", "{now}");
+    assert_eq!(reg["chats"][0]["state"], "live");
+    assert_eq!(reg["claims"][0]["issue"], "42");
+    assert_eq!(std::fs::read(dir.join("state/chat.db")).unwrap(), db);
+    // A reader of a WAL database may create SQLite's own -wal and -shm
+    // companions (every chat's hook does too); nothing else appears.
+    let after: Vec<_> = dir
+        .files()
+        .into_iter()
+        .filter(|f| {
+            !f.to_string_lossy().ends_with("-wal") && !f.to_string_lossy().ends_with("-shm")
+        })
+        .collect();
+    assert_eq!(after, files, "the registry read wrote nothing of its own");
+}

@@ -18,6 +18,7 @@ pub fn bin(name: &str) -> PathBuf {
         "jkz-session-start" => env!("CARGO_BIN_EXE_jkz-session-start"),
         "jkz-session" => env!("CARGO_BIN_EXE_jkz-session"),
         "jkz-post-tool-use" => env!("CARGO_BIN_EXE_jkz-post-tool-use"),
+        "jkz-chat" => env!("CARGO_BIN_EXE_jkz-chat"),
         other => panic!("no binary named {other}"),
     };
     PathBuf::from(path)
@@ -257,5 +258,31 @@ impl Run {
             self.report()
         );
         self
+    }
+}
+
+/// Removes the immutable flag when dropped, so a failing test leaves the
+/// temp directory removable.
+pub struct Immutable(PathBuf);
+
+impl Immutable {
+    /// `chattr +i` (root cannot write into an immutable directory, whatever
+    /// the mode bits); `None` where the file system does not support it.
+    pub fn set(path: &Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| Immutable(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
     }
 }

@@ -16,6 +16,7 @@ pub mod model_server;
 
 mod compaction;
 mod plugin;
+mod registry;
 mod session;
 mod tool_output;
 

@@ -297,6 +297,13 @@ fn message_start() -> Value {
            "usage": {"input_tokens": 100, "output_tokens": 1}})
 }
 
+/// A tool-use id unique in this process: a conversation with two tool calls
+/// must not give both the same id (the client then drops the second).
+fn tool_use_id() -> String {
+    static NEXT_TOOL_USE: AtomicU64 = AtomicU64::new(1);
+    format!("toolu_jkz{}", NEXT_TOOL_USE.fetch_add(1, Ordering::SeqCst))
+}
+
 /// The Messages API event stream for a reply.
 pub fn event_stream(reply: &Reply) -> String {
     let mut events = vec![json!({"type": "message_start", "message": message_start()})];
@@ -310,7 +317,7 @@ pub fn event_stream(reply: &Reply) -> String {
         }
         Reply::ToolUse { name, input } => {
             events.push(json!({"type": "content_block_start", "index": 0,
-                               "content_block": {"type": "tool_use", "id": "toolu_jkz1", "name": name, "input": {}}}));
+                               "content_block": {"type": "tool_use", "id": tool_use_id(), "name": name, "input": {}}}));
             events.push(json!({"type": "content_block_delta", "index": 0,
                                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
             "tool_use"
@@ -336,7 +343,7 @@ pub fn whole_message(reply: &Reply) -> Value {
     let (content, stop) = match reply {
         Reply::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
         Reply::ToolUse { name, input } => (
-            json!([{"type": "tool_use", "id": "toolu_jkz1", "name": name, "input": input}]),
+            json!([{"type": "tool_use", "id": tool_use_id(), "name": name, "input": input}]),
             "tool_use",
         ),
     };

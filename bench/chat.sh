@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The cross-chat registry's hook, jkz-chat, as a whole process (startup
+# included) against /bin/true, in one run, on a registry of 50 live chats
+# holding 500 claims (10 each, each with its worktree).
+#
+#   bench/chat.sh            (RUNS=300)
+#
+# Cases, p50 and p90 over RUNS runs each, taking turns:
+# - PreToolUse Read: a tool the registry does not guard (answered before
+#   the registry is opened);
+# - PreToolUse Edit, allowed: a file in no claimed worktree (all 500 claims
+#   read and compared);
+# - PreToolUse Edit, denied: a file in another live chat's worktree;
+# - PreToolUse Bash `jkz state set 7 …` of another chat's issue (denied);
+# - UserPromptSubmit: a heartbeat within 30 s of the last (a read only);
+# - SessionStart: a registration (a write transaction, fsync-free in WAL
+#   with synchronous=NORMAL).
+# Peak RSS of the denied Edit with GNU time (/usr/bin/time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-300}
+out=bench/out
+mkdir -p "$out"
+cargo build --release --locked --bin jkz-chat --bin jkz 2>&1 | tail -1
+hook="$PWD/target/release/jkz-chat"
+jkz="$PWD/target/release/jkz"
+rustc --edition 2021 -O bench/tool_output_runs.rs -o "$out/tool_output_runs"
+timer="$PWD/$out/tool_output_runs"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+p="$work/project"
+mkdir -p "$p/state"
+unset CLAUDE_PROJECT_DIR JKZ_STATE_DIR CLAUDE_CODE_SESSION_ID JKZ_TEST_NOW
+
+ev() { # EVENT SESSION [EXTRA-JSON]
+  printf '{"session_id":"%s","transcript_path":"/dev/null","cwd":"%s","hook_event_name":"%s"%s}\n' \
+    "$2" "$p" "$1" "${3:+,$3}"
+}
+for c in $(seq -w 0 49); do
+  ev SessionStart "chat-$c" '"source":"startup"' | "$hook"
+  for k in $(seq 0 9); do
+    issue=$((10#$c * 10 + k + 1))
+    mkdir -p "$p/wt/$issue"
+    "$jkz" --state-dir "$p/state" claim "$issue" --worktree "$p/wt/$issue" --session "chat-$c" > /dev/null
+  done
+done
+"$jkz" --state-dir "$p/state" chats --json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+n = sum(len(x["claims"]) for x in c)
+live = sum(x["state"] == "live" for x in c)
+assert (len(c), live, n) == (50, 50, 500), (len(c), live, n)
+print("registry: %d live chats, %d claims" % (live, n))'
+
+ev PreToolUse chat-00 '"tool_name":"Read","tool_input":{"file_path":"'"$p"'/wt/15/a.rs"}' > "$work/read.json"
+ev PreToolUse chat-00 '"tool_name":"Edit","tool_input":{"file_path":"'"$p"'/src/a.rs","old_string":"a","new_string":"b"}' > "$work/edit-ok.json"
+ev PreToolUse chat-00 '"tool_name":"Edit","tool_input":{"file_path":"'"$p"'/wt/15/a.rs","old_string":"a","new_string":"b"}' > "$work/edit-deny.json"
+ev PreToolUse chat-00 '"tool_name":"Bash","tool_input":{"command":"jkz state set 17 current_phase done"}' > "$work/bash-deny.json"
+ev UserPromptSubmit chat-00 '"prompt":"go"' > "$work/prompt.json"
+ev SessionStart chat-00 '"source":"resume"' > "$work/start.json"
+
+# The answers are right before they are timed.
+[ -z "$("$hook" < "$work/read.json")" ] || { echo "Read answered" >&2; exit 1; }
+[ -z "$("$hook" < "$work/edit-ok.json")" ] || { echo "allowed Edit answered" >&2; exit 1; }
+"$hook" < "$work/edit-deny.json" | grep -q '"deny"' || { echo "Edit not denied" >&2; exit 1; }
+"$hook" < "$work/bash-deny.json" | grep -q '"deny"' || { echo "Bash not denied" >&2; exit 1; }
+
+echo "== jkz-chat, 50 live chats, 500 claims, $runs runs each (p50 p90, ms)"
+# CLEAN_DIR is a scratch directory: nothing to reset between runs.
+mapfile -t lines < <("$timer" "$runs" "$work/scratch" \
+  "$work/read.json" "$hook" :: \
+  "$work/edit-ok.json" "$hook" :: \
+  "$work/edit-deny.json" "$hook" :: \
+  "$work/bash-deny.json" "$hook" :: \
+  "$work/prompt.json" "$hook" :: \
+  "$work/start.json" "$hook" :: \
+  - /bin/true)
+names=("PreToolUse Read (not guarded)" "PreToolUse Edit, allowed" "PreToolUse Edit, denied" \
+  "PreToolUse Bash state set, denied" "UserPromptSubmit (heartbeat)" "SessionStart (register)" "/bin/true")
+for i in "${!names[@]}"; do
+  printf '%-36s %s\n' "${names[$i]}" "${lines[$i]}"
+done
+if [ -x /usr/bin/time ]; then
+  rss=$( { /usr/bin/time -v "$hook" < "$work/edit-deny.json" > /dev/null; } 2>&1 | awk -F: '/Maximum resident/ {print $2}')
+  echo "peak RSS, denied Edit: ${rss// /} KB"
+fi

@@ -1,0 +1,17 @@
+//! `jkz-chat`: the cross-chat registry's hook, one binary for every event
+//! it handles (the event is read from the input's `hook_event_name`): the
+//! registry's rules are one, and one registration line per event names it.
+//! Its help and rules live in `jkz::registry::hook`.
+//!
+//! Exit codes: 0, always (a hook never blocks the chat).
+
+use jkz::registry::hook;
+
+fn main() -> std::process::ExitCode {
+    let cli = jkz::hook::command("jkz-chat", hook::ABOUT, hook::LONG_ABOUT);
+    jkz::hook::main(cli, |warnings| {
+        if let Some(answer) = hook::run(std::io::stdin().lock(), warnings) {
+            jkz::hook::print(&answer, warnings);
+        }
+    })
+}

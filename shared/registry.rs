@@ -1,0 +1,39 @@
+//! The cross-chat registry, `state/chat.db`: which Claude Code chats are
+//! alive on this state directory, which issue and which worktree each one
+//! owns, and the refusal a chat meets before it edits what another live
+//! chat owns.
+//!
+//! Why a database: every hook of every chat writes it (a heartbeat per
+//! prompt and per tool call, from many processes at once). SQLite in WAL
+//! mode gives each of them a short transaction with a busy timeout, readers
+//! that never wait for a writer, and no lost update; a JSON file rewritten
+//! by rename would lose concurrent heartbeats.
+//!
+//! The rules, in one place:
+//! - a chat is *live* while its last heartbeat is under [`STALE_AFTER`]
+//!   seconds old, *stale* after that, *gone* once its `SessionEnd` ran
+//!   (which also releases its claims);
+//! - a claim (issue → chat, with an optional worktree) is held until its
+//!   chat releases it or ends; a stale chat's claim may be taken over
+//!   (`jkz claim N --take`), a live chat's never;
+//! - an edit whose target lies in a worktree, or is a pipeline file, that
+//!   another live chat holds is refused ([`decision`]).
+
+pub mod chat;
+pub mod clock;
+pub mod cmd;
+pub mod db;
+pub mod decision;
+pub mod hook;
+pub mod target;
+
+pub use clock::now;
+pub use db::{Registry, RegistryError};
+
+/// Seconds without a heartbeat after which a chat is stale and its claims
+/// can be taken over.
+pub const STALE_AFTER: i64 = 300;
+
+/// The most often one chat's heartbeat is written, in seconds: hooks that
+/// fire more often than this only read.
+pub const HEARTBEAT_EVERY: i64 = 30;

@@ -1,0 +1,184 @@
+//! What the registry records about a chat when it starts: the worktree its
+//! directory lies in, that worktree's branch, and the client's pid when it
+//! can be told. Everything is read from the file system (`.git`, `/proc`):
+//! no `git` process, so a hook stays in the milliseconds.
+
+use std::path::{Path, PathBuf};
+
+/// A chat as the registry stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chat {
+    pub session_id: String,
+    /// The directory the client runs in.
+    pub cwd: String,
+    /// The git worktree holding `cwd` (its top directory), when there is one.
+    pub worktree: Option<String>,
+    /// The worktree's branch, or the first 12 digits of a detached HEAD.
+    pub branch: Option<String>,
+    /// The client's process id, when an ancestor of the hook is `claude`.
+    pub pid: Option<i64>,
+    /// Unix seconds.
+    pub started: i64,
+    pub heartbeat: i64,
+    /// Set by `SessionEnd`: the chat is gone.
+    pub ended: Option<i64>,
+}
+
+/// How a chat stands at a moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    Live,
+    Stale,
+    Gone,
+}
+
+impl Liveness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Liveness::Live => "live",
+            Liveness::Stale => "stale",
+            Liveness::Gone => "gone",
+        }
+    }
+}
+
+impl Chat {
+    pub fn liveness(&self, now: i64) -> Liveness {
+        if self.ended.is_some() {
+            Liveness::Gone
+        } else if now - self.heartbeat >= super::STALE_AFTER {
+            Liveness::Stale
+        } else {
+            Liveness::Live
+        }
+    }
+}
+
+/// Where a chat runs: `cwd`, its worktree and branch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    pub cwd: String,
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
+}
+
+impl Place {
+    /// Finds the worktree holding `cwd` (the nearest ancestor with `.git`).
+    pub fn of(cwd: &Path) -> Place {
+        let cwd_abs = absolute(cwd);
+        let mut worktree = None;
+        let mut branch = None;
+        for dir in cwd_abs.ancestors() {
+            let dot_git = dir.join(".git");
+            if dot_git.exists() {
+                worktree = Some(dir.display().to_string());
+                branch = read_branch(&dot_git);
+                break;
+            }
+        }
+        Place {
+            cwd: cwd_abs.display().to_string(),
+            worktree,
+            branch,
+        }
+    }
+}
+
+/// `path` made absolute against the current directory (not resolved).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The branch of the worktree whose `.git` (a directory, or a file
+/// `gitdir: …` in a linked worktree) is `dot_git`.
+fn read_branch(dot_git: &Path) -> Option<String> {
+    let git_dir = if dot_git.is_dir() {
+        dot_git.to_path_buf()
+    } else {
+        let text = std::fs::read_to_string(dot_git).ok()?;
+        let linked = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+        let linked = Path::new(linked);
+        if linked.is_absolute() {
+            linked.to_path_buf()
+        } else {
+            dot_git.parent()?.join(linked)
+        }
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    match head.strip_prefix("ref:") {
+        Some(r) => Some(r.trim().trim_start_matches("refs/heads/").to_string()),
+        None => Some(head.chars().take(12).collect()),
+    }
+}
+
+/// The pid of the `claude` process this hook runs under: the nearest of
+/// its first few ancestors whose name starts with `claude` (Linux `/proc`;
+/// elsewhere, or when none is, unknown).
+pub fn client_pid() -> Option<i64> {
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..4 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let comm = &stat[open + 1..close];
+        if comm.starts_with("claude") {
+            return Some(pid as i64);
+        }
+        let ppid = stat[close + 1..].split_whitespace().nth(1)?.parse().ok()?;
+        if ppid <= 1 {
+            return None;
+        }
+        pid = ppid;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_worktree_names_its_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let main_git = dir.path().join("repo/.git");
+        std::fs::create_dir_all(main_git.join("worktrees/wt")).unwrap();
+        std::fs::write(main_git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            main_git.join("worktrees/wt/HEAD"),
+            "ref: refs/heads/i42-fix\n",
+        )
+        .unwrap();
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", main_git.join("worktrees/wt").display()),
+        )
+        .unwrap();
+        let place = Place::of(&wt.join("src"));
+        assert_eq!(place.worktree.as_deref(), Some(wt.to_str().unwrap()));
+        assert_eq!(place.branch.as_deref(), Some("i42-fix"));
+        let place = Place::of(&dir.path().join("repo"));
+        assert_eq!(place.branch.as_deref(), Some("main"));
+    }
+
+    #[test]
+    fn liveness_follows_the_heartbeat() {
+        let mut chat = Chat {
+            session_id: "s".into(),
+            cwd: "/".into(),
+            worktree: None,
+            branch: None,
+            pid: None,
+            started: 0,
+            heartbeat: 1000,
+            ended: None,
+        };
+        assert_eq!(chat.liveness(1000 + 299), Liveness::Live);
+        assert_eq!(chat.liveness(1000 + 300), Liveness::Stale);
+        chat.ended = Some(1001);
+        assert_eq!(chat.liveness(1001), Liveness::Gone);
+    }
+}

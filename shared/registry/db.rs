@@ -1,0 +1,689 @@
+//! `state/chat.db`: the registry's storage, its schema, and every
+//! transaction on it.
+//!
+//! Each operation is one short transaction (`BEGIN IMMEDIATE` when it reads
+//! then writes, so two writers never deadlock on a lock upgrade) under a
+//! busy timeout: many hooks from many chats write at once, and a
+//! `database is locked` never reaches the user. WAL mode lets readers (the
+//! PreToolUse check) run beside a writer; `synchronous=NORMAL` keeps a
+//! commit from waiting on the disk (a power cut may forget the last
+//! heartbeats, never corrupt the file).
+//!
+//! A file that is not a database, or whose pages are corrupt, is moved
+//! aside to `chat.db.corrupt` and the registry is rebuilt empty
+//! ([`with_registry`] says so); chats register again on their next hook.
+//! A database that cannot be opened or written (a read-only state
+//! directory) is an error the caller reports in one line.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use super::chat::{Chat, Liveness, Place};
+use super::HEARTBEAT_EVERY;
+
+pub use crate::state_dir::layout::{CHAT_DB as DB_FILE, CHAT_DB_CORRUPT as CORRUPT_FILE};
+
+/// How long a writer waits for another's transaction before giving up.
+/// Transactions last microseconds; this only matters under a storm.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema's version (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+/// Gone chats are forgotten this long after they ended.
+const FORGET_GONE_AFTER: i64 = 86_400;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS chats (
+    session_id TEXT PRIMARY KEY NOT NULL,
+    cwd        TEXT NOT NULL,
+    worktree   TEXT,
+    branch     TEXT,
+    pid        INTEGER,
+    started    INTEGER NOT NULL,
+    heartbeat  INTEGER NOT NULL,
+    ended      INTEGER
+);
+CREATE TABLE IF NOT EXISTS claims (
+    issue      TEXT PRIMARY KEY NOT NULL,
+    session_id TEXT NOT NULL,
+    worktree   TEXT,
+    acquired   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS claims_by_session ON claims(session_id);
+CREATE INDEX IF NOT EXISTS claims_by_worktree ON claims(worktree);
+";
+
+/// Why the registry could not be used.
+#[derive(Debug)]
+pub enum RegistryError {
+    /// Opening, reading or writing failed (a read-only directory, a full
+    /// disk, a link in the file's place): nothing was changed.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegistryError::Unavailable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// An open registry.
+pub struct Registry {
+    conn: Connection,
+}
+
+/// A claim as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The issue number, canonical (no leading zeros).
+    pub issue: String,
+    pub session_id: String,
+    /// The worktree the claim covers (absolute, resolved), if any.
+    pub worktree: Option<String>,
+    /// Unix seconds.
+    pub acquired: i64,
+}
+
+/// Another chat's claim and that chat, as a conflict reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub claim: Claim,
+    /// `None` when the chat's row is missing (treated as gone).
+    pub chat: Option<Chat>,
+}
+
+impl Holder {
+    pub fn liveness(&self, now: i64) -> Liveness {
+        self.chat
+            .as_ref()
+            .map_or(Liveness::Gone, |c| c.liveness(now))
+    }
+}
+
+/// What `claim` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claimed {
+    /// The issue is now this chat's (it was free, or already its own).
+    Claimed,
+    /// Taken over from a stale or gone chat.
+    Taken(Vec<Holder>),
+    /// Held by another chat: live, or stale and `take` was not asked.
+    Held(Holder),
+}
+
+/// What `release` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Released {
+    Released,
+    NotClaimed,
+    HeldByOther(Box<Holder>),
+}
+
+/// A database error worth rebuilding over: the file is not a database, or
+/// its pages are corrupt.
+fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// Every chat not gone, with its claims, read from `path` without writing
+/// to it (no creation, no schema, no rebuild of a corrupt file): for
+/// observers (`jkz ui`) that must leave the state as they found it. SQLite
+/// may create the database's `-wal` and `-shm` companions, as any reader of
+/// a WAL database does. A registry that does not exist yet lists nothing.
+pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Ok(m) if !m.is_file() => {
+            return Err(RegistryError::Unavailable(format!(
+                "{} is not a regular file: not read",
+                path.display()
+            )))
+        }
+        _ => {}
+    }
+    let read = || -> rusqlite::Result<Vec<(Chat, Vec<Claim>)>> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Registry { conn }.chats()
+    };
+    read().map_err(|e| Failed::Sql(e).unavailable(path))
+}
+
+/// Runs `op` on the registry in `root`, creating it when missing. A corrupt
+/// registry is moved aside and rebuilt empty, then `op` runs on the new one;
+/// the returned note (one line) says so.
+pub fn with_registry<T>(
+    root: &Path,
+    mut op: impl FnMut(&mut Registry) -> rusqlite::Result<T>,
+) -> Result<(T, Option<String>), RegistryError> {
+    let path = root.join(DB_FILE);
+    match Registry::open(&path).and_then(|mut reg| op(&mut reg).map_err(Failed::Sql)) {
+        Ok(t) => Ok((t, None)),
+        Err(Failed::Sql(e)) if is_corruption(&e) => {
+            let note = rebuild(root, &path, &e)?;
+            let mut reg = Registry::open(&path).map_err(|f| f.unavailable(&path))?;
+            let t = op(&mut reg).map_err(|e| Failed::Sql(e).unavailable(&path))?;
+            Ok((t, Some(note)))
+        }
+        Err(f) => Err(f.unavailable(&path)),
+    }
+}
+
+enum Failed {
+    Sql(rusqlite::Error),
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for Failed {
+    fn from(e: rusqlite::Error) -> Failed {
+        Failed::Sql(e)
+    }
+}
+
+impl Failed {
+    fn unavailable(self, path: &Path) -> RegistryError {
+        match self {
+            Failed::Sql(e) => RegistryError::Unavailable(format!(
+                "{}: {}",
+                path.display(),
+                one_line(&e.to_string())
+            )),
+            Failed::Refused(why) => RegistryError::Unavailable(why),
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// Moves the corrupt registry aside (with its WAL and shared-memory files)
+/// so the next open starts empty. When another process has rebuilt it
+/// meanwhile (the file at `path` is no longer the corrupt one), leaves it.
+fn rebuild(root: &Path, path: &Path, e: &rusqlite::Error) -> Result<String, RegistryError> {
+    let aside = root.join(CORRUPT_FILE);
+    let corrupt = fs::symlink_metadata(path).ok();
+    let still_corrupt = match &corrupt {
+        Some(meta) => {
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| c.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)))
+                .map_or_else(|e| is_corruption(&e), |_| false)
+                && fs::symlink_metadata(path).is_ok_and(|m| m.ino() == meta.ino())
+        }
+        None => false,
+    };
+    if still_corrupt {
+        fs::rename(path, &aside).map_err(|io| {
+            RegistryError::Unavailable(format!(
+                "{} is corrupt ({}) and could not be moved aside: {io}",
+                path.display(),
+                one_line(&e.to_string())
+            ))
+        })?;
+        for suffix in ["-wal", "-shm"] {
+            let _ = fs::remove_file(PathBuf::from(format!("{}{suffix}", path.display())));
+        }
+    }
+    Ok(format!(
+        "{} was unreadable ({}): moved to {} and rebuilt empty; chats register again on their next hook",
+        path.display(),
+        one_line(&e.to_string()),
+        aside.display()
+    ))
+}
+
+impl Registry {
+    /// Opens the registry at `path`, creating it (WAL, schema) when missing.
+    fn open(path: &Path) -> Result<Registry, Failed> {
+        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Failed::Refused(format!(
+                "{} is a symbolic link: refused (jkz never writes through a link in state/); remove it",
+                path.display()
+            )));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mut reg = Registry { conn };
+        reg.prepare()?;
+        Ok(reg)
+    }
+
+    /// WAL mode and the schema, once per file; afterwards two cheap reads.
+    fn prepare(&mut self) -> rusqlite::Result<()> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version != SCHEMA_VERSION {
+            // Switching to WAL takes an exclusive lock that the busy
+            // handler does not always wait for: retry briefly.
+            let mut tries = 0;
+            loop {
+                match self
+                    .conn
+                    .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+                {
+                    Ok(_) => break,
+                    Err(e)
+                        if tries < 200
+                            && matches!(
+                                e.sqlite_error_code(),
+                                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                            ) =>
+                    {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(SCHEMA)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            tx.commit()?;
+        }
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(())
+    }
+
+    /// Registers a chat (or re-registers it: a resumed chat is live again).
+    /// Also forgets chats gone for more than a day.
+    pub fn register(
+        &mut self,
+        session: &str,
+        place: &Place,
+        pid: Option<i64>,
+        now: i64,
+    ) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
+             ON CONFLICT(session_id) DO UPDATE SET
+                cwd = excluded.cwd, worktree = excluded.worktree, branch = excluded.branch,
+                pid = coalesce(excluded.pid, pid),
+                heartbeat = max(heartbeat, excluded.heartbeat), ended = NULL",
+            params![session, place.cwd, place.worktree, place.branch, pid, now],
+        )?;
+        tx.execute(
+            "DELETE FROM chats WHERE ended IS NOT NULL AND ended < ?1",
+            params![now - FORGET_GONE_AFTER],
+        )?;
+        tx.commit()
+    }
+
+    /// Refreshes a chat's heartbeat: a read only, unless the last one is
+    /// [`HEARTBEAT_EVERY`] seconds old or more (or the chat is unknown:
+    /// then it is registered at `place()`). Returns true when it wrote.
+    pub fn heartbeat(
+        &mut self,
+        session: &str,
+        place: impl Fn() -> Place,
+        now: i64,
+    ) -> rusqlite::Result<bool> {
+        let last: Option<(i64, Option<i64>)> = self
+            .conn
+            .query_row(
+                "SELECT heartbeat, ended FROM chats WHERE session_id = ?1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        match last {
+            Some((beat, None)) if (0..HEARTBEAT_EVERY).contains(&(now - beat)) => Ok(false),
+            Some(_) => {
+                self.conn.execute(
+                    "UPDATE chats SET heartbeat = max(heartbeat, ?2), ended = NULL
+                     WHERE session_id = ?1",
+                    params![session, now],
+                )?;
+                Ok(true)
+            }
+            None => {
+                self.register(session, &place(), None, now)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Marks a chat gone and releases its claims; returns how many.
+    pub fn end(&mut self, session: &str, now: i64) -> rusqlite::Result<usize> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE chats SET ended = ?2 WHERE session_id = ?1",
+            params![session, now],
+        )?;
+        let released = tx.execute("DELETE FROM claims WHERE session_id = ?1", [session])?;
+        tx.commit()?;
+        Ok(released)
+    }
+
+    /// Claims `issue` (and `worktree`, when given) for `session`, which is
+    /// registered at `place()` first when unknown. Another chat's claim on
+    /// the issue or the worktree stops it, unless that chat is stale or gone
+    /// and `take` is set.
+    pub fn claim(
+        &mut self,
+        session: &str,
+        issue: &str,
+        worktree: Option<&str>,
+        take: bool,
+        place: impl Fn() -> Place,
+        now: i64,
+    ) -> rusqlite::Result<Claimed> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let known: bool = tx.query_row(
+            "SELECT count(*) FROM chats WHERE session_id = ?1 AND ended IS NULL",
+            [session],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if known {
+            tx.execute(
+                "UPDATE chats SET heartbeat = max(heartbeat, ?2) WHERE session_id = ?1",
+                params![session, now],
+            )?;
+        } else {
+            let place = place();
+            tx.execute(
+                "INSERT INTO chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended)
+                 VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?5, NULL)
+                 ON CONFLICT(session_id) DO UPDATE SET heartbeat = excluded.heartbeat, ended = NULL",
+                params![session, place.cwd, place.worktree, place.branch, now],
+            )?;
+        }
+        let mut others = holders(
+            &tx,
+            "WHERE c.issue = ?1 AND c.session_id != ?2",
+            params![issue, session],
+        )?;
+        if let Some(wt) = worktree {
+            others.extend(holders(
+                &tx,
+                "WHERE c.worktree = ?1 AND c.session_id != ?2",
+                params![wt, session],
+            )?);
+        }
+        others.sort_by(|a, b| a.claim.issue.cmp(&b.claim.issue));
+        others.dedup_by(|a, b| a.claim.issue == b.claim.issue);
+        if let Some(blocking) = others
+            .iter()
+            .find(|h| h.liveness(now) == Liveness::Live || !take)
+        {
+            return Ok(Claimed::Held(blocking.clone()));
+        }
+        for h in &others {
+            tx.execute("DELETE FROM claims WHERE issue = ?1", [&h.claim.issue])?;
+        }
+        // Re-claiming one's own issue keeps its date; a new worktree replaces
+        // the old, an omitted one keeps it.
+        tx.execute(
+            "INSERT INTO claims (issue, session_id, worktree, acquired) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(issue) DO UPDATE SET worktree = coalesce(excluded.worktree, worktree)",
+            params![issue, session, worktree, now],
+        )?;
+        tx.commit()?;
+        Ok(if others.is_empty() {
+            Claimed::Claimed
+        } else {
+            Claimed::Taken(others)
+        })
+    }
+
+    /// Releases `session`'s claim on `issue`.
+    pub fn release(&mut self, session: &str, issue: &str) -> rusqlite::Result<Released> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found = holders(&tx, "WHERE c.issue = ?1", params![issue])?;
+        let outcome = match found.into_iter().next() {
+            None => Released::NotClaimed,
+            Some(h) if h.claim.session_id != session => Released::HeldByOther(Box::new(h)),
+            Some(_) => {
+                tx.execute("DELETE FROM claims WHERE issue = ?1", [issue])?;
+                Released::Released
+            }
+        };
+        tx.commit()?;
+        Ok(outcome)
+    }
+
+    /// Every chat not gone, with its claims, most recent heartbeat first.
+    pub fn chats(&mut self) -> rusqlite::Result<Vec<(Chat, Vec<Claim>)>> {
+        let tx = self.conn.transaction()?;
+        let chats = {
+            let mut stmt = tx.prepare(
+                "SELECT session_id, cwd, worktree, branch, pid, started, heartbeat, ended
+                 FROM chats WHERE ended IS NULL ORDER BY heartbeat DESC, session_id",
+            )?;
+            let rows = stmt.query_map([], chat_of_row)?;
+            rows.collect::<rusqlite::Result<Vec<Chat>>>()?
+        };
+        let mut out = Vec::with_capacity(chats.len());
+        {
+            let mut stmt = tx.prepare(
+                "SELECT issue, session_id, worktree, acquired FROM claims
+                 WHERE session_id = ?1 ORDER BY length(issue), issue",
+            )?;
+            for chat in chats {
+                let claims = stmt
+                    .query_map([&chat.session_id], |r| {
+                        Ok(Claim {
+                            issue: r.get(0)?,
+                            session_id: r.get(1)?,
+                            worktree: r.get(2)?,
+                            acquired: r.get(3)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<Claim>>>()?;
+                out.push((chat, claims));
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Every claim held by a chat other than `session`, with its chat.
+    pub fn claims_of_others(&mut self, session: &str) -> rusqlite::Result<Vec<Holder>> {
+        holders(&self.conn, "WHERE c.session_id != ?1", params![session])
+    }
+
+    /// The claims of chats other than `session` that may cover `file` (its
+    /// worktree is `file` or an ancestor of it) or `issue`: the PreToolUse
+    /// check reads these few rows, not every claim.
+    pub fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> rusqlite::Result<Vec<Holder>> {
+        holders(
+            &self.conn,
+            "WHERE c.session_id != ?1 AND (
+                (?2 IS NOT NULL AND c.worktree IS NOT NULL
+                 AND (?2 = c.worktree OR substr(?2, 1, length(c.worktree) + 1) = c.worktree || '/'))
+                OR c.issue = ?3)",
+            params![session, file, issue],
+        )
+    }
+
+    /// One chat by session id.
+    pub fn chat(&mut self, session: &str) -> rusqlite::Result<Option<Chat>> {
+        self.conn
+            .query_row(
+                "SELECT session_id, cwd, worktree, branch, pid, started, heartbeat, ended
+                 FROM chats WHERE session_id = ?1",
+                [session],
+                chat_of_row,
+            )
+            .optional()
+    }
+}
+
+fn chat_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chat> {
+    Ok(Chat {
+        session_id: r.get(0)?,
+        cwd: r.get(1)?,
+        worktree: r.get(2)?,
+        branch: r.get(3)?,
+        pid: r.get(4)?,
+        started: r.get(5)?,
+        heartbeat: r.get(6)?,
+        ended: r.get(7)?,
+    })
+}
+
+/// Claims matching `filter` (over `claims c`), each with its chat.
+fn holders(
+    conn: &Connection,
+    filter: &str,
+    args: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<Holder>> {
+    let sql = format!(
+        "SELECT c.issue, c.session_id, c.worktree, c.acquired,
+                h.session_id, h.cwd, h.worktree, h.branch, h.pid, h.started, h.heartbeat, h.ended
+         FROM claims c LEFT JOIN chats h ON h.session_id = c.session_id {filter}
+         ORDER BY length(c.issue), c.issue"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(args, |r| {
+        let claim = Claim {
+            issue: r.get(0)?,
+            session_id: r.get(1)?,
+            worktree: r.get(2)?,
+            acquired: r.get(3)?,
+        };
+        let chat = match r.get::<_, Option<String>>(4)? {
+            None => None,
+            Some(session_id) => Some(Chat {
+                session_id,
+                cwd: r.get(5)?,
+                worktree: r.get(6)?,
+                branch: r.get(7)?,
+                pid: r.get(8)?,
+                started: r.get(9)?,
+                heartbeat: r.get(10)?,
+                ended: r.get(11)?,
+            }),
+        };
+        Ok(Holder { claim, chat })
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(cwd: &str) -> Place {
+        Place {
+            cwd: cwd.into(),
+            worktree: None,
+            branch: None,
+        }
+    }
+
+    fn open(dir: &Path) -> Registry {
+        Registry::open(&dir.join(DB_FILE)).ok().expect("open")
+    }
+
+    #[test]
+    fn heartbeats_write_at_most_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = open(dir.path());
+        reg.register("a", &place("/p"), None, 1000).unwrap();
+        assert!(!reg.heartbeat("a", || place("/p"), 1000 + 5).unwrap());
+        assert!(reg.heartbeat("a", || place("/p"), 1000 + 30).unwrap());
+        assert_eq!(reg.chat("a").unwrap().unwrap().heartbeat, 1030);
+        // An unknown chat is registered by its first heartbeat.
+        assert!(reg.heartbeat("b", || place("/q"), 2000).unwrap());
+        assert_eq!(reg.chat("b").unwrap().unwrap().cwd, "/q");
+    }
+
+    #[test]
+    fn a_live_claim_holds_a_stale_one_can_be_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = open(dir.path());
+        let t = 10_000;
+        reg.register("a", &place("/p"), None, t).unwrap();
+        let c = reg
+            .claim("a", "42", Some("/wt/42"), false, || place("/p"), t)
+            .unwrap();
+        assert_eq!(c, Claimed::Claimed);
+        let c = reg.claim("b", "42", None, true, || place("/p"), t).unwrap();
+        assert!(matches!(c, Claimed::Held(h) if h.claim.session_id == "a"));
+        // The worktree is held as well, under another issue number.
+        let c = reg
+            .claim("b", "43", Some("/wt/42"), false, || place("/p"), t)
+            .unwrap();
+        assert!(matches!(c, Claimed::Held(h) if h.claim.issue == "42"));
+        let later = t + super::super::STALE_AFTER;
+        let c = reg
+            .claim("b", "42", None, false, || place("/p"), later)
+            .unwrap();
+        assert!(matches!(c, Claimed::Held(_)), "stale needs --take");
+        let c = reg
+            .claim("b", "42", None, true, || place("/p"), later)
+            .unwrap();
+        assert!(matches!(c, Claimed::Taken(ref hs) if hs[0].claim.session_id == "a"));
+        assert_eq!(
+            reg.release("a", "42").unwrap(),
+            Released::HeldByOther(Box::new(reg.claims_of_others("a").unwrap().remove(0)))
+        );
+        assert_eq!(reg.release("b", "42").unwrap(), Released::Released);
+        assert_eq!(reg.release("b", "42").unwrap(), Released::NotClaimed);
+    }
+
+    #[test]
+    fn ending_a_chat_releases_its_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = open(dir.path());
+        reg.claim("a", "7", None, false, || place("/p"), 5).unwrap();
+        reg.claim("a", "8", None, false, || place("/p"), 5).unwrap();
+        assert_eq!(reg.end("a", 6).unwrap(), 2);
+        assert!(reg.chats().unwrap().is_empty());
+        assert_eq!(
+            reg.claim("b", "7", None, false, || place("/p"), 7).unwrap(),
+            Claimed::Claimed
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_rebuilt_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(DB_FILE), vec![b'x'; 8192]).unwrap();
+        let (n, note) = with_registry(dir.path(), |r| r.chats().map(|c| c.len())).unwrap();
+        assert_eq!(n, 0);
+        let note = note.expect("a note");
+        assert!(note.contains("rebuilt empty"), "{note}");
+        assert_eq!(fs::read(dir.path().join(CORRUPT_FILE)).unwrap().len(), 8192);
+        let (_, note) = with_registry(dir.path(), |r| r.chats().map(|c| c.len())).unwrap();
+        assert_eq!(note, None);
+    }
+}

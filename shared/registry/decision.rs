@@ -1,0 +1,155 @@
+//! The PreToolUse decision: may this chat make this change? No when the
+//! target lies in a worktree, or is the pipeline state of an issue, that
+//! another *live* chat has claimed. A stale chat's claim does not stop
+//! anyone (it can be taken over); the reason says how.
+
+use std::path::Path;
+
+use super::chat::Liveness;
+use super::clock::{ago, timestamp};
+use super::db::Holder;
+use super::target::{pipeline_issue, Target};
+use super::STALE_AFTER;
+
+/// The reason to refuse `targets`, given the other chats' claims, or `None`
+/// to let the call pass. `pipeline_dir` is the state directory's
+/// `pipeline/`, resolved.
+pub fn refusal(
+    targets: &[Target],
+    others: &[Holder],
+    pipeline_dir: &Path,
+    now: i64,
+) -> Option<String> {
+    let live = |h: &&Holder| h.liveness(now) == Liveness::Live;
+    for target in targets {
+        let (holder, what) = match target {
+            Target::File(file) => {
+                let in_worktree = others.iter().filter(live).find(|h| {
+                    h.claim
+                        .worktree
+                        .as_deref()
+                        .is_some_and(|wt| file.starts_with(wt))
+                });
+                match in_worktree {
+                    Some(h) => (
+                        h,
+                        format!(
+                            "{} lies in worktree {}",
+                            file.display(),
+                            h.claim.worktree.as_deref().unwrap_or_default()
+                        ),
+                    ),
+                    None => {
+                        let Some(issue) = pipeline_issue(file, pipeline_dir) else {
+                            continue;
+                        };
+                        let Some(h) = others.iter().filter(live).find(|h| h.claim.issue == issue)
+                        else {
+                            continue;
+                        };
+                        (
+                            h,
+                            format!("{} is issue {issue}'s pipeline state", file.display()),
+                        )
+                    }
+                }
+            }
+            Target::Pipeline(issue) => {
+                let Some(h) = others.iter().filter(live).find(|h| &h.claim.issue == issue) else {
+                    continue;
+                };
+                (
+                    h,
+                    format!("this command writes issue {issue}'s pipeline state"),
+                )
+            }
+        };
+        return Some(reason(holder, &what, now));
+    }
+    None
+}
+
+/// The words the model reads: what is contested, which chat holds it and
+/// since when, and what to do (`jkz claim N --take` once it is stale).
+pub fn reason(holder: &Holder, what: &str, now: i64) -> String {
+    let issue = &holder.claim.issue;
+    let mut chat = format!("chat {}", holder.claim.session_id);
+    let mut seen = String::new();
+    if let Some(c) = &holder.chat {
+        if let Some(branch) = &c.branch {
+            chat.push_str(&format!(" (branch {branch})"));
+        }
+        seen = format!(", last seen {} ago", ago(now - c.heartbeat));
+    }
+    let stale_in = holder
+        .chat
+        .as_ref()
+        .map_or(0, |c| c.heartbeat + STALE_AFTER - now)
+        .max(0);
+    format!(
+        "jkz: refused: {what}, and issue {issue} is claimed by another live {chat} since {}{seen}. \
+         Do not change that chat's worktree or pipeline: work on an issue you hold, or ask the user. \
+         If that chat stays silent it becomes stale in {}; then `jkz claim {issue} --take` takes the issue over.",
+        timestamp(holder.claim.acquired),
+        ago(stale_in),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::chat::Chat;
+    use crate::registry::db::Claim;
+    use std::path::PathBuf;
+
+    fn holder(issue: &str, worktree: Option<&str>, heartbeat: i64) -> Holder {
+        Holder {
+            claim: Claim {
+                issue: issue.into(),
+                session_id: "chat-a".into(),
+                worktree: worktree.map(str::to_string),
+                acquired: 1_000,
+            },
+            chat: Some(Chat {
+                session_id: "chat-a".into(),
+                cwd: "/p".into(),
+                worktree: None,
+                branch: Some("i42".into()),
+                pid: None,
+                started: 900,
+                heartbeat,
+                ended: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_live_holders_worktree_and_pipeline_are_refused() {
+        let pipe = Path::new("/p/state/pipeline");
+        let others = [holder("42", Some("/wt/42"), 1_000)];
+        let edit = [Target::File(PathBuf::from("/wt/42/src/a.rs"))];
+        let why = refusal(&edit, &others, pipe, 1_010).expect("refused");
+        assert!(why.contains("chat chat-a (branch i42)"), "{why}");
+        assert!(why.contains("since 1970-01-01T00:16:40Z"), "{why}");
+        assert!(why.contains("`jkz claim 42 --take`"), "{why}");
+        let pipeline = [Target::File(pipe.join("42.json"))];
+        assert!(refusal(&pipeline, &others, pipe, 1_010).is_some());
+        let bash = [Target::Pipeline("42".into())];
+        assert!(refusal(&bash, &others, pipe, 1_010).is_some());
+        // A sibling directory sharing a prefix is not inside the worktree.
+        let sibling = [Target::File(PathBuf::from("/wt/420/a.rs"))];
+        assert_eq!(refusal(&sibling, &others, pipe, 1_010), None);
+        assert_eq!(
+            refusal(&[Target::Pipeline("43".into())], &others, pipe, 1_010),
+            None
+        );
+    }
+
+    #[test]
+    fn a_stale_holder_stops_nobody() {
+        let pipe = Path::new("/p/state/pipeline");
+        let others = [holder("42", Some("/wt/42"), 1_000)];
+        let edit = [Target::File(PathBuf::from("/wt/42/src/a.rs"))];
+        assert_eq!(refusal(&edit, &others, pipe, 1_000 + STALE_AFTER), None);
+    }
+}
