@@ -5,6 +5,7 @@
 //! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
@@ -64,6 +65,9 @@ pub enum Command {
     Circuit(crate::circuit_cmd::CircuitArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(crate::lock_cmd::LockArgs),
+    /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
+    #[cfg(feature = "ui")]
+    Ui(crate::ui::UiArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -115,6 +119,11 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Lock(args) => (
             "jkz lock",
             crate::lock_cmd::run(&args, &state, &mut buffered()),
+        ),
+        #[cfg(feature = "ui")]
+        Command::Ui(args) => (
+            "jkz ui",
+            crate::ui::run(&args, &state, &mut std::io::stdout()),
         ),
         Command::Claim(args) => (
             "jkz claim",

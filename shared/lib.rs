@@ -19,6 +19,8 @@ pub mod setup;
 pub mod state_cmd;
 pub mod tool_output;
 pub mod truncate;
+#[cfg(feature = "ui")]
+pub mod ui;
 
 // Contracts: the records jkz shares with pipelines, hooks and the client.
 pub mod circuit;

@@ -106,6 +106,36 @@ pub fn read_record(dir: &Path, id: &str) -> io::Result<Record> {
 /// (see the module docs), sorted by id (time first). Records that cannot be
 /// read are reported on `warnings`, once each, and left out.
 pub fn load(dir: &Path, warnings: &mut dyn Write) -> io::Result<Vec<Entry>> {
+    let (entries, repair) = reconcile(dir, warnings)?;
+    // Repairs are best effort: the answer stands without them.
+    match repair {
+        Repair::Rewrite => {
+            let _ = rewrite(dir, &entries);
+        }
+        Repair::Append(missing) => {
+            let _ = append(dir, &missing);
+        }
+        Repair::None => {}
+    }
+    Ok(entries)
+}
+
+/// What [`load`] must do to the index after reading it.
+enum Repair {
+    None,
+    /// Lines that are stale, repeated or garbled: write the index anew.
+    Rewrite,
+    /// Records missing from an otherwise tidy index: add their lines.
+    Append(Vec<Entry>),
+}
+
+/// Like [`load`], but never writes: for readers that must leave the state
+/// directory as they found it (`jkz ui`).
+pub fn load_read_only(dir: &Path, warnings: &mut dyn Write) -> io::Result<Vec<Entry>> {
+    reconcile(dir, warnings).map(|(entries, _)| entries)
+}
+
+fn reconcile(dir: &Path, warnings: &mut dyn Write) -> io::Result<(Vec<Entry>, Repair)> {
     crate::state_dir::check_listed_dir(dir)?;
     let mut ids = HashSet::new();
     for e in fs::read_dir(dir)? {
@@ -147,13 +177,14 @@ pub fn load(dir: &Path, warnings: &mut dyn Write) -> io::Result<Vec<Entry>> {
     }
     let mut entries: Vec<Entry> = by_id.into_values().chain(missing.iter().cloned()).collect();
     entries.sort_by(|a, b| a.id.cmp(&b.id));
-    // Repairs are best effort: the answer stands without them.
-    if untidy {
-        let _ = rewrite(dir, &entries);
+    let repair = if untidy {
+        Repair::Rewrite
     } else if !missing.is_empty() {
-        let _ = append(dir, &missing);
-    }
-    Ok(entries)
+        Repair::Append(missing)
+    } else {
+        Repair::None
+    };
+    Ok((entries, repair))
 }
 
 /// Replaces the index with `entries`, atomically, under its lock.
@@ -212,5 +243,21 @@ mod tests {
         assert_eq!(entries[1].iteration, Some(3));
         let text = fs::read_to_string(d.join(INDEX_FILE)).unwrap();
         assert_eq!(text.lines().count(), 2, "rewritten tidy: {text}");
+    }
+
+    #[test]
+    fn the_read_only_load_reconciles_without_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for i in 1..=2 {
+            write(d, &format!("r{i}"), &record(7, i)).unwrap();
+        }
+        fs::write(d.join(INDEX_FILE), b"{garbled\n").unwrap();
+        let entries = load_read_only(d, &mut io::sink()).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(fs::read(d.join(INDEX_FILE)).unwrap(), b"{garbled\n");
+        fs::remove_file(d.join(INDEX_FILE)).unwrap();
+        assert_eq!(load_read_only(d, &mut io::sink()).unwrap().len(), 2);
+        assert!(!d.join(INDEX_FILE).exists());
     }
 }

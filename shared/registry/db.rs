@@ -137,6 +137,33 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// Every chat not gone, with its claims, read from `path` without writing
+/// to it (no creation, no schema, no rebuild of a corrupt file): for
+/// observers (`jkz ui`) that must leave the state as they found it. SQLite
+/// may create the database's `-wal` and `-shm` companions, as any reader of
+/// a WAL database does. A registry that does not exist yet lists nothing.
+pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Ok(m) if !m.is_file() => {
+            return Err(RegistryError::Unavailable(format!(
+                "{} is not a regular file: not read",
+                path.display()
+            )))
+        }
+        _ => {}
+    }
+    let read = || -> rusqlite::Result<Vec<(Chat, Vec<Claim>)>> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Registry { conn }.chats()
+    };
+    read().map_err(|e| Failed::Sql(e).unavailable(path))
+}
+
 /// Runs `op` on the registry in `root`, creating it when missing. A corrupt
 /// registry is moved aside and rebuilt empty, then `op` runs on the new one;
 /// the returned note (one line) says so.

@@ -43,7 +43,8 @@ pub const CHAT_DB: &str = "chat.db";
 pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
-/// `state/live-session.json`: the session the observer shows.
+/// `state/live-session.json`: the running observer (`jkz ui`): its pid,
+/// port, URL without the token, and start.
 pub const LIVE_SESSION: &str = "live-session.json";
 
 /// The subdirectories of `state/` that jkz reads files in.

@@ -17,4 +17,6 @@ mod session;
 mod state;
 mod tool_output;
 mod truncate;
+mod ui;
+mod ui_browser;
 mod util;

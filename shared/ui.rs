@@ -1,0 +1,91 @@
+//! `jkz ui`: a live observer of every pipeline, in the browser.
+//!
+//! A web server on 127.0.0.1 over the state directory: one page embedded in
+//! the binary ([`page`]) and the JSON API behind it ([`api`]). It reads the
+//! state with the project's safe reader only, and writes exactly two files,
+//! its own: `watch-list.json` and `live-session.json` ([`own_files`]),
+//! atomically. Nothing under `state/pipeline/` is ever written.
+//!
+//! Security ([`server`]): bound to loopback only; a request whose `Host` or
+//! `Origin` is not the server's own is refused (a page the user visits
+//! elsewhere, or a DNS-rebinding name, must not read or change the state);
+//! a change (the watch list) needs the per-start token printed with the URL;
+//! request paths name issues and records by validated ids, never by path.
+//!
+//! Live updates ([`poll`]): the state is polled every [`poll::INTERVAL`],
+//! not watched. Pipeline files are written by bash scripts in place as well
+//! as by jkz through renames, the state root may be a link or a network
+//! mount, and a poll of 10,000 files costs a few milliseconds: polling sees
+//! every kind of write everywhere, with no extra dependency and no watch
+//! limits to run out of. A change bumps a version that the page hears over
+//! server-sent events (`/api/events`) and refetches what it shows.
+//!
+//! Exit codes:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | never: the server runs until it is stopped |
+//! | 1 | the server could not start (port taken, no runtime) |
+//! | 2 | usage: bad arguments |
+
+pub mod api;
+pub mod own_files;
+pub mod page;
+pub mod poll;
+pub mod server;
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::exit::Failure;
+use crate::state_dir::StateDir;
+
+/// The arguments of `jkz ui`.
+#[derive(Args, Debug, Clone)]
+pub struct UiArgs {
+    /// The port on 127.0.0.1 (default: a free one, printed on start).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Open the page in the default browser (xdg-open, or open on macOS).
+    #[arg(long)]
+    pub open: bool,
+    /// A pipeline with no activity for this many seconds (or whose
+    /// heartbeat_pid is gone) is marked stale.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    pub stale_after: u64,
+}
+
+/// Runs `jkz ui` until the process is stopped.
+pub fn run(args: &UiArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
+    let config = server::Config {
+        port: args.port,
+        stale_after: Duration::from_secs(args.stale_after),
+    };
+    server::serve(config, state.clone(), |url| {
+        // Printed before anything else, flushed: scripts and tests wait for it.
+        let _ = writeln!(out, "jkz ui: {url}");
+        let _ = out.flush();
+        if args.open {
+            open_in_browser(url);
+        }
+    })
+}
+
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        eprintln!("jkz ui: could not run {opener} to open the page ({e}); open {url} yourself");
+    }
+}

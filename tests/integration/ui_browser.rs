@@ -1,0 +1,247 @@
+//! `jkz ui` in a real browser: headless Chromium (the distribution's
+//! package, `/usr/bin/chromium`), driven over the DevTools protocol on a
+//! WebSocket. Loads the page against a fixture state directory, checks the
+//! pipelines table, pins an issue through the page, changes a pipeline file
+//! on disk and sees the change without a reload, and saves a screenshot
+//! (to `$JKZ_UI_SCREENSHOT` when set).
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tungstenite::{stream::MaybeTlsStream, Message, WebSocket};
+
+use crate::ui::{pipeline, Server};
+use crate::util::Dir;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+struct Browser {
+    child: Child,
+    ws: WebSocket<MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    session: Option<String>,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new(CHROMIUM)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                "--window-size=1280,800",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chromium starts");
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let ws_url = loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "chromium exited before listening"
+            );
+            if let Some(at) = line.find("ws://") {
+                break line[at..].trim().to_string();
+            }
+        };
+        // Keep draining stderr so Chromium never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while err.read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+        });
+        let (ws, _) = tungstenite::connect(ws_url.as_str()).expect("DevTools connects");
+        Browser {
+            child,
+            ws,
+            next_id: 0,
+            session: None,
+            _profile: profile,
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = &self.session {
+            msg["sessionId"] = json!(s);
+        }
+        self.ws.send(Message::text(msg.to_string())).unwrap();
+        loop {
+            let Message::Text(text) = self.ws.read().unwrap() else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v["id"] == id {
+                assert!(v["error"].is_null(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    fn open(&mut self, url: &str) {
+        let target = self.call("Target.createTarget", json!({"url": "about:blank"}));
+        let attached = self.call(
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        self.session = Some(attached["sessionId"].as_str().unwrap().to_string());
+        self.call("Page.navigate", json!({"url": url}));
+    }
+
+    fn eval(&mut self, expression: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        r["result"]["value"].clone()
+    }
+
+    /// Evaluates `expression` until it is true, for at most `within`.
+    fn wait_for(&mut self, expression: &str, within: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            if self.eval(expression) == json!(true) {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < within,
+                "not true within {within:?}: {expression}\npage: {}",
+                self.eval("document.body ? document.body.innerText.slice(0, 2000) : ''")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn ui_in_chromium_shows_pins_and_updates_live() {
+    if !std::path::Path::new(CHROMIUM).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: {CHROMIUM} is not installed (apt-get install chromium)");
+        return;
+    }
+    let dir = Dir::new();
+    dir.write(
+        "state/pipeline/101.json",
+        pipeline(101, "building", "true", "true"),
+    );
+    dir.write(
+        "state/pipeline/102.json",
+        pipeline(102, "review", "false", "true"),
+    );
+    dir.write("state/pipeline/103.json", pipeline(103, "qa", "", ""));
+    dir.write(
+        "state/tool-output.jsonl",
+        "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n",
+    );
+    let server = Server::start(&dir.join("state"));
+    let mut b = Browser::start();
+    b.open(&server.url);
+
+    // The table shows the fixture's issues with their verdicts.
+    let row = |n: u32| format!("document.querySelector('tr[data-issue=\"{n}\"]')");
+    let cell_text = |n: u32, sel: &str| {
+        format!(
+            "({r} && {r}.querySelector('{sel}').textContent)",
+            r = row(n)
+        )
+    };
+    b.wait_for(
+        &format!("{} === 'PASS'", cell_text(101, "td.verdict")),
+        Duration::from_secs(10),
+    );
+    assert_eq!(b.eval(&cell_text(102, "td.verdict")), json!("FAIL"));
+    assert_eq!(b.eval(&cell_text(103, "td.verdict")), json!(""));
+
+    // Pinning through the page writes the watch list; the row shows it.
+    b.eval("window.__no_reload = 1; true");
+    b.eval(&format!("{}.querySelector('.pin').click(); true", row(103)));
+    b.wait_for(
+        &format!(
+            "{}.querySelector('.pin').getAttribute('aria-pressed') === 'true'",
+            row(103)
+        ),
+        Duration::from_secs(5),
+    );
+    let list: Value = serde_json::from_slice(&dir.read("state/watch-list.json")).unwrap();
+    assert_eq!(list["pinned"], json!(["103"]));
+    assert_eq!(
+        b.eval("document.querySelector('#pipelines tbody tr').dataset.issue"),
+        json!("103"),
+        "pinned first"
+    );
+
+    // A change on disk shows on the open page, without a reload.
+    b.eval(&format!("{}.click(); true", row(102)));
+    b.wait_for(
+        "document.getElementById('issue').textContent.includes('#102')",
+        Duration::from_secs(5),
+    );
+    dir.write(
+        "state/pipeline/102.json",
+        pipeline(102, "merged", "true", "true"),
+    );
+    let took = b.wait_for(
+        &format!("{} === 'merged'", cell_text(102, "td:nth-child(3)")),
+        Duration::from_secs(3),
+    );
+    assert!(
+        took < Duration::from_millis(1500),
+        "the change took {took:?} to show"
+    );
+    assert_eq!(b.eval(&cell_text(102, "td.verdict")), json!("PASS"));
+    assert_eq!(
+        b.eval("window.__no_reload"),
+        json!(1),
+        "the page was reloaded"
+    );
+    b.wait_for(
+        "document.getElementById('issue').textContent.includes('merged')",
+        Duration::from_secs(3),
+    );
+    b.wait_for(
+        "!!document.querySelector('#now svg rect')",
+        Duration::from_secs(3),
+    );
+
+    let shot = b.call("Page.captureScreenshot", json!({"format": "png"}));
+    let png = data_encoding::BASE64
+        .decode(shot["data"].as_str().unwrap().as_bytes())
+        .unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    let out = std::env::var_os("JKZ_UI_SCREENSHOT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.join("ui.png"));
+    std::fs::write(out, png).unwrap();
+}
