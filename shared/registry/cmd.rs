@@ -218,6 +218,32 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     }
 }
 
+/// One chat and its claims as `jkz chats --json` shows it; the observer's
+/// `/api/now` shows chats the same way.
+pub fn chat_json(
+    c: &super::chat::Chat,
+    claims: &[super::db::Claim],
+    now: i64,
+) -> serde_json::Value {
+    json!({
+        "session_id": c.session_id,
+        "state": c.liveness(now).as_str(),
+        "cwd": c.cwd,
+        "worktree": c.worktree,
+        "branch": c.branch,
+        "pid": c.pid,
+        "started": timestamp(c.started),
+        "last_heartbeat": timestamp(c.heartbeat),
+        "claims": claims.iter().map(|k| json!({
+            "issue": k.issue.parse::<u64>().map(serde_json::Value::from)
+                .unwrap_or_else(|_| k.issue.clone().into()),
+            "worktree": k.worktree,
+            "acquired": timestamp(k.acquired),
+            "expires": timestamp(c.heartbeat + STALE_AFTER),
+        })).collect::<Vec<_>>(),
+    })
+}
+
 /// `jkz chats`: the live and stale chats with their claims.
 pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let writing = |e| Failure::io(1, "writing stdout", e);
@@ -236,25 +262,7 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     if args.json {
         let items: Vec<_> = listed
             .iter()
-            .map(|(c, claims)| {
-                json!({
-                    "session_id": c.session_id,
-                    "state": c.liveness(now).as_str(),
-                    "cwd": c.cwd,
-                    "worktree": c.worktree,
-                    "branch": c.branch,
-                    "pid": c.pid,
-                    "started": timestamp(c.started),
-                    "last_heartbeat": timestamp(c.heartbeat),
-                    "claims": claims.iter().map(|k| json!({
-                        "issue": k.issue.parse::<u64>().map(serde_json::Value::from)
-                            .unwrap_or_else(|_| k.issue.clone().into()),
-                        "worktree": k.worktree,
-                        "acquired": timestamp(k.acquired),
-                        "expires": timestamp(c.heartbeat + STALE_AFTER),
-                    })).collect::<Vec<_>>(),
-                })
-            })
+            .map(|(c, claims)| chat_json(c, claims, now))
             .collect();
         let text = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into());
         writeln!(out, "{text}").map_err(writing)?;

@@ -361,17 +361,7 @@ fn registry(state: &StateDir) -> Value {
                     "acquired": timestamp(k.acquired),
                 }));
             }
-            json!({
-                "session_id": c.session_id,
-                "state": c.liveness(now).as_str(),
-                "cwd": c.cwd,
-                "worktree": c.worktree,
-                "branch": c.branch,
-                "pid": c.pid,
-                "started": timestamp(c.started),
-                "last_heartbeat": timestamp(c.heartbeat),
-                "claims": held.iter().map(|k| k.issue.clone()).collect::<Vec<_>>(),
-            })
+            crate::registry::cmd::chat_json(c, held, now)
         })
         .collect();
     json!({"present": present, "error": error, "chats": chats, "claims": claims})
