@@ -206,18 +206,11 @@ pub fn head_share(command: &str, rules: &[Rule]) -> f64 {
 
 /// The built-in table as text, for `--help`.
 pub fn table() -> String {
-    let mut out = String::new();
-    for b in BUILT_IN {
-        out.push_str(&format!(
-            "  {:<14} {:.2}  {}\n",
-            b.words, b.head_share, b.why
-        ));
-    }
-    out.push_str(&format!(
-        "  {:<14} {:.2}  no known shape: split evenly\n",
-        "(other)", DEFAULT_HEAD_SHARE
-    ));
-    out
+    crate::truncate::roles::share_table(
+        BUILT_IN.iter().map(|b| (b.words, b.head_share, b.why)),
+        DEFAULT_HEAD_SHARE,
+        14,
+    )
 }
 
 #[cfg(test)]

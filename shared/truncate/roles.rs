@@ -115,16 +115,28 @@ pub fn find(role: &str) -> Option<&'static Role> {
 
 /// The table as text, for `--help`.
 pub fn table() -> String {
+    share_table(
+        ROLES.iter().map(|r| (r.name, r.head_share, r.why)),
+        DEFAULT_HEAD_SHARE,
+        18,
+    )
+}
+
+/// A table of head shares as `--help` shows it: one `name share why` line
+/// a row, names padded to `width`, then the `(other)` row with `default`.
+/// `jkz-truncate`'s roles and `jkz-post-tool-use`'s command rules both use it.
+pub fn share_table<'a>(
+    rows: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
+    default: f64,
+    width: usize,
+) -> String {
     let mut out = String::new();
-    for r in ROLES {
-        out.push_str(&format!(
-            "  {:<18} {:.2}  {}\n",
-            r.name, r.head_share, r.why
-        ));
+    for (name, share, why) in rows {
+        out.push_str(&format!("  {name:<width$} {share:.2}  {why}\n"));
     }
     out.push_str(&format!(
-        "  {:<18} {:.2}  no known shape: split evenly\n",
-        "(other)", DEFAULT_HEAD_SHARE
+        "  {:<width$} {default:.2}  no known shape: split evenly\n",
+        "(other)"
     ));
     out
 }
