@@ -547,15 +547,21 @@ impl Registry {
 }
 
 fn chat_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chat> {
+    chat_at(r, 0, r.get(0)?)
+}
+
+/// The chat whose columns start at `first` in `r` (in the `chats` table's
+/// order), its session id already read.
+fn chat_at(r: &rusqlite::Row<'_>, first: usize, session_id: String) -> rusqlite::Result<Chat> {
     Ok(Chat {
-        session_id: r.get(0)?,
-        cwd: r.get(1)?,
-        worktree: r.get(2)?,
-        branch: r.get(3)?,
-        pid: r.get(4)?,
-        started: r.get(5)?,
-        heartbeat: r.get(6)?,
-        ended: r.get(7)?,
+        session_id,
+        cwd: r.get(first + 1)?,
+        worktree: r.get(first + 2)?,
+        branch: r.get(first + 3)?,
+        pid: r.get(first + 4)?,
+        started: r.get(first + 5)?,
+        heartbeat: r.get(first + 6)?,
+        ended: r.get(first + 7)?,
     })
 }
 
@@ -581,16 +587,7 @@ fn holders(
         };
         let chat = match r.get::<_, Option<String>>(4)? {
             None => None,
-            Some(session_id) => Some(Chat {
-                session_id,
-                cwd: r.get(5)?,
-                worktree: r.get(6)?,
-                branch: r.get(7)?,
-                pid: r.get(8)?,
-                started: r.get(9)?,
-                heartbeat: r.get(10)?,
-                ended: r.get(11)?,
-            }),
+            Some(session_id) => Some(chat_at(r, 4, session_id)?),
         };
         Ok(Holder { claim, chat })
     })?;
