@@ -13,6 +13,7 @@ mod install;
 mod races;
 mod readers;
 mod registry;
+mod regression;
 mod session;
 mod state;
 mod tool_output;

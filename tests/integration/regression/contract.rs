@@ -1,0 +1,1 @@
+//! Regression tests: contract.

@@ -1,0 +1,6 @@
+//! One test per fixed bug, named after the bug, with the input that broke it.
+//! Grouped by the part of jkz that broke.
+
+mod contract;
+mod registry;
+mod run;
