@@ -11,14 +11,24 @@
 //!
 //! The rules, in one place:
 //! - a chat is *live* while its last heartbeat is under [`STALE_AFTER`]
-//!   seconds old, *stale* after that, *gone* once its `SessionEnd` ran
-//!   (which also releases its claims);
+//!   seconds old and its client (when recorded) still runs on this host,
+//!   *stale* after that, *gone* once its `SessionEnd` ran (which also
+//!   releases its claims);
 //! - a claim (issue → chat, with an optional worktree) is held until its
 //!   chat releases it or ends; a stale chat's claim may be taken over
 //!   (`jkz claim N --take`), a live chat's never;
+//! - claimed worktrees never nest: one inside (or around) another live
+//!   chat's is refused;
+//! - the writers enforce a claim: `jkz state set N` refuses (exit 3) while
+//!   another live chat holds N ([`writer`]); from inside a chat, a command
+//!   acts only for that chat ([`acting`]);
 //! - an edit whose target lies in a worktree, or is a pipeline file, that
-//!   another live chat holds is refused ([`decision`]).
+//!   another live chat holds is refused by the PreToolUse hook
+//!   ([`decision`]), an early hint for the model, best effort for Bash
+//!   ([`bash`]).
 
+pub mod acting;
+pub mod bash;
 pub mod chat;
 pub mod clock;
 pub mod cmd;
@@ -26,6 +36,7 @@ pub mod db;
 pub mod decision;
 pub mod hook;
 pub mod target;
+pub mod writer;
 
 pub use clock::now;
 pub use db::{Registry, RegistryError};

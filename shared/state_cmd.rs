@@ -12,6 +12,7 @@
 //! | 0 | done |
 //! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
 //! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), or a file that could not be read (corrupt, too large) or written |
+//! | 3 | `set`: refused, issue N is claimed by another live chat (see `jkz claim`); nothing written |
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -43,9 +44,10 @@ pub enum StateCommand {
     },
     /// Set one field of issue N (`lastActivity` and `heartbeat_pid` beside the
     /// issue's data, as the contract puts them); also stamps `last_updated`
-    /// and `lastActivity`. Refused when the file would break the contract.
-    /// From a chat ($CLAUDE_CODE_SESSION_ID set), also claims issue N for it
-    /// when no other chat holds it (see `jkz claim`).
+    /// and `lastActivity`. Refused when the file would break the contract,
+    /// and (exit 3) when another live chat has claimed issue N. From a chat
+    /// ($CLAUDE_SESSION_ID or $CLAUDE_CODE_SESSION_ID set), also claims issue
+    /// N for it when no other chat holds it (see `jkz claim`).
     Set {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
@@ -55,6 +57,11 @@ pub enum StateCommand {
         /// Parse VALUE as JSON (for arrays and objects, e.g. '["a","b"]').
         #[arg(long)]
         json: bool,
+        /// Write even though another live chat has claimed issue N, with a
+        /// warning naming that chat. For a person at a terminal: from inside
+        /// a chat it is refused (exit 3).
+        #[arg(long)]
+        force: bool,
     },
     /// Print issue N's normalized view as JSON.
     Show {
@@ -107,6 +114,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             field,
             value,
             json,
+            force,
         } => {
             let value = if json {
                 serde_json::from_str(&value).map_err(|e| {
@@ -131,6 +139,11 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             if dir.is_none() {
                 return Err(no_state_dir(state));
             }
+            // The claim is enforced here, by the writer, whatever spelling
+            // of the command got this far.
+            for line in crate::registry::writer::may_write(state.path(), &issue, force)? {
+                eprintln!("jkz state set: {line}");
+            }
             let path = pipeline::pipeline_path(state, &issue);
             pipeline::set_field(&path, &issue, &field, value, &pipeline::now_timestamp()).map_err(
                 |e| match e {
@@ -143,10 +156,6 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                     }
                 },
             )?;
-            // From a chat, the issue becomes the chat's when nobody holds it.
-            if let Some(why) = crate::registry::cmd::claim_implicitly(state, &issue) {
-                eprintln!("jkz state set: {why}");
-            }
         }
         StateCommand::Show { issue } => {
             let doc = read_doc(state, &issue)?;

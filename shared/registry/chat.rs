@@ -17,6 +17,11 @@ pub struct Chat {
     pub branch: Option<String>,
     /// The client's process id, when an ancestor of the hook is `claude`.
     pub pid: Option<i64>,
+    /// The host `pid` runs on: a pid is only ever judged on its own host.
+    pub host: Option<String>,
+    /// `pid`'s start time (clock ticks since boot, Linux), so a reused pid
+    /// is not taken for the client.
+    pub pid_start: Option<i64>,
     /// Unix seconds.
     pub started: i64,
     pub heartbeat: i64,
@@ -43,15 +48,43 @@ impl Liveness {
 }
 
 impl Chat {
+    /// Gone once ended; stale once silent for [`STALE_AFTER`](super::STALE_AFTER)
+    /// seconds, or at once when its client's pid is known to be gone on
+    /// this host (as a lock's holder is); live otherwise.
     pub fn liveness(&self, now: i64) -> Liveness {
         if self.ended.is_some() {
             Liveness::Gone
-        } else if now - self.heartbeat >= super::STALE_AFTER {
+        } else if now - self.heartbeat >= super::STALE_AFTER || self.client_is_gone() {
             Liveness::Stale
         } else {
             Liveness::Live
         }
     }
+
+    /// True when the recorded client ran on this host and runs no more. A
+    /// chat whose pid or host is unknown is never presumed dead.
+    fn client_is_gone(&self) -> bool {
+        let (Some(pid), Some(host)) = (self.pid, &self.host) else {
+            return false;
+        };
+        let Ok(pid) = u32::try_from(pid) else {
+            return false;
+        };
+        crate::process::Holder {
+            pid,
+            host: host.clone(),
+            pid_start: self.pid_start.and_then(|s| u64::try_from(s).ok()),
+        }
+        .is_gone()
+    }
+}
+
+/// The client a chat runs under, as `SessionStart` records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Client {
+    pub pid: i64,
+    pub host: String,
+    pub pid_start: Option<i64>,
 }
 
 /// Where a chat runs: `cwd`, its worktree and branch.
@@ -109,6 +142,23 @@ fn read_branch(dot_git: &Path) -> Option<String> {
     match head.strip_prefix("ref:") {
         Some(r) => Some(r.trim().trim_start_matches("refs/heads/").to_string()),
         None => Some(head.chars().take(12).collect()),
+    }
+}
+
+/// The `claude` process this hook runs under, on this host, with its
+/// start time; unknown when [`client_pid`] is.
+pub fn client() -> Option<Client> {
+    client_pid()
+        .and_then(|pid| u32::try_from(pid).ok())
+        .map(client_of)
+}
+
+/// The process `pid` of this host as a chat's client.
+pub fn client_of(pid: u32) -> Client {
+    Client {
+        pid: i64::from(pid),
+        host: crate::process::hostname(),
+        pid_start: crate::process::start_time(pid).and_then(|s| i64::try_from(s).ok()),
     }
 }
 
@@ -172,6 +222,8 @@ mod tests {
             worktree: None,
             branch: None,
             pid: None,
+            host: None,
+            pid_start: None,
             started: 0,
             heartbeat: 1000,
             ended: None,
@@ -180,5 +232,38 @@ mod tests {
         assert_eq!(chat.liveness(1000 + 300), Liveness::Stale);
         chat.ended = Some(1001);
         assert_eq!(chat.liveness(1001), Liveness::Gone);
+    }
+
+    #[test]
+    fn a_chat_whose_client_died_on_this_host_is_stale_at_once() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i64::from(child.id());
+        child.wait().unwrap();
+        let mut chat = Chat {
+            session_id: "s".into(),
+            cwd: "/".into(),
+            worktree: None,
+            branch: None,
+            pid: Some(pid),
+            host: Some(crate::process::hostname()),
+            pid_start: None,
+            started: 0,
+            heartbeat: 1000,
+            ended: None,
+        };
+        if std::fs::metadata("/proc/self/stat").is_ok() {
+            assert_eq!(chat.liveness(1001), Liveness::Stale);
+        }
+        // Another host's pid, or an unknown host, is never presumed dead.
+        chat.host = Some(format!("{}-elsewhere", crate::process::hostname()));
+        assert_eq!(chat.liveness(1001), Liveness::Live);
+        chat.host = None;
+        assert_eq!(chat.liveness(1001), Liveness::Live);
+        // This very process is alive.
+        let me = client_of(std::process::id());
+        chat.pid = Some(me.pid);
+        chat.host = Some(me.host);
+        chat.pid_start = me.pid_start;
+        assert_eq!(chat.liveness(1001), Liveness::Live);
     }
 }

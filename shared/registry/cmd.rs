@@ -1,21 +1,27 @@
 //! `jkz claim`, `jkz release`, `jkz chats`: the registry from a chat's Bash
 //! tool, a pipeline script or a terminal (rules in [`super::db`]).
 //!
-//! The chat is the one whose Bash tool runs the command
-//! (`CLAUDE_CODE_SESSION_ID`, which the client sets there), else `--session`.
+//! The chat is the one whose Bash tool runs the command (the one session
+//! rule: `CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`, which the
+//! client sets there); `--session` may name only that chat. Outside a chat
+//! `--session` names any ([`super::acting`]).
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
 //! or already this chat's) / released (or not claimed); 1 an I/O or
 //! registry error, or no state directory; 2 usage (no session id, a bad
-//! issue number); 3 held by another chat (`claim`: a live one, or a stale
-//! one without `--take`; `release`: another chat's claim). `jkz chats`: 0,
-//! or 1 on an error.
+//! issue number); 3 refused: held by another chat (`claim`: a live one, or
+//! a stale one without `--take`, on the issue or on a worktree that
+//! contains or lies inside the one asked for; `release`: another chat's
+//! claim), or `--session` naming another chat from inside a chat. `jkz
+//! chats`: 0, or 1 on an error.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde_json::json;
 
+use super::acting::acting_for;
 use super::chat::{Liveness, Place};
 use super::clock::{ago, now, timestamp};
 use super::db::{with_registry, Claimed, Holder, Released};
@@ -23,14 +29,16 @@ use super::target::resolve;
 use super::STALE_AFTER;
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
-use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
 
-/// Exit code: held by another chat.
-pub const HELD: u8 = 3;
+/// Exit code: held by another chat (or a chat acting for another).
+pub const HELD: u8 = super::acting::REFUSED;
 
-/// The environment variable the client sets in its Bash tool's commands.
-pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+/// How long a command waits for another writer of the registry: as long as
+/// any jkz writer waits for a lock (`JKZ_LOCK_WAIT_MS`).
+pub fn deadline() -> Instant {
+    Instant::now() + crate::json_file::lock_wait()
+}
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ClaimArgs {
@@ -45,8 +53,9 @@ pub struct ClaimArgs {
     /// (silent for 5 minutes). A live chat's claim is never taken.
     #[arg(long)]
     pub take: bool,
-    /// The chat to claim for. Default: $CLAUDE_CODE_SESSION_ID (set in a
-    /// chat's Bash commands).
+    /// The chat to claim for. Default: $CLAUDE_SESSION_ID, else
+    /// $CLAUDE_CODE_SESSION_ID (set in a chat's Bash commands); inside a chat
+    /// it may name only that chat.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
 }
@@ -55,7 +64,9 @@ pub struct ClaimArgs {
 pub struct ReleaseArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
-    /// The chat releasing it. Default: $CLAUDE_CODE_SESSION_ID.
+    /// The chat releasing it. Default: $CLAUDE_SESSION_ID, else
+    /// $CLAUDE_CODE_SESSION_ID; inside a chat it may name only that chat (a
+    /// person at a terminal may name any).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
 }
@@ -67,21 +78,7 @@ pub struct ChatsArgs {
     pub json: bool,
 }
 
-/// The session id: `--session`, else `CLAUDE_CODE_SESSION_ID`.
-fn session_of(flag: Option<&str>) -> Result<SessionId, Failure> {
-    let raw = match flag {
-        Some(s) => s.to_string(),
-        None => std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
-            Failure::new(
-                2,
-                format!("no chat to act for: run it from a chat's Bash tool ({SESSION_ENV} is set there) or pass --session ID"),
-            )
-        })?,
-    };
-    SessionId::parse(&raw).map_err(|e| Failure::new(2, e.to_string()))
-}
-
-fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
+pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
         Ok(None) => Err(Failure::new(
@@ -95,13 +92,13 @@ fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     }
 }
 
-fn here() -> Place {
+pub(super) fn here() -> Place {
     Place::of(Path::new("."))
 }
 
 /// `jkz claim`.
 pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let session = session_of(args.session.as_deref())?;
+    let session = acting_for(args.session.as_deref())?;
     let root = root_of(state)?;
     let worktree = args
         .worktree
@@ -110,7 +107,7 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     let worktree = worktree.as_ref().map(|p| p.display().to_string());
     let issue = args.issue.as_str();
     let now = now();
-    let (outcome, note) = with_registry(&root, |r| {
+    let (outcome, note) = with_registry(&root, deadline(), |r| {
         r.claim(
             session.as_str(),
             issue,
@@ -149,51 +146,66 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             Ok(0)
         }
         Claimed::Held(h) => {
-            eprintln!("jkz claim: {}", held(&h, issue, now));
+            eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
             Ok(HELD)
         }
     }
 }
 
-/// Why a claim was refused, and what to do.
-fn held(h: &Holder, wanted: &str, now: i64) -> String {
+/// Why a claim was refused, and what to do. `worktree` is the one asked
+/// for, when one was.
+fn held(h: &Holder, wanted: &str, worktree: Option<&str>, now: i64) -> String {
+    let theirs = h.claim.worktree.as_deref().unwrap_or_default();
     let what = if h.claim.issue == wanted {
         format!("issue {wanted} is")
+    } else if worktree == Some(theirs) {
+        format!("worktree {theirs} belongs to issue {},", h.claim.issue)
     } else {
+        let how = if worktree.is_some_and(|w| Path::new(w).starts_with(theirs)) {
+            "lies inside"
+        } else {
+            "contains"
+        };
         format!(
-            "worktree {} belongs to issue {},",
-            h.claim.worktree.as_deref().unwrap_or_default(),
+            "worktree {} {how} worktree {theirs}, which belongs to issue {} (claimed worktrees never nest),",
+            worktree.unwrap_or_default(),
             h.claim.issue
         )
     };
-    let seen = h
-        .chat
-        .as_ref()
-        .map(|c| format!(", last seen {} ago", ago(now - c.heartbeat)))
-        .unwrap_or_default();
+    let holder = holder_words(h, now);
     match h.liveness(now) {
         Liveness::Live => format!(
-            "{what} held by live chat {} since {}{seen}; it can be taken over once that chat is silent for {}",
-            h.claim.session_id,
-            timestamp(h.claim.acquired),
+            "{what} held by {holder}; it can be taken over once that chat is silent for {} or its client has exited",
             ago(STALE_AFTER)
         ),
-        _ => format!(
-            "{what} held by {} chat {} since {}{seen}: `jkz claim {} --take` takes it over",
-            h.liveness(now).as_str(),
-            h.claim.session_id,
-            timestamp(h.claim.acquired),
-            wanted
-        ),
+        _ => format!("{what} held by {holder}: `jkz claim {wanted} --take` takes it over"),
     }
+}
+
+/// The holder of a claim as people need it to find that chat: `live chat
+/// ID (cwd /p, branch b) since …, last seen 12s ago`.
+pub fn holder_words(h: &Holder, now: i64) -> String {
+    let mut words = format!("{} chat {}", h.liveness(now).as_str(), h.claim.session_id);
+    if let Some(c) = &h.chat {
+        words.push_str(&format!(" (cwd {}", c.cwd));
+        if let Some(branch) = &c.branch {
+            words.push_str(&format!(", branch {branch}"));
+        }
+        words.push(')');
+    }
+    words.push_str(&format!(" since {}", timestamp(h.claim.acquired)));
+    if let Some(c) = &h.chat {
+        words.push_str(&format!(", last seen {} ago", ago(now - c.heartbeat)));
+    }
+    words
 }
 
 /// `jkz release`.
 pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let session = session_of(args.session.as_deref())?;
+    let session = acting_for(args.session.as_deref())?;
     let root = root_of(state)?;
     let issue = args.issue.as_str();
-    let (outcome, note) = with_registry(&root, |r| r.release(session.as_str(), issue))
+    let (outcome, note) = with_registry(&root, deadline(), |r| r.release(session.as_str(), issue))
         .map_err(|e| Failure::new(1, e.to_string()))?;
     if let Some(note) = note {
         eprintln!("jkz release: {note}");
@@ -250,8 +262,8 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     let now = now();
     let listed = if state.join(super::db::DB_FILE).exists() {
         let root = root_of(state)?;
-        let (listed, note) =
-            with_registry(&root, |r| r.chats()).map_err(|e| Failure::new(1, e.to_string()))?;
+        let (listed, note) = with_registry(&root, deadline(), |r| r.chats())
+            .map_err(|e| Failure::new(1, e.to_string()))?;
         if let Some(note) = note {
             eprintln!("jkz chats: {note}");
         }
@@ -320,26 +332,4 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     }
     out.flush().map_err(writing)?;
     Ok(0)
-}
-
-/// `jkz state set N …` from a chat: claims N for it when nobody else holds
-/// it. Returns one line to show on stderr when it could not (held by
-/// another chat, or the registry is unavailable); never fails the set.
-pub fn claim_implicitly(state: &StateDir, issue: &IssueNumber) -> Option<String> {
-    let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty())?;
-    let session = SessionId::parse(&session).ok()?;
-    let root = state.ensure().ok().flatten()?.to_path_buf();
-    let now = now();
-    match with_registry(&root, |r| {
-        r.claim(session.as_str(), issue.as_str(), None, false, here, now)
-    }) {
-        Ok((Claimed::Held(h), _)) => Some(format!(
-            "issue {issue} is claimed by chat {} (not this chat): not claimed for this chat",
-            h.claim.session_id
-        )),
-        Ok((_, note)) => note,
-        Err(e) => Some(format!(
-            "registry unavailable, issue {issue} not claimed: {e}"
-        )),
-    }
 }

@@ -4,7 +4,10 @@
 //! Each operation is one short transaction (`BEGIN IMMEDIATE` when it reads
 //! then writes, so two writers never deadlock on a lock upgrade) under a
 //! busy timeout: many hooks from many chats write at once, and a
-//! `database is locked` never reaches the user. WAL mode lets readers (the
+//! `database is locked` never reaches the user. The wait ends at the
+//! caller's deadline: a command waits as long as any jkz writer
+//! ([`crate::json_file::lock_wait`]), a hook no longer than its own
+//! deadline ([`crate::json_file::HOOK_LOCK_WAIT`] from its start). WAL mode lets readers (the
 //! PreToolUse check) run beside a writer; `synchronous=NORMAL` keeps a
 //! commit from waiting on the disk (a power cut may forget the last
 //! heartbeats, never corrupt the file).
@@ -18,21 +21,18 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::chat::{Chat, Liveness, Place};
+use super::chat::{Chat, Client, Liveness, Place};
 use super::HEARTBEAT_EVERY;
 
 pub use crate::state_dir::layout::{CHAT_DB as DB_FILE, CHAT_DB_CORRUPT as CORRUPT_FILE};
 
-/// How long a writer waits for another's transaction before giving up.
-/// Transactions last microseconds; this only matters under a storm.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The schema's version (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema's version (`PRAGMA user_version`). 2 added the client's
+/// host and start time (`chats.host`, `chats.pid_start`).
+const SCHEMA_VERSION: i64 = 2;
 
 /// Gone chats are forgotten this long after they ended.
 const FORGET_GONE_AFTER: i64 = 86_400;
@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS chats (
     pid        INTEGER,
     started    INTEGER NOT NULL,
     heartbeat  INTEGER NOT NULL,
-    ended      INTEGER
+    ended      INTEGER,
+    host       TEXT,
+    pid_start  INTEGER
 );
 CREATE TABLE IF NOT EXISTS claims (
     issue      TEXT PRIMARY KEY NOT NULL,
@@ -79,6 +81,35 @@ impl std::error::Error for RegistryError {}
 /// An open registry.
 pub struct Registry {
     conn: Connection,
+    /// A schema-1 file read without upgrading it (an observer): it has no
+    /// `host` or `pid_start` column.
+    schema_1: bool,
+}
+
+/// The columns of a chat, in the order [`chat_at`] reads them, each
+/// prefixed with `table.`; a schema-1 file reads NULL for the two it lacks.
+fn chat_columns(table: &str, schema_1: bool) -> String {
+    let mut cols: Vec<String> = [
+        "session_id",
+        "cwd",
+        "worktree",
+        "branch",
+        "pid",
+        "started",
+        "heartbeat",
+        "ended",
+    ]
+    .iter()
+    .map(|c| format!("{table}.{c}"))
+    .collect();
+    for c in ["host", "pid_start"] {
+        cols.push(if schema_1 {
+            "NULL".into()
+        } else {
+            format!("{table}.{c}")
+        });
+    }
+    cols.join(", ")
 }
 
 /// A claim as stored.
@@ -143,6 +174,7 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
 /// may create the database's `-wal` and `-shm` companions, as any reader of
 /// a WAL database does. A registry that does not exist yet lists nothing.
 pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
+    let deadline = Instant::now() + crate::json_file::lock_wait();
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Ok(m) if !m.is_file() => {
@@ -158,25 +190,45 @@ pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryE
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        Registry { conn }.chats()
+        conn.busy_timeout(left(deadline))?;
+        let has_host: i64 = conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('chats') WHERE name = 'host'",
+            [],
+            |r| r.get(0),
+        )?;
+        Registry {
+            conn,
+            schema_1: has_host == 0,
+        }
+        .chats()
     };
     read().map_err(|e| Failed::Sql(e).unavailable(path))
 }
 
-/// Runs `op` on the registry in `root`, creating it when missing. A corrupt
-/// registry is moved aside and rebuilt empty, then `op` runs on the new one;
-/// the returned note (one line) says so.
+/// The time left until `deadline`, at least a millisecond (a busy timeout
+/// of zero would mean "wait forever" to some callers' eyes; here it is
+/// the shortest wait).
+fn left(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// Runs `op` on the registry in `root`, creating it when missing, waiting
+/// for other writers until `deadline` at most. A corrupt registry is moved
+/// aside and rebuilt empty, then `op` runs on the new one; the returned
+/// note (one line) says so.
 pub fn with_registry<T>(
     root: &Path,
+    deadline: Instant,
     mut op: impl FnMut(&mut Registry) -> rusqlite::Result<T>,
 ) -> Result<(T, Option<String>), RegistryError> {
     let path = root.join(DB_FILE);
-    match Registry::open(&path).and_then(|mut reg| op(&mut reg).map_err(Failed::Sql)) {
+    match Registry::open(&path, deadline).and_then(|mut reg| op(&mut reg).map_err(Failed::Sql)) {
         Ok(t) => Ok((t, None)),
         Err(Failed::Sql(e)) if is_corruption(&e) => {
             let note = rebuild(root, &path, &e)?;
-            let mut reg = Registry::open(&path).map_err(|f| f.unavailable(&path))?;
+            let mut reg = Registry::open(&path, deadline).map_err(|f| f.unavailable(&path))?;
             let t = op(&mut reg).map_err(|e| Failed::Sql(e).unavailable(&path))?;
             Ok((t, Some(note)))
         }
@@ -248,8 +300,9 @@ fn rebuild(root: &Path, path: &Path, e: &rusqlite::Error) -> Result<String, Regi
 }
 
 impl Registry {
-    /// Opens the registry at `path`, creating it (WAL, schema) when missing.
-    fn open(path: &Path) -> Result<Registry, Failed> {
+    /// Opens the registry at `path`, creating it (WAL, schema) when missing;
+    /// every wait on another writer ends at `deadline`.
+    fn open(path: &Path, deadline: Instant) -> Result<Registry, Failed> {
         if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(Failed::Refused(format!(
                 "{} is a symbolic link: refused (jkz never writes through a link in state/); remove it",
@@ -262,21 +315,24 @@ impl Registry {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mut reg = Registry { conn };
-        reg.prepare()?;
+        conn.busy_timeout(left(deadline))?;
+        let mut reg = Registry {
+            conn,
+            schema_1: false,
+        };
+        reg.prepare(deadline)?;
         Ok(reg)
     }
 
     /// WAL mode and the schema, once per file; afterwards two cheap reads.
-    fn prepare(&mut self) -> rusqlite::Result<()> {
+    /// A schema-1 file gains the client's host and start time.
+    fn prepare(&mut self, deadline: Instant) -> rusqlite::Result<()> {
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != SCHEMA_VERSION {
+        if version < SCHEMA_VERSION {
             // Switching to WAL takes an exclusive lock that the busy
-            // handler does not always wait for: retry briefly.
-            let mut tries = 0;
+            // handler does not always wait for: retry until the deadline.
             loop {
                 match self
                     .conn
@@ -284,13 +340,12 @@ impl Registry {
                 {
                     Ok(_) => break,
                     Err(e)
-                        if tries < 200
+                        if Instant::now() < deadline
                             && matches!(
                                 e.sqlite_error_code(),
                                 Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
                             ) =>
                     {
-                        tries += 1;
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     Err(e) => return Err(e),
@@ -300,6 +355,18 @@ impl Registry {
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;
+            // Another process may have upgraded it meanwhile.
+            let has_host: i64 = tx.query_row(
+                "SELECT count(*) FROM pragma_table_info('chats') WHERE name = 'host'",
+                [],
+                |r| r.get(0),
+            )?;
+            if has_host == 0 {
+                tx.execute_batch(
+                    "ALTER TABLE chats ADD COLUMN host TEXT;
+                     ALTER TABLE chats ADD COLUMN pid_start INTEGER;",
+                )?;
+            }
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
             tx.commit()?;
         }
@@ -307,26 +374,40 @@ impl Registry {
         Ok(())
     }
 
-    /// Registers a chat (or re-registers it: a resumed chat is live again).
-    /// Also forgets chats gone for more than a day.
+    /// Registers a chat (or re-registers it: a resumed chat is live again),
+    /// with its client when known. Also forgets chats gone for more than a
+    /// day.
     pub fn register(
         &mut self,
         session: &str,
         place: &Place,
-        pid: Option<i64>,
+        client: Option<&Client>,
         now: i64,
     ) -> rusqlite::Result<()> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // The client's pid, host and start time are one fact: replaced
+        // together, or kept together when this event could not tell.
         tx.execute(
-            "INSERT INTO chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
+            "INSERT INTO chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host, pid_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8)
              ON CONFLICT(session_id) DO UPDATE SET
                 cwd = excluded.cwd, worktree = excluded.worktree, branch = excluded.branch,
+                host = CASE WHEN excluded.pid IS NULL THEN host ELSE excluded.host END,
+                pid_start = CASE WHEN excluded.pid IS NULL THEN pid_start ELSE excluded.pid_start END,
                 pid = coalesce(excluded.pid, pid),
                 heartbeat = max(heartbeat, excluded.heartbeat), ended = NULL",
-            params![session, place.cwd, place.worktree, place.branch, pid, now],
+            params![
+                session,
+                place.cwd,
+                place.worktree,
+                place.branch,
+                client.map(|c| c.pid),
+                now,
+                client.map(|c| c.host.as_str()),
+                client.and_then(|c| c.pid_start),
+            ],
         )?;
         tx.execute(
             "DELETE FROM chats WHERE ended IS NOT NULL AND ended < ?1",
@@ -385,8 +466,9 @@ impl Registry {
 
     /// Claims `issue` (and `worktree`, when given) for `session`, which is
     /// registered at `place()` first when unknown. Another chat's claim on
-    /// the issue or the worktree stops it, unless that chat is stale or gone
-    /// and `take` is set.
+    /// the issue, or on a worktree that is `worktree`, contains it or lies
+    /// inside it (claimed worktrees never nest), stops it, unless that chat
+    /// is stale or gone and `take` is set.
     pub fn claim(
         &mut self,
         session: &str,
@@ -424,11 +506,19 @@ impl Registry {
             params![issue, session],
         )?;
         if let Some(wt) = worktree {
-            others.extend(holders(
+            let overlapping = holders(
                 &tx,
-                "WHERE c.worktree = ?1 AND c.session_id != ?2",
-                params![wt, session],
-            )?);
+                "WHERE c.worktree IS NOT NULL AND c.session_id != ?1",
+                params![session],
+            )?
+            .into_iter()
+            .filter(|h| {
+                h.claim
+                    .worktree
+                    .as_deref()
+                    .is_some_and(|theirs| nested(Path::new(wt), Path::new(theirs)))
+            });
+            others.extend(overlapping);
         }
         others.sort_by(|a, b| a.claim.issue.cmp(&b.claim.issue));
         others.dedup_by(|a, b| a.claim.issue == b.claim.issue);
@@ -456,6 +546,13 @@ impl Registry {
         })
     }
 
+    /// The claim on `issue`, whoever holds it, with its chat.
+    pub fn holder_of(&mut self, issue: &str) -> rusqlite::Result<Option<Holder>> {
+        Ok(holders(&self.conn, "WHERE c.issue = ?1", params![issue])?
+            .into_iter()
+            .next())
+    }
+
     /// Releases `session`'s claim on `issue`.
     pub fn release(&mut self, session: &str, issue: &str) -> rusqlite::Result<Released> {
         let tx = self
@@ -478,10 +575,10 @@ impl Registry {
     pub fn chats(&mut self) -> rusqlite::Result<Vec<(Chat, Vec<Claim>)>> {
         let tx = self.conn.transaction()?;
         let chats = {
-            let mut stmt = tx.prepare(
-                "SELECT session_id, cwd, worktree, branch, pid, started, heartbeat, ended
-                 FROM chats WHERE ended IS NULL ORDER BY heartbeat DESC, session_id",
-            )?;
+            let mut stmt = tx.prepare(&format!(
+                "SELECT {} FROM chats WHERE ended IS NULL ORDER BY heartbeat DESC, session_id",
+                chat_columns("chats", self.schema_1)
+            ))?;
             let rows = stmt.query_map([], chat_of_row)?;
             rows.collect::<rusqlite::Result<Vec<Chat>>>()?
         };
@@ -537,8 +634,10 @@ impl Registry {
     pub fn chat(&mut self, session: &str) -> rusqlite::Result<Option<Chat>> {
         self.conn
             .query_row(
-                "SELECT session_id, cwd, worktree, branch, pid, started, heartbeat, ended
-                 FROM chats WHERE session_id = ?1",
+                &format!(
+                    "SELECT {} FROM chats WHERE session_id = ?1",
+                    chat_columns("chats", self.schema_1)
+                ),
                 [session],
                 chat_of_row,
             )
@@ -562,7 +661,16 @@ fn chat_at(r: &rusqlite::Row<'_>, first: usize, session_id: String) -> rusqlite:
         started: r.get(first + 5)?,
         heartbeat: r.get(first + 6)?,
         ended: r.get(first + 7)?,
+        host: r.get(first + 8)?,
+        pid_start: r.get(first + 9)?,
     })
+}
+
+/// True when `a` and `b` are the same directory or one lies inside the
+/// other, compared component by component (`/a/wt-4` is not inside
+/// `/a/wt-42`). Both are absolute and resolved, as claims store them.
+pub fn nested(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
 }
 
 /// Claims matching `filter` (over `claims c`), each with its chat.
@@ -572,10 +680,10 @@ fn holders(
     args: impl rusqlite::Params,
 ) -> rusqlite::Result<Vec<Holder>> {
     let sql = format!(
-        "SELECT c.issue, c.session_id, c.worktree, c.acquired,
-                h.session_id, h.cwd, h.worktree, h.branch, h.pid, h.started, h.heartbeat, h.ended
+        "SELECT c.issue, c.session_id, c.worktree, c.acquired, {}
          FROM claims c LEFT JOIN chats h ON h.session_id = c.session_id {filter}
-         ORDER BY length(c.issue), c.issue"
+         ORDER BY length(c.issue), c.issue",
+        chat_columns("h", false)
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(args, |r| {
@@ -607,7 +715,9 @@ mod tests {
     }
 
     fn open(dir: &Path) -> Registry {
-        Registry::open(&dir.join(DB_FILE)).ok().expect("open")
+        Registry::open(&dir.join(DB_FILE), Instant::now() + Duration::from_secs(10))
+            .ok()
+            .expect("open")
     }
 
     #[test]
@@ -658,6 +768,29 @@ mod tests {
     }
 
     #[test]
+    fn claimed_worktrees_never_nest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = open(dir.path());
+        let t = 10_000;
+        let claim = |reg: &mut Registry, who: &str, issue: &str, wt: &str| {
+            reg.claim(who, issue, Some(wt), false, || place("/p"), t)
+                .unwrap()
+        };
+        assert_eq!(claim(&mut reg, "a", "42", "/a/wt-42"), Claimed::Claimed);
+        for wt in ["/a", "/a/wt-42/sub", "/a/wt-42"] {
+            assert!(
+                matches!(claim(&mut reg, "b", "43", wt), Claimed::Held(h) if h.claim.issue == "42"),
+                "{wt}"
+            );
+        }
+        // A sibling sharing a prefix is not inside it; the same chat may nest.
+        assert_eq!(claim(&mut reg, "b", "43", "/a/wt-4"), Claimed::Claimed);
+        assert_eq!(claim(&mut reg, "a", "44", "/a/wt-42/x"), Claimed::Claimed);
+        assert!(nested(Path::new("/a/wt-42"), Path::new("/a")));
+        assert!(!nested(Path::new("/a/wt-4"), Path::new("/a/wt-42")));
+    }
+
+    #[test]
     fn ending_a_chat_releases_its_claims() {
         let dir = tempfile::tempdir().unwrap();
         let mut reg = open(dir.path());
@@ -675,12 +808,18 @@ mod tests {
     fn a_file_that_is_not_a_database_is_rebuilt_empty() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(DB_FILE), vec![b'x'; 8192]).unwrap();
-        let (n, note) = with_registry(dir.path(), |r| r.chats().map(|c| c.len())).unwrap();
+        let (n, note) = with_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+            r.chats().map(|c| c.len())
+        })
+        .unwrap();
         assert_eq!(n, 0);
         let note = note.expect("a note");
         assert!(note.contains("rebuilt empty"), "{note}");
         assert_eq!(fs::read(dir.path().join(CORRUPT_FILE)).unwrap().len(), 8192);
-        let (_, note) = with_registry(dir.path(), |r| r.chats().map(|c| c.len())).unwrap();
+        let (_, note) = with_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+            r.chats().map(|c| c.len())
+        })
+        .unwrap();
         assert_eq!(note, None);
     }
 }

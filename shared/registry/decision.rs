@@ -1,26 +1,28 @@
 //! The PreToolUse decision: may this chat make this change? No when the
 //! target lies in a worktree, or is the pipeline state of an issue, that
-//! another *live* chat has claimed. A stale chat's claim does not stop
-//! anyone (it can be taken over); the reason says how.
+//! another *live* chat has claimed; nor when it removes or overwrites
+//! pipeline files by a pattern, or the registry itself, while another live
+//! chat holds a claim there. A stale chat's claim does not stop anyone (it
+//! can be taken over); the reason says how.
 
 use std::path::Path;
 
 use super::chat::Liveness;
 use super::clock::{ago, timestamp};
 use super::db::Holder;
-use super::target::{pipeline_issue, Target};
+use super::target::{glob_match, pipeline_issue, Guarded, Target};
 use super::STALE_AFTER;
 
 /// The reason to refuse `targets`, given the other chats' claims, or `None`
-/// to let the call pass. `pipeline_dir` is the state directory's
-/// `pipeline/`, resolved.
+/// to let the call pass.
 pub fn refusal(
     targets: &[Target],
     others: &[Holder],
-    pipeline_dir: &Path,
+    guarded: &Guarded,
     now: i64,
 ) -> Option<String> {
     let live = |h: &&Holder| h.liveness(now) == Liveness::Live;
+    let holding = |issue: &str| others.iter().filter(live).find(|h| h.claim.issue == issue);
     for target in targets {
         let (holder, what) = match target {
             Target::File(file) => {
@@ -30,32 +32,37 @@ pub fn refusal(
                         .as_deref()
                         .is_some_and(|wt| file.starts_with(wt))
                 });
-                match in_worktree {
-                    Some(h) => (
+                if let Some(h) = in_worktree {
+                    (
                         h,
                         format!(
                             "{} lies in worktree {}",
                             file.display(),
                             h.claim.worktree.as_deref().unwrap_or_default()
                         ),
-                    ),
-                    None => {
-                        let Some(issue) = pipeline_issue(file, pipeline_dir) else {
-                            continue;
-                        };
-                        let Some(h) = others.iter().filter(live).find(|h| h.claim.issue == issue)
-                        else {
-                            continue;
-                        };
-                        (
-                            h,
-                            format!("{} is issue {issue}'s pipeline state", file.display()),
-                        )
-                    }
+                    )
+                } else if let Some(h) =
+                    pipeline_issue(file, &guarded.pipeline_dir).and_then(|n| holding(&n))
+                {
+                    (
+                        h,
+                        format!(
+                            "{} is issue {}'s pipeline state",
+                            file.display(),
+                            h.claim.issue
+                        ),
+                    )
+                } else if guarded.is_registry(file) {
+                    let Some(h) = others.iter().find(live) else {
+                        continue;
+                    };
+                    (h, registry_words(file))
+                } else {
+                    continue;
                 }
             }
             Target::Pipeline(issue) => {
-                let Some(h) = others.iter().filter(live).find(|h| &h.claim.issue == issue) else {
+                let Some(h) = holding(issue) else {
                     continue;
                 };
                 (
@@ -63,10 +70,56 @@ pub fn refusal(
                     format!("this command writes issue {issue}'s pipeline state"),
                 )
             }
+            Target::Pipelines(pattern) => {
+                let matched = others.iter().filter(live).find(|h| {
+                    let n = &h.claim.issue;
+                    [
+                        format!("{n}.json"),
+                        format!("{n}-compact-plan.md"),
+                        format!("{n}-compact-plan.json"),
+                    ]
+                    .iter()
+                    .any(|name| glob_match(pattern, name))
+                });
+                let Some(h) = matched else {
+                    continue;
+                };
+                let what = if pattern == "*" {
+                    format!(
+                        "this command removes or replaces the pipeline directory {}, issue {}'s pipeline state among it",
+                        guarded.pipeline_dir.display(),
+                        h.claim.issue
+                    )
+                } else {
+                    format!(
+                        "this command changes the pipeline files matching {pattern} in {}, issue {}'s among them",
+                        guarded.pipeline_dir.display(),
+                        h.claim.issue
+                    )
+                };
+                (h, what)
+            }
+            Target::Registry => {
+                let Some(h) = others.iter().find(live) else {
+                    continue;
+                };
+                (
+                    h,
+                    registry_words(&guarded.state_root.join(super::db::DB_FILE)),
+                )
+            }
         };
         return Some(reason(holder, &what, now));
     }
     None
+}
+
+/// What a change of the registry file `file` is, for the reason.
+fn registry_words(file: &Path) -> String {
+    format!(
+        "this command writes or removes {}, the registry that holds other chats' claims (only jkz claim, jkz release and the jkz-chat hook write it)",
+        file.display()
+    )
 }
 
 /// The words the model reads: what is contested, which chat holds it and
@@ -102,6 +155,13 @@ mod tests {
     use crate::registry::db::Claim;
     use std::path::PathBuf;
 
+    fn guarded() -> Guarded {
+        Guarded {
+            state_root: PathBuf::from("/p/state"),
+            pipeline_dir: PathBuf::from("/p/state/pipeline"),
+        }
+    }
+
     fn holder(issue: &str, worktree: Option<&str>, heartbeat: i64) -> Holder {
         Holder {
             claim: Claim {
@@ -116,6 +176,8 @@ mod tests {
                 worktree: None,
                 branch: Some("i42".into()),
                 pid: None,
+                host: None,
+                pid_start: None,
                 started: 900,
                 heartbeat,
                 ended: None,
@@ -125,31 +187,50 @@ mod tests {
 
     #[test]
     fn a_live_holders_worktree_and_pipeline_are_refused() {
-        let pipe = Path::new("/p/state/pipeline");
+        let g = guarded();
+        let pipe = g.pipeline_dir.as_path();
         let others = [holder("42", Some("/wt/42"), 1_000)];
         let edit = [Target::File(PathBuf::from("/wt/42/src/a.rs"))];
-        let why = refusal(&edit, &others, pipe, 1_010).expect("refused");
+        let why = refusal(&edit, &others, &g, 1_010).expect("refused");
         assert!(why.contains("chat chat-a (branch i42)"), "{why}");
         assert!(why.contains("since 1970-01-01T00:16:40Z"), "{why}");
         assert!(why.contains("`jkz claim 42 --take`"), "{why}");
         let pipeline = [Target::File(pipe.join("42.json"))];
-        assert!(refusal(&pipeline, &others, pipe, 1_010).is_some());
+        assert!(refusal(&pipeline, &others, &g, 1_010).is_some());
         let bash = [Target::Pipeline("42".into())];
-        assert!(refusal(&bash, &others, pipe, 1_010).is_some());
+        assert!(refusal(&bash, &others, &g, 1_010).is_some());
         // A sibling directory sharing a prefix is not inside the worktree.
         let sibling = [Target::File(PathBuf::from("/wt/420/a.rs"))];
-        assert_eq!(refusal(&sibling, &others, pipe, 1_010), None);
+        assert_eq!(refusal(&sibling, &others, &g, 1_010), None);
         assert_eq!(
-            refusal(&[Target::Pipeline("43".into())], &others, pipe, 1_010),
+            refusal(&[Target::Pipeline("43".into())], &others, &g, 1_010),
+            None
+        );
+        // The whole directory, a pattern reaching 42's file, the registry.
+        for t in [
+            Target::Pipelines("*".into()),
+            Target::Pipelines("4?.json".into()),
+            Target::Registry,
+            Target::File(PathBuf::from("/p/state/chat.db-wal")),
+        ] {
+            assert!(refusal(&[t.clone()], &others, &g, 1_010).is_some(), "{t:?}");
+        }
+        assert_eq!(
+            refusal(&[Target::Pipelines("5*".into())], &others, &g, 1_010),
             None
         );
     }
 
     #[test]
     fn a_stale_holder_stops_nobody() {
-        let pipe = Path::new("/p/state/pipeline");
         let others = [holder("42", Some("/wt/42"), 1_000)];
-        let edit = [Target::File(PathBuf::from("/wt/42/src/a.rs"))];
-        assert_eq!(refusal(&edit, &others, pipe, 1_000 + STALE_AFTER), None);
+        let edit = [
+            Target::File(PathBuf::from("/wt/42/src/a.rs")),
+            Target::Registry,
+        ];
+        assert_eq!(
+            refusal(&edit, &others, &guarded(), 1_000 + STALE_AFTER),
+            None
+        );
     }
 }

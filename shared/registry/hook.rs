@@ -17,16 +17,19 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::chat::{client_pid, Place};
+use super::chat::{client, Place};
 use super::clock::now;
-use super::db::{with_registry, DB_FILE};
+use super::db::{with_registry, Holder, Registry, DB_FILE};
 use super::decision::refusal;
-use super::target::{pipeline_issue, resolve, targets, Target};
+use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
+use crate::json_file::HOOK_LOCK_WAIT;
+use crate::session_id::{process_env, resolve_raw, SessionId};
 use crate::state_dir::StateDir;
 
 /// The one-line summary of `jkz-chat --help`.
@@ -44,11 +47,18 @@ PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash.
 PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
 \"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
 would change a file inside a worktree, or issue N's pipeline state
-(state/pipeline/N.json and its companions, `jkz state set N`, a redirection,
-tee, mv, cp, rm or sed -i into one), that another live chat has claimed
-(jkz claim). A chat silent for 5 minutes is stale: its claims no longer
-stop anyone and `jkz claim N --take` takes them over. Anything else passes
-with no output.
+(state/pipeline/N.json and its companions), that another live chat has
+claimed (jkz claim); for Bash, the ordinary spellings of `jkz state set N`,
+redirections, tee, cp/mv/install onto, rm, sed -i, dd, sh -c, eval, cd DIR
+&& …, inline python/node/perl writes, and removing the pipeline directory
+or state/chat.db while another live chat holds a claim. This is a first
+hint for the model, best effort; the writers (jkz state set) enforce the
+claim themselves. A chat silent for 5 minutes, or whose client has exited,
+is stale: its claims no longer stop anyone and `jkz claim N --take` takes
+them over. Anything else passes with no output.
+
+The session is the event's session_id, else CLAUDE_SESSION_ID, else
+CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
 State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
 event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
@@ -60,6 +70,8 @@ then rebuilt empty, an unwritable state directory) is one line on stderr.";
 /// Runs the hook on the event read from `input`; returns what to print on
 /// stdout (only a PreToolUse refusal prints anything).
 pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
+    // The hook's whole budget for waiting on other writers starts now.
+    let deadline = Instant::now() + HOOK_LOCK_WAIT;
     let event = match HookInput::read(input) {
         Ok(e) => e,
         Err(e) => {
@@ -69,14 +81,18 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
     };
     let name = event.event_name().unwrap_or_default().to_string();
     let cwd = event.cwd();
-    // A call that targets nothing guarded ends here, before any disk access.
-    let guarded = if name == "PreToolUse" {
+    let state = StateDir::resolve(None, cwd.as_deref());
+    let base = cwd.clone().unwrap_or_else(|| ".".into());
+    let guarded = || Guarded::of(state.path(), &base);
+    // A call that targets nothing guarded ends here, before the registry is
+    // opened (a Bash command's write targets are resolved on disk).
+    let found = if name == "PreToolUse" {
         let tool = event.text("tool_name").unwrap_or_default();
-        let base = cwd.clone().unwrap_or_else(|| ".".into());
         let found = targets(
             tool,
             event.raw.get("tool_input").unwrap_or(&Value::Null),
             &base,
+            guarded,
         );
         if found.is_empty() {
             return None;
@@ -85,18 +101,22 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
     } else {
         Vec::new()
     };
-    let session = match event.session_id() {
+    // The one session rule, as every jkz tool reads it.
+    let session = match resolve_raw(event.text("session_id"), process_env)
+        .map(|(raw, _)| SessionId::parse(&raw))
+    {
         Some(Ok(id)) => id,
         Some(Err(e)) => {
             warnings.warn(e.to_string());
             return None;
         }
         None => {
-            warnings.warn(format!("{name} event without session_id: ignored"));
+            warnings.warn(format!(
+                "{name} event without session_id (and CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored"
+            ));
             return None;
         }
     };
-    let state = StateDir::resolve(None, cwd.as_deref());
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
         Ok(None) => return None,
@@ -110,41 +130,30 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
     let session = session.as_str();
     let done = match name.as_str() {
         "SessionStart" => {
-            let (place, pid) = (place(), client_pid());
-            with_registry(&root, |r| r.register(session, &place, pid, now)).map(|(_, n)| n)
+            let (place, client) = (place(), client());
+            with_registry(&root, deadline, |r| {
+                r.register(session, &place, client.as_ref(), now)
+            })
+            .map(|(_, n)| n)
         }
         "UserPromptSubmit" | "PostToolUse" => {
-            with_registry(&root, |r| r.heartbeat(session, place, now)).map(|(_, n)| n)
+            with_registry(&root, deadline, |r| r.heartbeat(session, place, now)).map(|(_, n)| n)
         }
-        "SessionEnd" => with_registry(&root, |r| r.end(session, now)).map(|(_, n)| n),
+        "SessionEnd" => with_registry(&root, deadline, |r| r.end(session, now)).map(|(_, n)| n),
         "PreToolUse" => {
             if !root.join(DB_FILE).exists() {
                 return None;
             }
-            let pipeline_dir = resolve(&state.join(crate::state_dir::layout::PIPELINE_DIR));
-            let lookups: Vec<(Option<String>, Option<String>)> = guarded
-                .iter()
-                .map(|t| match t {
-                    Target::File(f) => (
-                        Some(f.display().to_string()),
-                        pipeline_issue(f, &pipeline_dir),
-                    ),
-                    Target::Pipeline(issue) => (None, Some(issue.clone())),
-                })
-                .collect();
-            let found = with_registry(&root, |r| {
-                let mut all = Vec::new();
-                for (file, issue) in &lookups {
-                    all.extend(r.claims_covering(session, file.as_deref(), issue.as_deref())?);
-                }
-                Ok(all)
+            let guarded = guarded();
+            let found_claims = with_registry(&root, deadline, |r| {
+                claims_for(r, session, &found, &guarded)
             });
-            match found {
+            match found_claims {
                 Ok((others, note)) => {
                     if let Some(note) = note {
                         warnings.warn(note);
                     }
-                    return refusal(&guarded, &others, &pipeline_dir, now).map(|why| deny(&why));
+                    return refusal(&found, &others, &guarded, now).map(|why| deny(&why));
                 }
                 Err(e) => Err(e),
             }
@@ -164,6 +173,34 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         )),
     }
     None
+}
+
+/// The other chats' claims `targets` could run into: for a file, those
+/// covering it or its issue; for an issue, its claim; for pipeline files by
+/// a pattern or the registry itself, every claim.
+fn claims_for(
+    r: &mut Registry,
+    session: &str,
+    targets: &[Target],
+    guarded: &Guarded,
+) -> rusqlite::Result<Vec<Holder>> {
+    let mut all = Vec::new();
+    for t in targets {
+        match t {
+            Target::File(f) if !guarded.is_registry(f) => {
+                let issue = pipeline_issue(f, &guarded.pipeline_dir);
+                let file = f.display().to_string();
+                all.extend(r.claims_covering(session, Some(&file), issue.as_deref())?);
+            }
+            Target::Pipeline(issue) => {
+                all.extend(r.claims_covering(session, None, Some(issue))?);
+            }
+            Target::File(_) | Target::Pipelines(_) | Target::Registry => {
+                return r.claims_of_others(session);
+            }
+        }
+    }
+    Ok(all)
 }
 
 /// The PreToolUse answer that refuses the call, with `why` for the model.

@@ -271,19 +271,18 @@ fn jkz_state_set_from_a_chat_claims_the_issue_when_free() {
             .env("CLAUDE_CODE_SESSION_ID", session)
             .env("JKZ_TEST_NOW", T.to_string())
             .run()
-            .success()
     };
-    quiet(&set("chat-a"));
+    quiet(&set("chat-a").success());
     let chats = p.chats(T);
     assert_eq!(chats[0]["claims"][0]["issue"], 42, "{chats:?}");
-    let run = set("chat-b");
+    // Another chat's write is refused by the writer itself (issue 23: it
+    // used to warn and write); the claim stays chat-a's.
+    let run = set("chat-b").expect_code(3);
     assert!(
-        run.stderr_str().contains("claimed by chat chat-a"),
+        run.stderr_str().contains("claimed by live chat chat-a"),
         "{}",
         run.report()
     );
-    // The write itself went through (the PreToolUse hook is the refusal);
-    // the claim stays chat-a's.
     let chats = p.chats(T);
     assert_eq!(chats.len(), 1, "{chats:?}");
     assert_eq!(chats[0]["session_id"], "chat-a");
