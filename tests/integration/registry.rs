@@ -7,22 +7,23 @@ use serde_json::{json, Value};
 
 use crate::util::{bin, Dir, Immutable, Run};
 
-const T: i64 = 1_800_000_000;
+pub(crate) const T: i64 = 1_800_000_000;
 
-/// A project with `state/` and a worktree `wt/42`.
-struct Project {
-    dir: Dir,
+/// A project with `state/` and a worktree `wt/42` (the regression tests
+/// of the registry use it too).
+pub(crate) struct Project {
+    pub(crate) dir: Dir,
 }
 
 impl Project {
-    fn new() -> Project {
+    pub(crate) fn new() -> Project {
         let dir = Dir::new();
         std::fs::create_dir(dir.join("state")).unwrap();
         std::fs::create_dir_all(dir.join("wt/42/src")).unwrap();
         Project { dir }
     }
 
-    fn event(&self, name: &str, session: &str, extra: Value) -> Value {
+    pub(crate) fn event(&self, name: &str, session: &str, extra: Value) -> Value {
         let mut e = json!({
             "session_id": session,
             "transcript_path": "/dev/null",
@@ -35,7 +36,7 @@ impl Project {
         e
     }
 
-    fn hook(&self, name: &str, session: &str, extra: Value, now: i64) -> Run {
+    pub(crate) fn hook(&self, name: &str, session: &str, extra: Value, now: i64) -> Run {
         self.dir
             .cmd("jkz-chat")
             .env("JKZ_TEST_NOW", now.to_string())
@@ -44,7 +45,7 @@ impl Project {
             .success()
     }
 
-    fn edit(&self, session: &str, file: PathBuf, now: i64) -> Run {
+    pub(crate) fn edit(&self, session: &str, file: PathBuf, now: i64) -> Run {
         self.hook(
             "PreToolUse",
             session,
@@ -53,7 +54,7 @@ impl Project {
         )
     }
 
-    fn jkz(&self, args: &[&str], now: i64) -> Run {
+    pub(crate) fn jkz(&self, args: &[&str], now: i64) -> Run {
         self.dir
             .cmd("jkz")
             .args(args)
@@ -61,14 +62,14 @@ impl Project {
             .run()
     }
 
-    fn chats(&self, now: i64) -> Vec<Value> {
+    pub(crate) fn chats(&self, now: i64) -> Vec<Value> {
         let run = self.jkz(&["chats", "--json"], now).success();
         serde_json::from_str::<Vec<Value>>(&run.stdout_str())
             .unwrap_or_else(|_| panic!("{}", run.report()))
     }
 }
 
-fn quiet(run: &Run) {
+pub(crate) fn quiet(run: &Run) {
     assert!(
         run.stdout().is_empty(),
         "expected no output\n{}",
