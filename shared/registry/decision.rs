@@ -142,7 +142,7 @@ pub fn reason(holder: &Holder, what: &str, now: i64) -> String {
     format!(
         "jkz: refused: {what}, and issue {issue} is claimed by another live {chat} since {}{seen}. \
          Do not change that chat's worktree or pipeline: work on an issue you hold, or ask the user. \
-         If that chat stays silent it becomes stale in {}; then `jkz claim {issue} --take` takes the issue over.",
+         If that chat stays silent it becomes stale in {} (at once if its client exits); then `jkz claim {issue} --take` takes the issue over.",
         timestamp(holder.claim.acquired),
         ago(stale_in),
     )
