@@ -1073,7 +1073,8 @@ fn path_of(w: &Word, cwd: Option<&Path>) -> PathBuf {
         match part {
             Component::CurDir => {}
             Component::ParentDir => {
-                if !clean.pop() {
+                // Above the root is the root; above a relative start stays.
+                if !clean.pop() && clean.as_os_str().is_empty() {
                     clean.push("..");
                 }
             }
@@ -1086,6 +1087,7 @@ fn path_of(w: &Word, cwd: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn paths(cmd: &str) -> Vec<String> {
         writes(cmd, Path::new("/p"))
@@ -1202,6 +1204,32 @@ mod tests {
                 .filter(|p| p != "/tmp/bak" && p != "/dev/null")
                 .collect();
             assert!(got.is_empty(), "{cmd}: {got:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any text, shell-like or not, is read without a panic: a hook
+        /// that panics guards nothing.
+        #[test]
+        fn any_command_is_read_without_a_panic(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![
+                        " ", "'", "\"", "\\", "$(", ")", "(", "`", "${", "}", "$", "<<", "<<-", "EOF",
+                        "\n", ">", ">>", "&>", "2>&1", "|", "&&", ";", "#", "~", "*", "[", "]", "-c",
+                        "sh", "jkz", "state", "set", "42", "--", "cd", "..", "/", "state/pipeline/42.json",
+                        "cp", "mv", "rm", "-rf", "tee", "python3", "open('x','w')", "sqlite3", "chat.db",
+                        "find", "-delete", "sed", "-i", "eval", "env", "timeout", "$'", "é",
+                    ]).prop_map(String::from),
+                    ".{0,4}",
+                ],
+                0..40,
+            )
+        ) {
+            let command: String = parts.concat();
+            let _ = writes(&command, Path::new("/p"));
         }
     }
 

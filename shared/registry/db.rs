@@ -148,7 +148,7 @@ pub enum Claimed {
     /// Taken over from a stale or gone chat.
     Taken(Vec<Holder>),
     /// Held by another chat: live, or stale and `take` was not asked.
-    Held(Holder),
+    Held(Box<Holder>),
 }
 
 /// What `release` did.
@@ -526,7 +526,7 @@ impl Registry {
             .iter()
             .find(|h| h.liveness(now) == Liveness::Live || !take)
         {
-            return Ok(Claimed::Held(blocking.clone()));
+            return Ok(Claimed::Held(Box::new(blocking.clone())));
         }
         for h in &others {
             tx.execute("DELETE FROM claims WHERE issue = ?1", [&h.claim.issue])?;
@@ -802,6 +802,45 @@ mod tests {
             reg.claim("b", "7", None, false, || place("/p"), 7).unwrap(),
             Claimed::Claimed
         );
+    }
+
+    #[test]
+    fn a_schema_1_registry_is_read_as_it_is_and_upgraded_by_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DB_FILE);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "PRAGMA journal_mode=WAL;
+                 CREATE TABLE chats (session_id TEXT PRIMARY KEY NOT NULL, cwd TEXT NOT NULL,
+                    worktree TEXT, branch TEXT, pid INTEGER, started INTEGER NOT NULL,
+                    heartbeat INTEGER NOT NULL, ended INTEGER);
+                 CREATE TABLE claims (issue TEXT PRIMARY KEY NOT NULL, session_id TEXT NOT NULL,
+                    worktree TEXT, acquired INTEGER NOT NULL);
+                 INSERT INTO chats VALUES ('a', '/p', NULL, NULL, 4242, 1, 1, NULL);
+                 INSERT INTO claims VALUES ('7', 'a', NULL, 1);
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        // An observer reads it without changing it.
+        let listed = chats_read_only(&path).unwrap();
+        assert_eq!(listed[0].0.pid, Some(4242));
+        assert_eq!(listed[0].0.host, None);
+        assert_eq!(listed[0].1[0].issue, "7");
+        // A writer upgrades it in place; rows and claims survive.
+        let mut reg = open(dir.path());
+        let chat = reg.chat("a").unwrap().unwrap();
+        assert_eq!((chat.pid, chat.host), (Some(4242), None));
+        let me = super::super::chat::client_of(std::process::id());
+        reg.register("a", &place("/p"), Some(&me), 2).unwrap();
+        let chat = reg.chat("a").unwrap().unwrap();
+        assert_eq!(chat.host, Some(me.host.clone()));
+        assert_eq!(chat.pid_start, me.pid_start);
+        // An event that cannot tell the client keeps the recorded one whole.
+        reg.register("a", &place("/p"), None, 3).unwrap();
+        assert_eq!(reg.chat("a").unwrap().unwrap().host, Some(me.host));
+        assert_eq!(reg.claims_of_others("b").unwrap().len(), 1);
     }
 
     #[test]

@@ -213,7 +213,10 @@ mod tests {
             Target::Registry,
             Target::File(PathBuf::from("/p/state/chat.db-wal")),
         ] {
-            assert!(refusal(&[t.clone()], &others, &g, 1_010).is_some(), "{t:?}");
+            assert!(
+                refusal(std::slice::from_ref(&t), &others, &g, 1_010).is_some(),
+                "{t:?}"
+            );
         }
         assert_eq!(
             refusal(&[Target::Pipelines("5*".into())], &others, &g, 1_010),

@@ -1,0 +1,1 @@
+sh -c 'jkz state --state-dir state set -- "042" current_phase done' 2>&1 | tee -a state/pipeline/42-compact-plan.md
