@@ -291,6 +291,7 @@ fn help_documents_every_flag() {
         .success();
     assert!(run.stdout_str().contains("--json"));
     assert!(run.stdout_str().contains("--state-dir"));
+    assert!(run.stdout_str().contains("--force"));
 }
 
 #[test]
