@@ -45,7 +45,7 @@ pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<St
                             return Err(refused(&h, issue, false, now));
                         }
                         lines.push(format!(
-                            "--force: writing over the claim of {} on issue {issue}",
+                            "--force: writing issue {issue} over the claim of {}",
                             holder_words(&h, now)
                         ));
                     }

@@ -121,7 +121,7 @@ fn state_set_from_another_chat_is_refused_by_the_writer() {
         .success();
     run.one_line(
         "jkz state set",
-        "--force: writing over the claim of live chat chat-a",
+        "--force: writing issue 42 over the claim of live chat chat-a",
     );
     assert_eq!(phase(&p), "forced");
     // The claim stays chat-a's.
