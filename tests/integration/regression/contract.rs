@@ -112,3 +112,80 @@ fn link_or_copy(from: &Path, to: &Path) {
         std::fs::copy(from, to).unwrap();
     }
 }
+
+fn state(dir: &Dir) -> crate::util::Cmd {
+    dir.cmd("jkz").args(["--state-dir", "st", "state"])
+}
+
+/// `jkz state validate` called a `pr_number` of `"abc"`, `"PR-42"` or
+/// `"null"` a contract error, and `jkz state set` then refused every write
+/// to that issue. The contract: unparsable reads as null, the file is
+/// valid, validate may warn (stderr, exit 0), writes go through.
+#[test]
+fn unparsable_pr_number_is_valid_and_writable() {
+    for bad in ["abc", "PR-42", "null"] {
+        let dir = Dir::new();
+        let file = format!(
+            r#"{{"9": {{"current_phase": "review", "pr_number": "{bad}"}}, "lastActivity": "t"}}"#
+        );
+        dir.write("st/pipeline/9.json", &file);
+        let run = state(&dir).arg("validate").run().success();
+        assert!(run.stdout_str().is_empty(), "{}", run.report());
+        let err = run.stderr_str();
+        assert_eq!(err.lines().count(), 1, "{}", run.report());
+        assert!(
+            err.starts_with("jkz state validate: warning: st/pipeline/9.json: pr_number: ")
+                && err.contains("reads as null"),
+            "{}",
+            run.report()
+        );
+        let shown = state(&dir).args(["show", "9"]).run().success();
+        let view: serde_json::Value = serde_json::from_slice(shown.stdout()).unwrap();
+        assert_eq!(view["pr_number"], serde_json::Value::Null, "{bad}");
+        // Writes to the issue go through, and the field is kept as written.
+        state(&dir)
+            .args(["set", "9", "current_phase", "qa"])
+            .run()
+            .success();
+        let kept: serde_json::Value =
+            serde_json::from_slice(&dir.read("st/pipeline/9.json")).unwrap();
+        assert_eq!(kept["9"]["current_phase"], "qa");
+        assert_eq!(kept["9"]["pr_number"], bad);
+        // Setting it to such a value is a write like any other.
+        state(&dir)
+            .args(["set", "9", "pr_number", bad])
+            .run()
+            .success();
+        // No number anywhere in the cascade: `pr` says so (exit 1).
+        state(&dir).args(["pr", "9"]).run().expect_code(1);
+    }
+}
+
+/// `jkz state pr 9 '#12'` was refused (exit 2): `#12` is a PR number.
+#[test]
+fn state_pr_accepts_a_hash_prefix() {
+    let dir = Dir::new();
+    dir.write("st/pipeline/9.json", r##"{"9": {"pr_number": "#7"}}"##);
+    let pr = |args: &[&str], env: Option<&str>| {
+        let mut cmd = state(&dir).arg("pr").args(args.iter().copied());
+        if let Some(v) = env {
+            cmd = cmd.env("JKZ_PR_NUMBER", v);
+        }
+        cmd.run()
+    };
+    assert_eq!(pr(&["9", "#12"], None).success().stdout_str(), "12\n");
+    assert_eq!(pr(&["9"], Some("#13")).success().stdout_str(), "13\n");
+    assert_eq!(pr(&["9"], None).success().stdout_str(), "7\n");
+    let shown = state(&dir).args(["show", "9"]).run().success();
+    let view: serde_json::Value = serde_json::from_slice(shown.stdout()).unwrap();
+    assert_eq!(view["pr_number"], 7);
+    // Still an error, never passed over: what is not a PR number.
+    for bad in ["PR-12", "##12", "# 12"] {
+        let run = pr(&["9", bad], None).expect_code(2);
+        assert!(
+            run.stderr_str().contains("is not a PR number"),
+            "{}",
+            run.report()
+        );
+    }
+}
