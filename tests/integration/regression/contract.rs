@@ -189,3 +189,105 @@ fn state_pr_accepts_a_hash_prefix() {
         );
     }
 }
+
+/// `jkz-compress --restore` took a line that looks like an offload marker
+/// but does not verify (an edited `bytes=`, `lines=`, a bad sha256) for
+/// plain text and exited 0 with the document still compressed. Such a line
+/// is an error (exit 5, stdout empty), or is named and kept with
+/// `--partial` (exit 6), exactly like a marker whose file is missing.
+#[test]
+fn restore_refuses_a_marker_with_edited_attributes() {
+    let dir = Dir::new();
+    let mut doc = String::from("# Intro\nshort\n\n");
+    for section in ["One", "Two"] {
+        doc.push_str(&format!("# {section}\n"));
+        for i in 0..2000 {
+            doc.push_str(&format!("line {i} of section {section}, a pasted log\n"));
+        }
+    }
+    let compressed = dir
+        .cmd("jkz-compress")
+        .args(["--state-dir", "st"])
+        .stdin(&doc)
+        .run()
+        .success()
+        .stdout_str();
+    let is_marker = |l: &&str| l.starts_with("<!-- jkz:offload sha256=");
+    let lines: Vec<&str> = compressed.lines().collect();
+    let first = lines.iter().position(|l| is_marker(&l)).expect("a marker");
+    let marker = lines[first];
+    assert_eq!(
+        compressed.lines().filter(is_marker).count(),
+        2,
+        "{compressed}"
+    );
+    let field = |name: &str| -> u64 {
+        let at = marker.find(&format!(" {name}=")).unwrap() + name.len() + 2;
+        marker[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let (bytes, lines_attr, excerpt) = (field("bytes"), field("lines"), field("excerpt"));
+    let sha = &marker["<!-- jkz:offload sha256=".len()..][..64];
+    let edits = [
+        // bytes= below excerpt=: the line no longer parses as a marker.
+        marker.replace(&format!("bytes={bytes}"), &format!("bytes={}", excerpt - 1)),
+        marker.replace(&format!("bytes={bytes}"), &format!("bytes={}", bytes + 1)),
+        marker.replace(
+            &format!("lines={lines_attr}"),
+            &format!("lines={}", lines_attr + 1),
+        ),
+        marker.replace(sha, &sha.to_uppercase()),
+        marker.replace(sha, &sha[..63]),
+        marker.replace(" -->", " --> trailing"),
+        marker.replace(" path=", " path"),
+    ];
+    for edited in edits {
+        assert_ne!(edited, marker);
+        let input = compressed.replacen(marker, &edited, 1);
+        let line_no = first + 1;
+        let strict = dir
+            .cmd("jkz-compress")
+            .args(["--state-dir", "st", "--restore"])
+            .stdin(&input)
+            .run()
+            .expect_code(5);
+        assert!(strict.stdout().is_empty(), "{}", strict.report());
+        let err = strict.stderr_str();
+        assert_eq!(err.lines().count(), 1, "{}", strict.report());
+        assert!(err.contains(&format!("line {line_no}")), "{edited}\n{err}");
+
+        let partial = dir
+            .cmd("jkz-compress")
+            .args(["--state-dir", "st", "--restore", "--partial"])
+            .stdin(&input)
+            .run()
+            .expect_code(6);
+        let out = partial.stdout_str();
+        assert!(
+            out.contains(&format!("{edited}\n")),
+            "kept as it is: {edited}"
+        );
+        assert_eq!(
+            out.lines().filter(is_marker).count(),
+            1,
+            "only the edited marker is left: {}",
+            partial.report()
+        );
+        assert!(
+            out.contains("line 1999 of section Two"),
+            "the other section is restored"
+        );
+        assert!(
+            partial.stderr_str().contains(&format!("line {line_no}")),
+            "{}",
+            partial.report()
+        );
+    }
+    // Untouched, the document restores byte for byte.
+    let back = dir
+        .cmd("jkz-compress")
+        .args(["--state-dir", "st", "--restore"])
+        .stdin(&compressed)
+        .run()
+        .success();
+    assert_eq!(back.stdout_str(), doc);
+}
