@@ -291,3 +291,168 @@ fn restore_refuses_a_marker_with_edited_attributes() {
         .success();
     assert_eq!(back.stdout_str(), doc);
 }
+
+const SESSION: &str = "87645ed3-8263-40cb-a27c-461ca6cb6892";
+
+/// The client's tool-results directory of the test's session, beside its
+/// transcript `home/.claude/projects/p/<session>.jsonl`.
+fn tool_results(dir: &Dir) -> PathBuf {
+    dir.join(format!("home/.claude/projects/p/{SESSION}/tool-results"))
+}
+
+/// A Bash PostToolUse event whose output the client says it persisted at
+/// `persisted` (its `stdout` in the event is cut, as the client sends it).
+fn persisted_event(dir: &Dir, persisted: &Path) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "session_id": SESSION,
+        "transcript_path": dir.join(format!("home/.claude/projects/p/{SESSION}.jsonl")),
+        "cwd": dir.path(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cargo test"},
+        "tool_response": {"stdout": "x".repeat(30_000), "stderr": "", "interrupted": false,
+            "isImage": false, "noOutputExpected": false,
+            "persistedOutputPath": persisted, "persistedOutputSize": 400_000},
+        "tool_use_id": "toolu_01"
+    }))
+    .unwrap()
+}
+
+/// A large output holding `secret`: what the guard must never show.
+fn secret_output(secret: &str) -> String {
+    let mut s = String::new();
+    while s.len() < 400_000 {
+        s.push_str(&format!("{secret} test module::case ... ok\n"));
+    }
+    s
+}
+
+/// Runs the guard on `event` in a project that opted in, with `secret` in
+/// its environment; checks the tool's output is left as it stands: exit 0,
+/// nothing on stdout, one line on stderr, nothing saved or counted.
+fn left_as_it_stands(dir: &Dir, event: Vec<u8>, secret: &str) -> String {
+    let run = dir
+        .cmd("jkz-post-tool-use")
+        .env("CLAUDE_PROJECT_DIR", dir.path())
+        .env("JKZ_TEST_SECRET", secret)
+        .stdin(event)
+        .run()
+        .success();
+    assert!(run.stdout().is_empty(), "{}", run.report());
+    let err = run.stderr_str();
+    assert_eq!(err.lines().count(), 1, "{}", run.report());
+    assert!(!err.contains(secret), "{}", run.report());
+    assert!(err.contains("persisted output"), "{}", run.report());
+    let state: Vec<PathBuf> = dir
+        .files()
+        .into_iter()
+        .filter(|p| p.starts_with("state"))
+        .collect();
+    assert!(state.is_empty(), "nothing saved or counted: {state:?}");
+    err
+}
+
+/// `persistedOutputPath` was read from anywhere: `/proc/self/environ` (the
+/// hook's environment, secrets included) or any file outside the client's
+/// tool-results directory went into the model's window and was saved under
+/// `context-offload/`. Only the client's own directory is read now.
+#[test]
+fn persisted_output_path_outside_tool_results_is_not_read() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.join("state")).unwrap();
+    std::fs::create_dir_all(tool_results(&dir)).unwrap();
+    let secret = "SECRET-7f3a9c";
+    let elsewhere = dir.write("notes/secret.txt", secret_output(secret));
+    let sibling = dir.write(
+        format!("home/.claude/projects/p/{SESSION}/secret.txt"),
+        secret_output(secret),
+    );
+    for path in [
+        PathBuf::from("/proc/self/environ"),
+        elsewhere,
+        sibling,
+        tool_results(&dir).join("../secret.txt"),
+        tool_results(&dir).join("../../../../../notes/secret.txt"),
+    ] {
+        let err = left_as_it_stands(&dir, persisted_event(&dir, &path), secret);
+        assert!(err.contains("tool-results"), "{path:?}: {err}");
+    }
+    // Without a transcript to find the directory by, nothing is read either.
+    let mut event: serde_json::Value =
+        serde_json::from_slice(&persisted_event(&dir, Path::new("/proc/self/environ"))).unwrap();
+    event.as_object_mut().unwrap().remove("transcript_path");
+    left_as_it_stands(&dir, serde_json::to_vec(&event).unwrap(), secret);
+
+    // The client's own file is read, as before.
+    let own = dir.write(
+        format!("home/.claude/projects/p/{SESSION}/tool-results/b6x.txt"),
+        secret_output("PUBLIC"),
+    );
+    let run = dir
+        .cmd("jkz-post-tool-use")
+        .env("CLAUDE_PROJECT_DIR", dir.path())
+        .stdin(persisted_event(&dir, &own))
+        .run()
+        .success();
+    assert!(
+        run.stdout_str().contains("[jkz-truncate: "),
+        "{}",
+        run.report()
+    );
+}
+
+/// The same through a link: a file in the tool-results directory that is a
+/// link to a secret, or a directory link out of it, was followed.
+#[test]
+fn persisted_output_path_through_a_link_is_not_read() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.join("state")).unwrap();
+    let results = tool_results(&dir);
+    std::fs::create_dir_all(&results).unwrap();
+    let secret = "SECRET-0b51de";
+    let target = dir.write("notes/secret.txt", secret_output(secret));
+    std::os::unix::fs::symlink(&target, results.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", results.join("environ.txt")).unwrap();
+    std::os::unix::fs::symlink(dir.join("notes"), results.join("notes")).unwrap();
+    let own = dir.write(
+        format!("home/.claude/projects/p/{SESSION}/tool-results/own.txt"),
+        secret_output(secret),
+    );
+    std::os::unix::fs::symlink(&own, results.join("to-own.txt")).unwrap();
+    for path in [
+        results.join("link.txt"),
+        results.join("environ.txt"),
+        results.join("notes/secret.txt"),
+        results.join("to-own.txt"),
+    ] {
+        let err = left_as_it_stands(&dir, persisted_event(&dir, &path), secret);
+        assert!(err.contains("symbolic link"), "{path:?}: {err}");
+    }
+}
+
+/// A 40 MB event was refused with a message quoting 4,194,304 bytes while
+/// the guard's limit is 32 MiB: the message quotes the limit it applied.
+#[test]
+fn oversized_input_message_quotes_the_real_limit() {
+    let dir = Dir::new();
+    let mut event =
+        br#"{"hook_event_name": "PostToolUse", "tool_name": "mcp__x__y", "tool_response": ""#
+            .to_vec();
+    event.resize(40 * 1000 * 1000, b'a');
+    event.extend_from_slice(b"\"}");
+    let run = dir.cmd("jkz-post-tool-use").stdin(event).run().success();
+    assert!(run.stdout().is_empty(), "{}", run.report());
+    let err = run.stderr_str();
+    assert_eq!(err.lines().count(), 1, "{}", run.report());
+    let limit = jkz::tool_output::MAX_INPUT;
+    assert_eq!(limit, 32 * 1024 * 1024);
+    assert!(
+        err.contains("larger than 33,554,432 bytes (32 MiB)"),
+        "{}",
+        run.report()
+    );
+    assert!(
+        !err.contains("4,194,304") && !err.contains("4194304"),
+        "{err}"
+    );
+}
