@@ -456,3 +456,96 @@ fn oversized_input_message_quotes_the_real_limit() {
         "{err}"
     );
 }
+
+/// Plain lines of about `bytes` bytes.
+fn lines_of(bytes: usize, tag: &str) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < bytes {
+        s.push_str(&format!("{tag} line {i:06} of the review\n"));
+        i += 1;
+    }
+    s
+}
+
+/// An oversized protected block straddling the tail window lost its
+/// opener and first content line. The contract: a block larger than its
+/// budget keeps its head, never dropped while its first line fits — on
+/// every role and split, wherever it lies, whatever lies beside it. Here a
+/// verdict fence of 400 KB starts before the tail window and ends inside
+/// it, at the default cap (300 KiB); alone, and beside a summary sized to
+/// fill the block budget (it used to be placed whole first, leaving the
+/// verdict's first line no room).
+#[test]
+fn oversized_block_straddling_the_tail_keeps_its_opener() {
+    const OPENER: &str =
+        "```verdict-json\n{\"verdict\":\"FAIL\",\"blocking\":[\"parser::nested\"]}\n";
+    let fence = format!("{OPENER}{}```\n", lines_of(400_000, "evidence"));
+    // 230,400 bytes of block budget (three quarters of 307,200), less the
+    // head/tail gap's marker and the summary's own (59 bytes each for an
+    // input of seven digits), less 10: the summary fits whole, 10 bytes
+    // are left.
+    let summary_len = 230_400 - 2 * 59 - 10;
+    let mut summary = String::from("<!-- jkz:tldr\n");
+    let mut i = 0;
+    loop {
+        let line = format!("summary point {i:06}: keep it\n");
+        if summary.len() + line.len() + "-->\n".len() > summary_len {
+            break;
+        }
+        summary.push_str(&line);
+        i += 1;
+    }
+    let pad = summary_len - summary.len() - "-->\n".len();
+    summary.push_str(&"x".repeat(pad - 1));
+    summary.push_str("\n-->\n");
+    assert_eq!(summary.len(), summary_len);
+    let docs = [
+        format!(
+            "{}{fence}{}",
+            lines_of(700_000, "reasoning"),
+            lines_of(20_000, "closing")
+        ),
+        format!(
+            "{}{summary}{}{fence}{}",
+            lines_of(100_000, "intro"),
+            lines_of(300_000, "reasoning"),
+            lines_of(20_000, "closing")
+        ),
+    ];
+    let dir = Dir::new();
+    let roles =
+        std::iter::once(None).chain(jkz::truncate::roles::ROLES.iter().map(|r| Some(r.name)));
+    for (d, doc) in docs.iter().enumerate() {
+        assert!((1_000_000..10_000_000).contains(&doc.len()));
+        let fence_at = doc.find(OPENER).unwrap();
+        assert!(
+            fence_at + fence.len() > doc.len() - 40_000,
+            "ends in the tail window"
+        );
+        assert!(fence_at < doc.len() - 307_200, "starts before it");
+        for role in roles.clone() {
+            let mut cmd = dir.cmd("jkz-truncate").arg("--no-full-output");
+            if let Some(role) = role {
+                cmd = cmd.args(["--role", role]);
+            }
+            let run = cmd.stdin(doc.as_bytes()).run().success();
+            let out = run.stdout_str();
+            assert!(out.len() <= 307_200, "{} bytes", out.len());
+            assert!(
+                out.contains(OPENER),
+                "document {d}, role {role:?}: the verdict's opener and first line are missing"
+            );
+            assert!(
+                out.contains("[jkz-truncate: verdict-json block cut: "),
+                "document {d}, role {role:?}: the cut is named"
+            );
+            if d == 1 {
+                assert!(
+                    out.contains("<!-- jkz:tldr\nsummary point 000000"),
+                    "{role:?}"
+                );
+            }
+        }
+    }
+}
