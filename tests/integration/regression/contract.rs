@@ -214,7 +214,7 @@ fn restore_refuses_a_marker_with_edited_attributes() {
         .stdout_str();
     let is_marker = |l: &&str| l.starts_with("<!-- jkz:offload sha256=");
     let lines: Vec<&str> = compressed.lines().collect();
-    let first = lines.iter().position(|l| is_marker(&l)).expect("a marker");
+    let first = lines.iter().position(is_marker).expect("a marker");
     let marker = lines[first];
     assert_eq!(
         compressed.lines().filter(is_marker).count(),
