@@ -30,6 +30,10 @@ timer="$PWD/$out/tool_output_runs"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/project/state" "$work/bare"
+# The client keeps persisted outputs beside the session's transcript; the
+# hook reads only from there.
+results="$work/home/.claude/projects/p/s/tool-results"
+mkdir -p "$results"
 
 # A test run of N bytes with a verdict block in the middle.
 gen() {
@@ -49,18 +53,20 @@ event() { # FILE PROJECT
   python3 - "$1" "$2" <<'PY'
 import json, sys, os
 path, project = sys.argv[1], sys.argv[2]
-print(json.dumps({"session_id": "s", "cwd": project, "hook_event_name": "PostToolUse",
+transcript = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(path))), "s.jsonl")
+print(json.dumps({"session_id": "s", "transcript_path": transcript, "cwd": project,
+  "hook_event_name": "PostToolUse",
   "tool_name": "Bash", "tool_input": {"command": "cargo test"},
   "tool_response": {"stdout": open(path).read(30000), "stderr": "", "interrupted": False,
   "isImage": False, "noOutputExpected": False, "persistedOutputPath": path,
   "persistedOutputSize": os.path.getsize(path)}, "tool_use_id": "t", "duration_ms": 1}))
 PY
 }
-gen 31000 > "$work/31k.txt"
-gen 100000000 > "$work/100m.txt"
-event "$work/31k.txt" "$work/project" > "$work/31k.json"
-event "$work/100m.txt" "$work/project" > "$work/100m.json"
-event "$work/100m.txt" "$work/bare" > "$work/100m-bare.json"
+gen 31000 > "$results/31k.txt"
+gen 100000000 > "$results/100m.txt"
+event "$results/31k.txt" "$work/project" > "$work/31k.json"
+event "$results/100m.txt" "$work/project" > "$work/100m.json"
+event "$results/100m.txt" "$work/bare" > "$work/100m-bare.json"
 export JKZ_STATE_DIR=
 unset CLAUDE_PROJECT_DIR JKZ_STATE_DIR
 # The answer is right before it is timed.
@@ -68,7 +74,7 @@ unset CLAUDE_PROJECT_DIR JKZ_STATE_DIR
 
 echo "== 31 KB persisted output, $runs runs each (p50 p90, ms)"
 read -r h50 h90 t50 t90 tr50 tr90 < <("$timer" "$runs" "$work/project/state" \
-  "$work/31k.json" "$hook" :: - tail -c 20000 "$work/31k.txt" :: - /bin/true | tr '\n' ' '; echo)
+  "$work/31k.json" "$hook" :: - tail -c 20000 "$results/31k.txt" :: - /bin/true | tr '\n' ' '; echo)
 echo "jkz-post-tool-use   $h50 $h90"
 echo "tail -c 20000 FILE  $t50 $t90"
 echo "/bin/true           $tr50 $tr90"
@@ -76,12 +82,12 @@ echo "/bin/true           $tr50 $tr90"
 echo "== 100 MB persisted output, $reps runs each (p50 p90, ms; MB/s at p50)"
 cat > "$work/cat-tail.sh" <<SH
 #!/bin/sh
-cat "$work/100m.txt" | tail -c 20000
+cat "$results/100m.txt" | tail -c 20000
 SH
 chmod +x "$work/cat-tail.sh"
 read -r a50 a90 b50 b90 c50 c90 d50 d90 < <("$timer" "$reps" "$work/project/state" \
   "$work/100m.json" "$hook" :: "$work/100m-bare.json" "$hook" \
-  :: - tail -c 20000 "$work/100m.txt" :: - "$work/cat-tail.sh" | tr '\n' ' '; echo)
+  :: - tail -c 20000 "$results/100m.txt" :: - "$work/cat-tail.sh" | tr '\n' ' '; echo)
 mbps() { python3 -c "print('%.0f' % (100 / ($1 / 1000)))"; }
 echo "jkz-post-tool-use (full output kept)  $a50 $a90  $(mbps "$a50") MB/s"
 echo "jkz-post-tool-use (no state dir)      $b50 $b90  $(mbps "$b50") MB/s"

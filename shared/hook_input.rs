@@ -32,7 +32,8 @@ pub struct HookInput {
 #[derive(Debug)]
 pub enum InputError {
     Empty,
-    TooLarge,
+    /// Larger than the bound it was read with (that bound, in bytes).
+    TooLarge(u64),
     NotJson(String),
     NotAnObject,
     Read(io::Error),
@@ -42,10 +43,17 @@ impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InputError::Empty => f.write_str("empty hook input: expected a JSON object on stdin"),
-            InputError::TooLarge => write!(
-                f,
-                "hook input larger than {MAX_HOOK_INPUT} bytes: not a hook event, ignored"
-            ),
+            InputError::TooLarge(max) => {
+                let mib = match max % (1024 * 1024) {
+                    0 if *max > 0 => format!(" ({} MiB)", max / (1024 * 1024)),
+                    _ => String::new(),
+                };
+                write!(
+                    f,
+                    "hook input larger than {} bytes{mib}: not a hook event, ignored",
+                    crate::truncate::thousands(*max)
+                )
+            }
             InputError::NotJson(e) => write!(f, "hook input is not JSON ({e})"),
             InputError::NotAnObject => f.write_str("hook input is JSON but not an object"),
             InputError::Read(e) => write!(f, "reading hook input: {e}"),
@@ -67,7 +75,7 @@ impl HookInput {
             .read_to_end(&mut bytes)
             .map_err(InputError::Read)?;
         if bytes.len() as u64 > max {
-            return Err(InputError::TooLarge);
+            return Err(InputError::TooLarge(max));
         }
         Self::parse(&bytes)
     }
@@ -151,7 +159,17 @@ mod tests {
     fn stops_reading_past_the_bound() {
         let endless = io::repeat(b' ');
         let err = HookInput::read_bounded(endless, 1000).unwrap_err();
-        assert!(matches!(err, InputError::TooLarge));
+        assert!(matches!(err, InputError::TooLarge(1000)));
+        assert_eq!(
+            err.to_string(),
+            "hook input larger than 1,000 bytes: not a hook event, ignored"
+        );
+        let err = HookInput::read_bounded(&[b' '; 33][..], 32).unwrap_err();
+        assert!(err.to_string().contains("larger than 32 bytes:"), "{err}");
+        assert_eq!(
+            InputError::TooLarge(MAX_HOOK_INPUT).to_string(),
+            "hook input larger than 4,194,304 bytes (4 MiB): not a hook event, ignored"
+        );
         let exact = HookInput::read_bounded(&b"{\"a\":1}"[..], 7).unwrap();
         assert_eq!(exact.raw["a"], 1);
         assert!(HookInput::read_bounded(&b"{\"a\":1}"[..], 6).is_err());

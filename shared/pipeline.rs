@@ -43,7 +43,9 @@ pub use read::{
     load_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,
 };
 pub use set::{now_timestamp, set_field, SetError, SIBLINGS};
-pub use validate::{field_problem, shorten, validate, validate_doc, Problem};
+pub use validate::{
+    check, field_problem, field_warning, shorten, validate, validate_doc, Checked, Problem,
+};
 
 /// The normalized view straight from a pipeline file's bytes, the way
 /// `jkz-pre-compact` reads thousands of them (checked by [`scan`], only the

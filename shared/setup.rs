@@ -26,13 +26,19 @@ use std::path::{Path, PathBuf};
 pub use doctor::{doctor, DoctorArgs};
 pub use install::{install, uninstall, InstallArgs, UninstallArgs};
 
-/// Every binary `./install.sh` installs.
-pub const BINARIES: [&str; 6] = [
+/// Every binary jkz is made of: the one list. It is the `[[bin]]`s of
+/// `Cargo.toml` (which `./install.sh` installs, all of them); `jkz install`
+/// refuses to register hooks unless each is next to `jkz`, `jkz doctor`
+/// checks each is on `PATH`, and the tests hold the harness, `Cargo.toml`
+/// and the README's table to it.
+pub const BINARIES: [&str; 8] = [
     "jkz",
     "jkz-truncate",
     "jkz-compress",
     "jkz-pre-compact",
     "jkz-session-start",
+    "jkz-post-tool-use",
+    "jkz-chat",
     "jkz-session",
 ];
 

@@ -80,11 +80,14 @@ pub enum StateCommand {
     Pr {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
-        /// An explicit PR number; it wins over the others. Empty counts as
-        /// not given; anything else that is not digits is an error (exit 2).
+        /// An explicit PR number (digits, a leading # allowed: 12 or #12);
+        /// it wins over the others. Empty counts as not given; anything
+        /// else that is not a PR number is an error (exit 2).
         pr: Option<String>,
     },
     /// Check pipeline files against the contract (all of them when no FILE).
+    /// A pr_number that is not a PR number reads as null: a warning on
+    /// stderr, not a problem.
     Validate {
         /// Pipeline files (`<N>.json`) to check.
         files: Vec<PathBuf>,
@@ -193,7 +196,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                         return Err(Failure::new(
                             2,
                             format!(
-                                "{what} {:?} is not a PR number: expected digits, e.g. 12",
+                                "{what} {:?} is not a PR number: expected digits, a leading # allowed, e.g. 12 or #12",
                                 pipeline::shorten(given, 40)
                             ),
                         ));
@@ -238,9 +241,13 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 files
             };
             for path in &targets {
-                for line in validate_path(path) {
+                let checked = validate_path(path);
+                for line in checked.problems {
                     problems += 1;
                     writeln!(out, "{line}").map_err(write_err)?;
+                }
+                for line in checked.warnings {
+                    eprintln!("jkz state validate: warning: {line}");
                 }
             }
             out.flush().map_err(write_err)?;
@@ -327,20 +334,25 @@ fn field_value(doc: &PipelineDoc, field: &str) -> Option<Value> {
 }
 
 /// The problems of one file, as lines.
-fn validate_path(path: &std::path::Path) -> Vec<String> {
+/// The problems (stdout, exit 1) and the warnings (stderr only) of one
+/// pipeline file.
+fn validate_path(path: &std::path::Path) -> pipeline::Checked {
     let shown = path.display().to_string();
+    let problem = |message: String| pipeline::Checked {
+        problems: vec![pipeline::Problem {
+            file: shown.clone(),
+            field: String::new(),
+            message,
+        }],
+        warnings: Vec::new(),
+    };
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let Some(issue) = pipeline::issue_of_file_name(name) else {
-        return vec![format!(
-            "{shown}: file name: expected <N>.json with N the issue number (digits)"
-        )];
+        return problem("file name: expected <N>.json with N the issue number (digits)".into());
     };
     match crate::state_dir::read_whole_state_file(path, pipeline::MAX_PIPELINE_FILE) {
-        Ok(bytes) => pipeline::validate(&shown, &issue, &bytes)
-            .iter()
-            .map(|p| p.to_string())
-            .collect(),
-        Err(e) => vec![format!("{shown}: unreadable: {e}")],
+        Ok(bytes) => pipeline::check(&shown, &issue, &bytes),
+        Err(e) => problem(format!("unreadable: {e}")),
     }
 }
 

@@ -35,7 +35,7 @@ pub mod layout;
 pub mod read;
 pub mod retention;
 pub use read::{
-    check_listed_dir, open_state_file, open_state_file_to_append, open_user_file, read_state_file,
+    check_listed_dir, open_file_below, open_state_file, open_state_file_to_append, read_state_file,
     read_state_file_into, read_user_file, read_whole_state_file, refused_entries, RefusedEntry,
     SmallFileReader,
 };

@@ -14,7 +14,10 @@
 //! - The full output comes from the client's persisted file when it saved
 //!   one (`persistedOutputPath`: Bash output over 30,000 characters, whose
 //!   `stdout` in the hook input is already cut), else from the hook input.
-//!   The file is streamed: memory is the engine's, whatever its size.
+//!   The file is read only when it is a regular file in the client's own
+//!   tool-results directory for this session, reached through no link
+//!   ([`persisted`]); any other path leaves the output as it stands. The
+//!   file is streamed: memory is the engine's, whatever its size.
 //! - The head share comes from the call ([`roles`]).
 //! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for Bash
 //!   it is also kept under the client's own inline limit, less `stderr`,
@@ -30,12 +33,14 @@
 pub mod client;
 pub mod help;
 pub mod ledger;
+pub mod persisted;
 pub mod response;
 pub mod roles;
 pub mod stats;
 
 use std::ffi::OsStr;
 use std::io::{self, Read};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::hook::Warnings;
@@ -102,6 +107,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         }
     };
     let cwd = input.cwd();
+    let tool_results = persisted::tool_results_dir(&input);
     let output = match ToolOutput::from_input(input) {
         Ok(Some(output)) => output,
         Ok(None) => return None,
@@ -128,7 +134,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         .chain(roles::built_in())
         .collect();
     let head_share = roles::head_share(&output.call, &rules);
-    let guarded = guard(&output, cap, head_share, &state, &mut notes);
+    let guarded = guard(&output, &tool_results, cap, head_share, &state, &mut notes);
     for n in notes {
         warnings.warn(n);
     }
@@ -178,10 +184,13 @@ pub struct Guarded {
 }
 
 /// Truncates `output`'s body to its budget; `Ok(None)` when it fits.
-/// Warnings (a full output that could not be saved, bad rule lines) are
-/// added to `notes`.
+/// A persisted body is read only from `tool_results`, the client's
+/// directory ([`persisted`]; `Err`: unknown, so nothing is read). Warnings
+/// (a full output that could not be saved, bad rule lines) are added to
+/// `notes`.
 pub fn guard(
     output: &ToolOutput,
+    tool_results: &Result<PathBuf, String>,
     cap: u64,
     head_share: f64,
     state: &StateDir,
@@ -219,8 +228,10 @@ pub fn guard(
             })
         }
         Body::Persisted(path) => {
-            let file = crate::state_dir::open_user_file(path)
-                .map_err(|e| format!("cannot read the persisted output {}: {e}", path.display()))?;
+            let dir = tool_results
+                .as_ref()
+                .map_err(|why| format!("persisted output {} not read: {why}", path.display()))?;
+            let file = persisted::open(path, dir)?;
             let mut reader = Watched::new(file, DEADLINE);
             let shown = path.display().to_string();
             let result = run_engine(

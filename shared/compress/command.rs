@@ -38,7 +38,9 @@ Exit codes:
   {USAGE}  bad arguments
   {NO_STATE_DIR}  sections need offloading but there is no state directory (stdout empty)
   {STORE_FAILED}  the offload store could not be written, e.g. read-only (stdout empty)
-  {RESTORE_FAILED}  --restore: a marker's file is missing or altered (stdout empty)
+  {RESTORE_FAILED}  --restore: a marker does not verify: its file is missing or altered, or a
+     line starting with <!-- jkz:offload is not a marker or its attributes do
+     not match its file (stdout empty)
   {RESTORE_PARTIAL}  --restore --partial: some markers could not be restored; each is named
      on stderr and kept as it is, everything else is restored on stdout"
     )
@@ -84,8 +86,9 @@ pub struct CompressCli {
     #[arg(long, conflicts_with_all = ["threshold", "excerpt", "excerpt_lines", "budget"])]
     pub restore: bool,
 
-    /// With --restore: restore what can be, keep the marker of each section
-    /// whose file is missing or altered (named on stderr), exit 6.
+    /// With --restore: restore what can be, keep each marker that does not
+    /// verify (file missing or altered, attributes edited) as it is, named
+    /// on stderr, exit 6.
     #[arg(long, requires = "restore")]
     pub partial: bool,
 

@@ -17,8 +17,18 @@
 
 use std::fmt::Write as _;
 
+/// What a line that looks like a marker starts with ([`looks_like_marker`]).
+pub const PREFIX: &str = "<!-- jkz:offload";
 const OPEN: &str = "<!-- jkz:offload sha256=";
 const CLOSE: &str = " -->";
+
+/// True when `line` looks like an offload marker: it starts with
+/// [`PREFIX`]. Restore treats every such line (outside code) as a marker:
+/// one that does not parse, or whose attributes do not match its file, is
+/// an error, never plain text. The one definition of "looks like".
+pub fn looks_like_marker(line: &[u8]) -> bool {
+    line.starts_with(PREFIX.as_bytes())
+}
 
 /// What a marker says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,24 +73,35 @@ impl Marker {
     /// file). Only the exact written form is a marker: extra text, a `\r`, a
     /// missing field or a signed number is not.
     pub fn parse(line: &[u8]) -> Option<Marker> {
+        Marker::parse_or_why(line).ok()
+    }
+
+    /// [`Marker::parse`], saying what is wrong with a line that is not a
+    /// marker (for a line that [looks like one](looks_like_marker)).
+    pub fn parse_or_why(line: &[u8]) -> Result<Marker, String> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let line = std::str::from_utf8(line).ok()?;
-        let rest = line.strip_prefix(OPEN)?.strip_suffix(CLOSE)?;
-        let (sha256, rest) = rest.split_at_checked(64)?;
-        if !sha256
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
-            return None;
+        let line = std::str::from_utf8(line).map_err(|_| "it is not valid UTF-8".to_string())?;
+        let rest = line
+            .strip_prefix(OPEN)
+            .ok_or("it does not start with `<!-- jkz:offload sha256=`")?
+            .strip_suffix(CLOSE)
+            .ok_or("it does not end with ` -->` (nothing may follow it on its line)")?;
+        let sha256 = rest
+            .get(..64)
+            .filter(|h| h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+            .ok_or("sha256= is not 64 lower-case hex digits")?;
+        let rest = &rest[64..];
+        let (bytes, rest) = field(rest, "bytes")?;
+        let (lines, rest) = field(rest, "lines")?;
+        let (excerpt, rest) = field(rest, "excerpt")?;
+        let path = rest
+            .strip_prefix(" path=")
+            .filter(|p| !p.is_empty())
+            .ok_or("path= is missing or empty after excerpt=")?;
+        if excerpt > bytes {
+            return Err(format!("excerpt={excerpt} is larger than bytes={bytes}"));
         }
-        let (bytes, rest) = field(rest, " bytes=")?;
-        let (lines, rest) = field(rest, " lines=")?;
-        let (excerpt, rest) = field(rest, " excerpt=")?;
-        let path = rest.strip_prefix(" path=")?;
-        if path.is_empty() || excerpt > bytes {
-            return None;
-        }
-        Some(Marker {
+        Ok(Marker {
             sha256: sha256.to_string(),
             bytes,
             lines,
@@ -91,13 +112,16 @@ impl Marker {
 }
 
 /// ` name=<digits>` at the start of `s`: the number and what follows.
-fn field<'a>(s: &'a str, name: &str) -> Option<(u64, &'a str)> {
-    let s = s.strip_prefix(name)?;
+fn field<'a>(s: &'a str, name: &str) -> Result<(u64, &'a str), String> {
+    let why = || format!("{name}= is missing, out of place or not a whole number");
+    let s = s
+        .strip_prefix(' ')
+        .and_then(|s| s.strip_prefix(name))
+        .and_then(|s| s.strip_prefix('='))
+        .ok_or_else(why)?;
     let n = s.bytes().take_while(u8::is_ascii_digit).count();
-    if n == 0 {
-        return None;
-    }
-    Some((s[..n].parse().ok()?, &s[n..]))
+    let value = s[..n].parse().map_err(|_| why())?;
+    Ok((value, &s[n..]))
 }
 
 /// Lines in `content` as a reader counts them: newlines, plus one for an
@@ -159,7 +183,16 @@ mod tests {
             good.replace("\n", "\r\n"),
         ] {
             assert_eq!(Marker::parse(bad.as_bytes()), None, "{bad}");
+            assert!(looks_like_marker(bad.as_bytes()) || bad.starts_with(' '));
         }
+        let why = |line: String| Marker::parse_or_why(line.as_bytes()).unwrap_err();
+        assert!(why(good.replace("bytes=123456", "bytes=x12")).contains("bytes="));
+        assert!(why(good.replace("excerpt=2048", "excerpt=999999")).contains("larger than"));
+        assert!(why(good.replace("sha256=ab", "sha256=AB")).contains("sha256="));
+        assert!(why(good.replace(" lines=", " lines=-")).contains("lines="));
+        assert!(why(good.replace("\n", "\r\n")).contains("` -->`"));
+        assert!(!looks_like_marker(b"<!-- jkz:tldr -->"));
+        assert!(!looks_like_marker(b" <!-- jkz:offload -->"));
     }
 
     proptest! {

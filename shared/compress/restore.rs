@@ -6,10 +6,13 @@
 //! the document, putting each file's content (after the inline excerpt) in
 //! place of its marker line.
 //!
-//! A marker is recognized the way compress wrote it: a whole line in the
-//! exact marker format that the protected-block scanner reads as a jkz
-//! comment. Compress never puts a marker inside a fence, so a marker quoted
-//! in a code block is left alone, as is any near miss.
+//! A marker is a line the protected-block scanner reads as a jkz comment
+//! and that [looks like one](super::marker::looks_like_marker) (starts with
+//! `<!-- jkz:offload`). It must be in the exact format compress writes and
+//! its attributes must match its file (sha256, bytes, lines): anything else
+//! is refused like a missing file, never passed through as plain text.
+//! Compress never puts a marker inside a fence, so a marker quoted in a code
+//! block is content and left alone.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -18,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::marker::Marker;
+use super::marker::{count_lines, looks_like_marker, Marker, PREFIX};
 use super::source::{for_each_chunk, Source, COPY_BUFFER};
 use super::{IO_FAILED, OFFLOAD_DIR, RESTORE_FAILED};
 use crate::blocks::{BlockScanner, Event, Form};
@@ -122,7 +125,23 @@ pub fn restore_with(
             Ok(())
         }
     };
-    for (start, end, line, marker) in markers {
+    for MarkerLine {
+        start,
+        end,
+        line,
+        parsed,
+    } in markers
+    {
+        let marker = match parsed {
+            Ok(marker) => marker,
+            Err(why) => {
+                let what = format!(
+                    "line {line} looks like an offload marker (it starts with `{PREFIX}`) but is not one: {why}"
+                );
+                refuse(what, &mut restored.kept)?;
+                continue;
+            }
+        };
         let key = (marker.sha256.clone(), marker.path.clone());
         let verified = match hashed.get(&key) {
             Some(v) => Ok(v.clone()),
@@ -144,6 +163,17 @@ pub fn restore_with(
                 verified.path.display(),
                 verified.len,
                 marker.bytes
+            );
+            refuse(reason, &mut restored.kept)?;
+            continue;
+        }
+        if verified.lines != marker.lines {
+            let reason = format!(
+                "{}: {} has {} lines (the right content for this hash), the marker says {}",
+                what(),
+                verified.path.display(),
+                verified.lines,
+                marker.lines
             );
             refuse(reason, &mut restored.kept)?;
             continue;
@@ -210,36 +240,104 @@ fn excerpt_ends_inside_a_line(file: &Path, excerpt: u64) -> io::Result<bool> {
     Ok(b[0] != b'\n')
 }
 
-/// Every marker line in the input: start, end, line number, marker.
-pub(super) fn find_markers(src: &Source) -> io::Result<Vec<(u64, u64, u64, Marker)>> {
+/// A line that looks like a marker: where it is (`start..end`, its 1-based
+/// number) and the marker it is, or why it is not one.
+#[derive(Debug)]
+pub(super) struct MarkerLine {
+    pub start: u64,
+    pub end: u64,
+    pub line: u64,
+    pub parsed: Result<Marker, String>,
+}
+
+/// Every line in the input that looks like a marker, outside code: each
+/// jkz comment block whose first line starts with `<!-- jkz:offload`. A
+/// marker is one whole line; a comment over several lines (or one left
+/// open at the end) that starts like one is a marker that does not parse.
+pub(super) fn find_markers(src: &Source) -> io::Result<Vec<MarkerLine>> {
     let mut reader = LineReader::new(src.reader());
     let mut scanner = BlockScanner::new();
     let mut events = Vec::new();
-    let mut found = Vec::new();
+    let mut found: Vec<MarkerLine> = Vec::new();
+    // The line number of the open comment, once it has started: the block
+    // is reported in the batch where it ends.
+    let mut open: Option<(u64, u64)> = None;
     let (mut batch_start, mut lines_before) = (0u64, 0u64);
-    while let Some(batch) = reader.next_batch()? {
-        scanner.scan(batch, &mut events);
-        let batch_end = batch_start + batch.len() as u64;
+    let mut take = |events: &mut Vec<Event>,
+                    batch: &[u8],
+                    batch_start: u64,
+                    lines_before: u64,
+                    open: Option<(u64, u64)>|
+     -> io::Result<()> {
         for event in events.drain(..) {
             let Event::Block(b) = event else { continue };
-            if b.form != Form::Comment || b.start < batch_start || b.end > batch_end {
+            if b.form != Form::Comment || found.last().is_some_and(|f| f.start == b.start) {
                 continue;
             }
-            let line = &batch[(b.start - batch_start) as usize..(b.end - batch_start) as usize];
-            if memchr::memchr(b'\n', line).is_some_and(|nl| nl + 1 != line.len()) {
-                continue; // a comment over several lines
+            let batch_end = batch_start + batch.len() as u64;
+            let in_batch = b.start >= batch_start && b.end <= batch_end;
+            let mut first = [0u8; PREFIX.len()];
+            let n = first.len().min((b.end - b.start) as usize);
+            if in_batch {
+                let at = (b.start - batch_start) as usize;
+                first[..n].copy_from_slice(&batch[at..at + n]);
+            } else {
+                src.read_exact_at(&mut first[..n], b.start)?;
             }
-            if let Some(marker) = Marker::parse(line) {
+            if !looks_like_marker(&first[..n]) {
+                continue;
+            }
+            let line_no = if b.start >= batch_start {
                 let before = &batch[..(b.start - batch_start) as usize];
-                let line_no = lines_before + memchr::memchr_iter(b'\n', before).count() as u64 + 1;
-                found.push((b.start, b.end, line_no, marker));
-            }
+                lines_before + memchr::memchr_iter(b'\n', before).count() as u64 + 1
+            } else {
+                match open {
+                    Some((start, line)) if start == b.start => line,
+                    _ => 0,
+                }
+            };
+            let parsed = if !in_batch || !b.closed {
+                Err("a marker is one whole line, closed by ` -->`".to_string())
+            } else {
+                let text = &batch[(b.start - batch_start) as usize..(b.end - batch_start) as usize];
+                match memchr::memchr(b'\n', text) {
+                    Some(nl) if nl + 1 != text.len() => {
+                        Err("a marker is one whole line, closed by ` -->` on it".to_string())
+                    }
+                    _ => Marker::parse_or_why(text),
+                }
+            };
+            found.push(MarkerLine {
+                start: b.start,
+                end: b.end,
+                line: line_no,
+                parsed,
+            });
         }
+        Ok(())
+    };
+    while let Some(batch) = reader.next_batch()? {
+        scanner.scan(batch, &mut events);
+        take(&mut events, batch, batch_start, lines_before, open)?;
+        let batch_end = batch_start + batch.len() as u64;
+        // Remember where a comment still open at the batch's end started.
+        open = match scanner.open_starts().0 {
+            Some(start) if open.is_some_and(|(s, _)| s == start) => open,
+            Some(start) if start >= batch_start => {
+                let before = &batch[..(start - batch_start) as usize];
+                Some((
+                    start,
+                    lines_before + memchr::memchr_iter(b'\n', before).count() as u64 + 1,
+                ))
+            }
+            _ => None,
+        };
         lines_before += memchr::memchr_iter(b'\n', batch).count() as u64;
         batch_start = batch_end;
     }
-    // A marker is complete on its line: `finish` can only report open
-    // (unterminated) comments, which are never markers.
+    // A comment still open at the end (or ended by the scanner's bound).
+    scanner.finish(&mut events);
+    take(&mut events, &[], batch_start, lines_before, open)?;
     Ok(found)
 }
 
@@ -248,6 +346,8 @@ pub(super) fn find_markers(src: &Source) -> io::Result<Vec<(u64, u64, u64, Marke
 struct Verified {
     path: PathBuf,
     len: u64,
+    /// Its lines, counted as the marker's `lines=` counts them.
+    lines: u64,
     last: Option<u8>,
 }
 
@@ -278,9 +378,11 @@ fn verify(marker: &Marker, line: u64, in_store: &Path) -> Result<Verified, Strin
     let len = file.metadata().map_err(io_err)?.len();
     let mut hasher = Sha256::new();
     let mut last = None;
+    let mut newlines = 0u64;
     let mut buf = vec![0; COPY_BUFFER];
     for_each_chunk(&file, 0, len, &mut buf, |c| {
         hasher.update(c);
+        newlines += memchr::memchr_iter(b'\n', c).count() as u64;
         last = c.last().copied().or(last);
         Ok(())
     })
@@ -296,7 +398,12 @@ fn verify(marker: &Marker, line: u64, in_store: &Path) -> Result<Verified, Strin
             marker.bytes
         ));
     }
-    Ok(Verified { path, len, last })
+    Ok(Verified {
+        path,
+        len,
+        lines: count_lines(newlines, len, last),
+        last,
+    })
 }
 
 enum Broken {

@@ -155,7 +155,7 @@ impl Normalized {
             current_phase: text("current_phase").unwrap_or_else(|| "unknown".into()),
             active_agent: text("active_agent"),
             issue_type: text("issue_type").unwrap_or_else(|| "feature".into()),
-            pr_number: f("pr_number").and_then(coerce_count),
+            pr_number: f("pr_number").and_then(coerce_pr_number),
             started_at: f("started_at").map_or(Value::Null, Field::to_value),
             last_updated: text("last_updated")
                 .or_else(|| sibling("lastActivity").and_then(coerce_text)),
@@ -358,6 +358,24 @@ pub(super) fn coerce_count(v: Field) -> Option<u64> {
     }
 }
 
+/// A PR number: a count ([`coerce_count`]), or a string of digits after
+/// one leading `#` (`"#12"`, as GitHub writes it; blanks around the whole
+/// ignored); anything else (`"PR-42"`, `"abc"`, `"null"`) → none.
+pub(super) fn coerce_pr_number(v: Field) -> Option<u64> {
+    match v {
+        Field::Str(s) => {
+            let s = s.trim();
+            let digits = s.strip_prefix('#').unwrap_or(s);
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                digits.parse().ok()
+            } else {
+                None
+            }
+        }
+        other => coerce_count(other),
+    }
+}
+
 /// An approved plan given inline: a string, or any JSON rendered compactly.
 pub(super) fn coerce_plan(v: Field) -> Option<String> {
     match v {
@@ -375,7 +393,7 @@ pub fn resolve_pr_number(
     env: Option<&str>,
     state: Option<&Normalized>,
 ) -> Option<u64> {
-    let parse = |s: &str| coerce_count(Field::Str(s));
+    let parse = |s: &str| coerce_pr_number(Field::Str(s));
     explicit
         .and_then(parse)
         .or_else(|| env.and_then(parse))
@@ -458,8 +476,17 @@ mod tests {
         assert_eq!(view(json!({"pr_number": "42"})).pr_number, Some(42));
         assert_eq!(view(json!({"pr_number": 42})).pr_number, Some(42));
         assert_eq!(view(json!({"pr_number": " 7 "})).pr_number, Some(7));
+        assert_eq!(view(json!({"pr_number": "#12"})).pr_number, Some(12));
+        assert_eq!(view(json!({"pr_number": " #12\n"})).pr_number, Some(12));
         for bad in [
             json!("x42"),
+            json!("abc"),
+            json!("PR-42"),
+            json!("null"),
+            json!("#"),
+            json!("##12"),
+            json!("# 12"),
+            json!("12#"),
             json!(""),
             json!("-1"),
             json!("4.2"),
@@ -535,6 +562,11 @@ mod tests {
         assert_eq!(resolve_pr_number(None, Some("2"), Some(&n)), Some(2));
         assert_eq!(resolve_pr_number(None, None, Some(&n)), Some(3));
         assert_eq!(resolve_pr_number(Some("x"), Some(""), Some(&n)), Some(3));
+        assert_eq!(
+            resolve_pr_number(Some("#12"), Some("2"), Some(&n)),
+            Some(12)
+        );
+        assert_eq!(resolve_pr_number(None, Some("#2"), Some(&n)), Some(2));
         assert_eq!(resolve_pr_number(None, None, None), None);
     }
 
@@ -573,10 +605,16 @@ mod tests {
             prop_assert_eq!(n.current_phase, text(&phase).unwrap_or("unknown".into()));
             prop_assert_eq!(n.active_agent, text(&agent));
             prop_assert_eq!(n.issue_type, text(&kind).unwrap_or("feature".into()));
-            // The rule: a string of digits, whitespace around it ignored
-            // (a shell's `"$(cmd)"` may leave a newline or tab there).
+            // The rule: a string of digits, one leading `#` allowed,
+            // whitespace around it ignored (a shell's `"$(cmd)"` may leave a
+            // newline or tab there).
+            let digits = |s: &str| {
+                let t = s.trim();
+                let t = t.strip_prefix('#').unwrap_or(t);
+                (!t.is_empty() && t.chars().all(|c| c.is_ascii_digit())).then(|| t.to_string())
+            };
             let pr_want = match &pr {
-                Value::String(s) if !s.trim().is_empty() && s.trim().chars().all(|c| c.is_ascii_digit()) => s.trim().parse::<u64>().ok(),
+                Value::String(s) if digits(s).is_some() => digits(s).unwrap().parse::<u64>().ok(),
                 Value::Number(x) => x.as_u64(),
                 _ => None,
             };

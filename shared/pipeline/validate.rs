@@ -1,11 +1,15 @@
 //! Checking a pipeline file against the contract: one problem per field
 //! the view cannot read, named as `file: field: expected …, found …`.
+//!
+//! `pr_number` is the exception the contract makes: an unparsable one reads
+//! as null and the file stays valid, so it is a warning ([`check`]), never a
+//! problem; `jkz state set` never refuses a write because of it.
 
 use std::fmt;
 
 use serde_json::Value;
 
-use super::normalized::{coerce_count, coerce_flag, coerce_text};
+use super::normalized::{coerce_count, coerce_flag, coerce_pr_number, coerce_text};
 use super::{IssueNumber, PipelineDoc, COUNT_FIELDS, FLAG_FIELDS, SIBLINGS, STRING_FIELDS};
 
 /// One contract violation, shown as `file: field: expected …, found …`.
@@ -28,14 +32,63 @@ impl fmt::Display for Problem {
 
 /// Checks a file's bytes against the contract. `file` names it in messages.
 pub fn validate(file: &str, issue: &IssueNumber, bytes: &[u8]) -> Vec<Problem> {
+    check(file, issue, bytes).problems
+}
+
+/// What [`check`] found: contract violations, and values that are valid but
+/// read as null (a `pr_number` that is not one).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub problems: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+}
+
+/// [`validate`], also giving the warnings.
+pub fn check(file: &str, issue: &IssueNumber, bytes: &[u8]) -> Checked {
     match PipelineDoc::parse(issue.clone(), bytes) {
-        Ok(doc) => validate_doc(file, &doc),
-        Err(e) => vec![Problem {
-            file: file.into(),
-            field: String::new(),
-            message: e.0,
-        }],
+        Ok(doc) => Checked {
+            problems: validate_doc(file, &doc),
+            warnings: warnings_doc(file, &doc),
+        },
+        Err(e) => Checked {
+            problems: vec![Problem {
+                file: file.into(),
+                field: String::new(),
+                message: e.0,
+            }],
+            warnings: Vec::new(),
+        },
     }
+}
+
+/// The warnings of a parsed document: one per field of the issue's data
+/// that is valid but reads as null ([`field_warning`]).
+pub fn warnings_doc(file: &str, doc: &PipelineDoc) -> Vec<Problem> {
+    let Some(Value::Object(data)) = doc.object.get(doc.issue.as_str()) else {
+        return Vec::new();
+    };
+    data.iter()
+        .filter_map(|(field, value)| {
+            Some(Problem {
+                file: file.into(),
+                field: field.clone(),
+                message: field_warning(field, value)?,
+            })
+        })
+        .collect()
+}
+
+/// A valid value the view reads as null although it is set: a `pr_number`
+/// that is not a PR number. Never a contract violation.
+pub fn field_warning(field: &str, value: &Value) -> Option<String> {
+    let unset = value.is_null() || value.as_str() == Some("");
+    if field != "pr_number" || unset || coerce_pr_number(value.into()).is_some() {
+        return None;
+    }
+    Some(format!(
+        "{}; it reads as null (a PR number is digits, a leading # allowed, e.g. \"42\" or \"#42\")",
+        found(value)
+    ))
 }
 
 /// Checks a parsed document against the contract.
@@ -99,9 +152,8 @@ pub fn field_problem(field: &str, value: &Value) -> Option<String> {
             .then(|| expected("a count as a string of digits, e.g. \"2\"", value));
     }
     if field == "pr_number" {
-        return coerce_count(value.into())
-            .is_none()
-            .then(|| expected("a PR number as a string of digits, e.g. \"42\"", value));
+        // Unparsable reads as null: valid, a warning at most (field_warning).
+        return None;
     }
     if FLAG_FIELDS.contains(&field) {
         return coerce_flag(value.into())
@@ -124,13 +176,18 @@ pub fn field_problem(field: &str, value: &Value) -> Option<String> {
     }
 }
 
-fn expected(what: &str, found: &Value) -> String {
-    let shown = match found {
+fn expected(what: &str, value: &Value) -> String {
+    format!("expected {what}, {}", found(value))
+}
+
+/// `found "abc"`, `found an array`, `found 2.5`.
+fn found(value: &Value) -> String {
+    let shown = match value {
         Value::String(s) => format!("{:?}", shorten(s, 40)),
-        Value::Array(_) | Value::Object(_) => type_name(found).to_string(),
+        Value::Array(_) | Value::Object(_) => type_name(value).to_string(),
         other => other.to_string(),
     };
-    format!("expected {what}, found {shown}")
+    format!("found {shown}")
 }
 
 pub(super) fn type_name(v: &Value) -> &'static str {
@@ -209,6 +266,35 @@ mod tests {
         assert_eq!(validate("f", &issue("42"), good), []);
     }
 
+    #[test]
+    fn an_unparsable_pr_number_is_valid_and_warned_about() {
+        for bad in [
+            json!("abc"),
+            json!("PR-42"),
+            json!("null"),
+            json!(4.5),
+            json!([1]),
+        ] {
+            let bytes = json!({"9": {"pr_number": bad, "current_phase": "qa"}}).to_string();
+            let checked = check("f", &issue("9"), bytes.as_bytes());
+            assert_eq!(checked.problems, [], "{bad}");
+            let shown: Vec<String> = checked.warnings.iter().map(|w| w.to_string()).collect();
+            assert_eq!(shown.len(), 1, "{bad}");
+            assert!(
+                shown[0].starts_with("f: pr_number: found ") && shown[0].contains("reads as null"),
+                "{shown:?}"
+            );
+        }
+        for good in [json!("42"), json!("#42"), json!(42), json!(""), json!(null)] {
+            let bytes = json!({"9": {"pr_number": good}}).to_string();
+            assert_eq!(
+                check("f", &issue("9"), bytes.as_bytes()),
+                Checked::default(),
+                "{good}"
+            );
+        }
+    }
+
     proptest! {
         /// One rule for validate and the view: a field's value is a problem
         /// exactly when it is set and the view cannot read it.
@@ -231,7 +317,14 @@ mod tests {
                 _ => n.failure_context.is_some(),
             };
             let unset = value.is_null() || value.as_str() == Some("");
-            prop_assert_eq!(field_problem(field, &value).is_none(), unset || read, "{} = {}", field, value);
+            if field == "pr_number" {
+                // Unparsable reads as null: never a problem, a warning.
+                prop_assert!(field_problem(field, &value).is_none());
+                prop_assert_eq!(field_warning(field, &value).is_none(), unset || read, "{} = {}", field, value);
+            } else {
+                prop_assert_eq!(field_problem(field, &value).is_none(), unset || read, "{} = {}", field, value);
+                prop_assert!(field_warning(field, &value).is_none());
+            }
         }
     }
 }

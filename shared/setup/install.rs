@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::settings::{self, shell_quote};
-use super::{binary_dir, gitignore_ignores_state, plugin, Target, COMMANDS, GITIGNORE_BLOCK};
+use super::{
+    binary_dir, gitignore_ignores_state, plugin, Target, BINARIES, COMMANDS, GITIGNORE_BLOCK,
+};
 use crate::atomic::write_atomic_mode;
 use crate::exit::Failure;
 use crate::state_dir::create_private_dir;
@@ -201,7 +203,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         say(out, note)?;
     }
     let bin_dir = binary_dir()?;
-    for program in settings::HOOK_PROGRAMS {
+    for program in BINARIES {
         if !bin_dir.join(program).is_file() {
             return Err(Failure::new(
                 1,

@@ -33,7 +33,9 @@
 //! The user's own files outside `state/` (`.claude/settings.json`,
 //! `.gitignore`) may be links (dotfile managers make them); they are read
 //! with [`read_user_file`]: links followed, but still bounded, regular files
-//! only, never blocking.
+//! only, never blocking. A file the client wrote in a directory of its own
+//! (a tool's persisted output) is opened with [`open_file_below`]: only
+//! below that directory, through no link, never blocking.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -105,18 +107,68 @@ pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Opens a file outside `state/` for reading (a tool's output the client
-/// saved): links followed, but only a regular file, never blocking.
-/// Nothing is reported on stderr: the caller says what the file was for.
-pub fn open_user_file(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
+/// Opens a file the client wrote in a directory of its own (a tool's
+/// output it persisted) for reading: only a regular file strictly below
+/// `dir`, reached through no symbolic link below `dir` (where `dir` itself
+/// is, links included, is the client's business), never blocking.
+///
+/// `path` must name `dir` as its prefix, followed by plain components (no
+/// `..`). Checked three ways: resolved, `path` must be `dir` resolved plus
+/// those components (a link anywhere below `dir` resolves elsewhere); the
+/// open itself refuses a link in the last component (`O_NOFOLLOW`); and
+/// after the open, the file opened must be the one `path` resolves to now
+/// (same device and inode), so a swap between the checks and the open is
+/// caught too. Errors say which rule was broken; nothing is reported on
+/// stderr here.
+pub fn open_file_below(dir: &Path, path: &Path) -> io::Result<File> {
+    let refused = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
+    let outside = || {
+        refused(format!(
+            "not a file in {} (the only directory read)",
+            dir.display()
+        ))
+    };
+    let rel = path.strip_prefix(dir).map_err(|_| outside())?;
+    let plain = rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !path.is_absolute() || rel.as_os_str().is_empty() || !plain {
+        return Err(outside());
+    }
+    let real_dir = fs::canonicalize(dir)?;
+    let expected = real_dir.join(rel);
+    let resolves_in_place = || -> io::Result<fs::Metadata> {
+        if fs::canonicalize(path)? != expected {
+            return Err(refused(format!(
+                "reached through a symbolic link (it resolves outside {})",
+                dir.display()
+            )));
+        }
+        fs::symlink_metadata(&expected)
+    };
+    resolves_in_place()?;
+    let file = match OpenOptions::new()
         .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, device, socket or directory)",
+        .custom_flags(O_NONBLOCK | O_NOFOLLOW)
+        .open(&expected)
+    {
+        Ok(file) => file,
+        Err(_) if is_link(&expected) => {
+            return Err(refused("a symbolic link: not followed".to_string()))
+        }
+        Err(e) => return Err(e),
+    };
+    let opened = file.metadata()?;
+    if !opened.is_file() {
+        return Err(refused(
+            "not a regular file (a FIFO, device, socket or directory)".to_string(),
+        ));
+    }
+    use std::os::unix::fs::MetadataExt;
+    let now = resolves_in_place()?;
+    if (now.dev(), now.ino()) != (opened.dev(), opened.ino()) {
+        return Err(refused(
+            "replaced while it was being opened: not read".to_string(),
         ));
     }
     Ok(file)

@@ -20,7 +20,11 @@ updatedMCPToolOutput) holding what jkz-truncate's engine makes of the full
 output: the head, every protected block that fits, the tail, one marker per
 gap naming the saved full output. The full output is read from the file the
 client saved (persistedOutputPath) when there is one, else from the event.
-At or under the cap it prints nothing and the tool's output stands.
+That file is read only when it is a regular file in the client's own
+tool-results directory for the session (<transcript dir>/<session_id>/
+tool-results/), reached through no symbolic link; any other path leaves the
+tool's output as it stands. At or under the cap it prints nothing and the
+tool's output stands.
 
 Cap: {CAP_VARIABLE} bytes (default {DEFAULT_CAP}; 0 turns the guard off); for
 Bash at most {bash} less stderr, the most the client shows inline.

@@ -56,11 +56,15 @@ fn naive_select(
             .filter(|&&m| !m)
             .count() as u64
     };
-    // Whole, if it fits (a covered block is free).
-    let whole = |i: usize, mask: &mut Vec<bool>, used: &mut u64, placed: &mut Vec<Placement>| {
+    // Whole, if it fits beside `reserved` (a covered block is free).
+    let whole = |i: usize,
+                 reserved: u64,
+                 mask: &mut Vec<bool>,
+                 used: &mut u64,
+                 placed: &mut Vec<Placement>| {
         let h = pool[i];
         let new = new_in(mask, h.span.start, h.span.end);
-        let fits = h.stored == h.span.end - h.span.start && *used + new + gap <= limit;
+        let fits = h.stored == h.span.end - h.span.start && *used + new + gap + reserved <= limit;
         if new == 0 || fits {
             placed[i] = Placement::Whole;
             *used += if new == 0 { 0 } else { new + gap };
@@ -93,18 +97,41 @@ fn naive_select(
             }
         }
     };
-    let mut deferred = Vec::new();
+    // A block's first line, cut: its bytes (none counted as covered) and
+    // both markers; none when the block has no head within what is held.
+    let first_line = |i: usize| {
+        let h = pool[i];
+        let max = h.stored.min(h.span.end - h.span.start - 1) as usize;
+        let bytes = &input[h.span.start as usize..h.span.start as usize + max];
+        bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|nl| nl as u64 + 1 + gap + cut)
+    };
+    // Round 1: whole beside the promises to the higher ones not placed.
+    let mut deferred: Vec<(usize, u64)> = Vec::new();
     for &i in &newest {
-        if !whole(i, &mut mask, &mut used, &mut placed) {
-            deferred.push(i);
+        let promised: u64 = deferred.iter().map(|d| d.1).sum();
+        if whole(i, promised, &mut mask, &mut used, &mut placed) {
+            continue;
         }
+        let promise = match first_line(i) {
+            Some(c) if used + promised + c <= limit => c,
+            _ => 0,
+        };
+        deferred.push((i, promise));
     }
-    for (n, &i) in deferred.iter().enumerate() {
-        let share = (limit - used) / (deferred.len() - n) as u64;
-        head(i, share, &mut mask, &mut used, &mut placed);
+    // Round 2: an equal share, at least the promise, leaving the later ones'.
+    for n in 0..deferred.len() {
+        let (i, promise) = deferred[n];
+        let later: u64 = deferred[n + 1..].iter().map(|d| d.1).sum();
+        let left = limit - used;
+        let share = left / (deferred.len() - n) as u64;
+        let allowance = share.max(promise).min(left - later);
+        head(i, allowance, &mut mask, &mut used, &mut placed);
     }
     for &i in order.iter().filter(|i| !newest.contains(i)) {
-        if !whole(i, &mut mask, &mut used, &mut placed) {
+        if !whole(i, 0, &mut mask, &mut used, &mut placed) {
             head(i, limit - used, &mut mask, &mut used, &mut placed);
         }
     }
@@ -424,6 +451,179 @@ fn tuning() -> impl Strategy<Value = Tuning> {
     })
 }
 
+/// Every head share there is: each role's, the default, the extremes, and
+/// any other.
+fn share() -> impl Strategy<Value = f64> {
+    let mut table: Vec<f64> = roles::ROLES.iter().map(|r| r.head_share).collect();
+    table.extend([roles::DEFAULT_HEAD_SHARE, 0.0, 1.0]);
+    prop_oneof![3 => prop::sample::select(table), 1 => 0.0f64..=1.0]
+}
+
+/// Plain lines of about `bytes` bytes.
+fn filler(bytes: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while (out.len() as u64) < bytes {
+        out.extend_from_slice(format!("log {i:03} plain\n").as_bytes());
+        i += 1;
+    }
+    out
+}
+
+/// A cap and a document around it: a large block (a fraction of the cap
+/// to a few caps) at any position against the head and the tail (before
+/// the head's end, across it, in the middle, across the tail's start,
+/// inside the tail), alone or beside a large block of another kind placed
+/// before or after it, or beside a few small ones.
+fn document_around_a_cap() -> impl Strategy<Value = (u64, Vec<u8>)> {
+    (60u64..900).prop_flat_map(|cap| {
+        let fraction = |f: &'static [f64]| prop::sample::select(f.to_vec());
+        (
+            Just(cap),
+            fraction(&[0.0, 0.05, 0.2, 0.4, 0.6, 1.0, 1.5, 3.0]),
+            fraction(&[0.3, 0.7, 1.0, 1.3, 2.0, 4.0]),
+            fraction(&[0.0, 0.05, 0.15, 0.3, 0.5, 0.8, 1.2, 2.5]),
+            prop::sample::select(vec![
+                ("```verdict-json\n", "```\n"),
+                ("~~~decisions\n", "~~~\n"),
+                ("<tldr>\n", "</tldr>\n"),
+                ("<!-- jkz:compact-plan\n", "-->\n"),
+                ("## TL;DR\n", "## Next\n"),
+            ]),
+            prop::collection::vec(0usize..30, 1..12),
+            any::<bool>(),
+            0usize..4,
+            prop::collection::vec(piece(), 0..4),
+        )
+            .prop_map(
+                |(cap, before, size, after, (open, close), lens, closed, sibling, small)| {
+                    let mut block = open.as_bytes().to_vec();
+                    let target = (size * cap as f64) as usize;
+                    let mut i = 0;
+                    while block.len() < target {
+                        let n = lens[i % lens.len()];
+                        block.extend((0..n).map(|j| b"abcdefgh \xe2\x82\xac"[(i + j) % 11]));
+                        block.push(b'\n');
+                        i += 1;
+                    }
+                    if closed {
+                        block.extend_from_slice(close.as_bytes());
+                    }
+                    // A large block of a higher and of a lower kind than
+                    // most, to contend for the budget.
+                    let other = |kind: &str| {
+                        let mut b = format!("<{kind}>\n").into_bytes();
+                        b.extend(filler(cap * 2 / 3));
+                        b.extend_from_slice(format!("</{kind}>\n").as_bytes());
+                        b
+                    };
+                    let mut doc = filler((before * cap as f64) as u64);
+                    match sibling {
+                        1 => doc.extend(other("accumulated-patterns")),
+                        2 => doc.extend(other("verdict-json")),
+                        _ => {}
+                    }
+                    doc.extend(small.concat());
+                    doc.extend(block);
+                    if sibling == 3 {
+                        doc.extend(other("plan-digest"));
+                    }
+                    doc.extend(filler((after * cap as f64) as u64));
+                    (cap, doc)
+                },
+            )
+    })
+}
+
+/// Streams `input` and checks the output against the oracle and the
+/// contract's invariants.
+fn check_against_the_oracle(
+    input: &[u8],
+    cap: u64,
+    share: f64,
+    sizes: Vec<usize>,
+    tuning: Tuning,
+) -> Result<(), TestCaseError> {
+    let got = streaming(input, cap, share, sizes, tuning);
+    let want = oracle(input, cap, share);
+    prop_assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&want.output)
+    );
+    prop_assert_eq!(&got, &want.output);
+
+    if cap == 0 || input.len() as u64 <= cap {
+        prop_assert_eq!(&got[..], input);
+        return Ok(());
+    }
+    prop_assert!(got.len() as u64 <= cap, "{} > cap {}", got.len(), cap);
+    prop_assert!(input.starts_with(&got[..got.len().min(want.cuts.map_or(got.len(), |c| c.0))]));
+    let Some((h, t)) = want.cuts else {
+        prop_assert!(input.starts_with(&got));
+        return Ok(());
+    };
+    // Head is a prefix, tail a suffix of the input.
+    prop_assert_eq!(&got[..h], &input[..h]);
+    prop_assert_eq!(&got[got.len() - t..], &input[input.len() - t..]);
+    // Every chosen block appears verbatim.
+    for block in &want.chosen {
+        prop_assert!(memchr::memmem::find(&got, block).is_some());
+    }
+    // The block that comes first of all (highest kind, last occurrence)
+    // appears whenever it fits beside two markers in the block budget; when
+    // it does not, its head does, whenever its first line fits beside the
+    // markers a cut head needs: never dropped while its first line fits,
+    // whatever the split, wherever it lies, whatever lies beside it.
+    let n = input.len() as u64;
+    let marker = marker_bound(n, None);
+    let cut_extra = cut_marker_line(
+        Kind::AccumulatedPatterns,
+        (n, n),
+        (2 * n, 2 * n),
+        None,
+        Some(b'x'),
+    )
+    .len() as u64
+        - marker;
+    let spans = arrivals(input);
+    if let Some(top) = spans
+        .iter()
+        .min_by_key(|s| (s.kind, Reverse(s.start), Reverse(s.end)))
+    {
+        let bytes = &input[top.start as usize..top.end as usize];
+        if top.end - top.start + 2 * marker <= select::block_budget(cap) {
+            prop_assert!(
+                memchr::memmem::find(&got, bytes).is_some(),
+                "top block missing"
+            );
+        }
+        let first = memchr::memchr(b'\n', bytes)
+            .filter(|&nl| nl + 1 < bytes.len())
+            .map(|nl| &bytes[..=nl]);
+        if let Some(first) = first {
+            if first.len() as u64 + 2 * marker + cut_extra <= select::block_budget(cap) {
+                prop_assert!(
+                    memchr::memmem::find(&got, first).is_some(),
+                    "the top block's first line is missing: {:?}",
+                    String::from_utf8_lossy(first)
+                );
+            }
+        }
+    }
+    // Head and tail keep their minimum however many blocks there are:
+    // a quarter of the cap, less what cutting on a line (at most a
+    // quarter of each budget) or a character boundary gives up.
+    // (When one marker is more than the block budget, it takes its share.)
+    let min = select::head_tail_min(cap);
+    if marker <= select::block_budget(cap) {
+        prop_assert!(
+            (h + t) as u64 + 6 >= min - min / 4,
+            "head {h} + tail {t} < {min}"
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1500))]
 
@@ -431,53 +631,23 @@ proptest! {
     fn streaming_matches_the_oracle(
         input in document(),
         cap in 0u64..500,
-        share in prop::sample::select(vec![0.0, 0.2, 0.5, 0.7, 1.0, 0.333]),
+        share in share(),
         sizes in prop::collection::vec(1usize..24, 1..8),
         tuning in tuning(),
     ) {
-        let got = streaming(&input, cap, share, sizes, tuning);
-        let want = oracle(&input, cap, share);
-        prop_assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(&want.output)
-        );
-        prop_assert_eq!(&got, &want.output);
+        check_against_the_oracle(&input, cap, share, sizes, tuning)?;
+    }
 
-        if cap == 0 || input.len() as u64 <= cap {
-            prop_assert_eq!(&got, &input);
-            return Ok(());
-        }
-        prop_assert!(got.len() as u64 <= cap, "{} > cap {}", got.len(), cap);
-        prop_assert!(input.starts_with(&got[..got.len().min(want.cuts.map_or(got.len(), |c| c.0))]));
-        let Some((h, t)) = want.cuts else {
-            prop_assert!(input.starts_with(&got));
-            return Ok(());
-        };
-        // Head is a prefix, tail a suffix of the input.
-        prop_assert_eq!(&got[..h], &input[..h]);
-        prop_assert_eq!(&got[got.len() - t..], &input[input.len() - t..]);
-        // Every chosen block appears verbatim.
-        for block in &want.chosen {
-            prop_assert!(memchr::memmem::find(&got, block).is_some());
-        }
-        // The block that comes first of all (highest kind, last occurrence)
-        // appears whenever it fits beside two markers in the block budget.
-        let marker = marker_bound(input.len() as u64, None);
-        let spans = arrivals(&input);
-        if let Some(top) = spans.iter().min_by_key(|s| (s.kind, Reverse(s.start), Reverse(s.end))) {
-            if top.end - top.start + 2 * marker <= select::block_budget(cap) {
-                let bytes = &input[top.start as usize..top.end as usize];
-                prop_assert!(memchr::memmem::find(&got, bytes).is_some(), "top block missing");
-            }
-        }
-        // Head and tail keep their minimum however many blocks there are:
-        // a quarter of the cap, less what cutting on a line (at most a
-        // quarter of each budget) or a character boundary gives up.
-        // (When one marker is more than the block budget, it takes its share.)
-        let min = select::head_tail_min(cap);
-        if marker <= select::block_budget(cap) {
-            prop_assert!((h + t) as u64 + 6 >= min - min / 4, "head {h} + tail {t} < {min}");
-        }
+    /// A large block at every position against head and tail, with every
+    /// role's split: the contract holds, and the oracle agrees.
+    #[test]
+    fn a_large_block_anywhere_keeps_its_head_on_every_split(
+        (cap, input) in document_around_a_cap(),
+        share in share(),
+        sizes in prop::collection::vec(1usize..64, 1..8),
+        tuning in tuning(),
+    ) {
+        check_against_the_oracle(&input, cap, share, sizes, tuning)?;
     }
 }
 

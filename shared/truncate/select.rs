@@ -13,16 +13,26 @@
 //! Blocks are placed in three rounds:
 //!
 //! 1. The newest block of each kind (last start; for equal starts the longer
-//!    one), highest kind first, whole when it fits in what is left.
+//!    one), highest kind first, whole when it fits in what is left *less
+//!    what is promised* to the higher ones that did not fit whole: each of
+//!    those is promised its first line (its bytes, the marker of the gap
+//!    before it and the longer marker after a cut head), when that fits in
+//!    what is left less the promises before it.
 //! 2. The newest blocks that did not fit whole, highest kind first, each cut
 //!    to its head within an equal share of what is left: `left / n` for the
-//!    `n` such blocks not yet placed (what one leaves unused goes to the next).
+//!    `n` such blocks not yet placed (what one leaves unused goes to the
+//!    next), but never less than its promise, and never eating into the
+//!    promises of the blocks after it.
 //! 3. Every other block in precedence order (kind, then the last occurrence
 //!    first), whole when it fits in what is left, else cut to its head.
 //!
 //! A head is the longest run of the block's whole first lines that fits; a
-//! block gets nothing only when even its first line does not fit. A block
-//! already covered by placed blocks costs nothing.
+//! block gets nothing only when even its first line does not fit. So a
+//! newest block larger than its budget keeps its head whatever lies beside
+//! it, wherever it lies in the input and whatever the head/tail split (the
+//! split is made after the choice): a lower kind's block never takes the
+//! budget of a higher one's first line, and an equal share never falls short
+//! of it. A block already covered by placed blocks costs nothing.
 //!
 //! # Bounded memory
 //!
@@ -149,20 +159,33 @@ pub fn select(blocks: &[Block], cap: u64, markers: Markers) -> Selection {
             newest.push(i);
         }
     }
-    let mut deferred = Vec::new();
+    // Round 1: whole, within what is left less the first lines promised to
+    // the higher newest blocks that did not fit.
+    let mut promised = 0;
+    let mut deferred: Vec<(usize, u64)> = Vec::new();
     for &i in &newest {
-        if !placer.whole(i) {
-            deferred.push(i);
+        if placer.whole(i, promised) {
+            continue;
         }
+        let promise = placer
+            .first_line_cost(i)
+            .filter(|&c| c <= placer.left() - promised)
+            .unwrap_or(0);
+        promised += promise;
+        deferred.push((i, promise));
     }
-    for (n, &i) in deferred.iter().enumerate() {
+    // Round 2: heads, an equal share each, at least the promise, and never
+    // what is promised to the blocks after.
+    for n in 0..deferred.len() {
+        let (i, promise) = deferred[n];
+        promised -= promise;
         let share = placer.left() / (deferred.len() - n) as u64;
-        placer.head(i, share);
+        placer.head(i, share.max(promise).min(placer.left() - promised));
     }
     let mut is_newest = vec![false; blocks.len()];
     newest.iter().for_each(|&i| is_newest[i] = true);
     for &i in order.iter().filter(|&&i| !is_newest[i]) {
-        if !placer.whole(i) {
+        if !placer.whole(i, 0) {
             let left = placer.left();
             placer.head(i, left);
         }
@@ -205,21 +228,32 @@ impl Placer<'_, '_> {
         }
     }
 
-    /// Places block `i` whole if it fits in what is left; false otherwise.
-    fn whole(&mut self, i: usize) -> bool {
+    /// Places block `i` whole if it fits in what is left less `reserved`;
+    /// false otherwise.
+    fn whole(&mut self, i: usize, reserved: u64) -> bool {
         let b = self.blocks[i];
         let new = self.uncovered(i, b.span.start, b.span.end);
         if new == 0 {
             self.placed[i] = Placement::Whole;
             return true;
         }
-        if !b.whole() || new + self.markers.gap > self.left() {
+        if !b.whole() || new + self.markers.gap > self.left() - reserved {
             return false;
         }
         self.placed[i] = Placement::Whole;
         self.used += new + self.markers.gap;
         self.cover(i, b.span.start, b.span.end);
         true
+    }
+
+    /// What block `i` cut to its first line can cost at most (its bytes as
+    /// if none were covered, and both markers); `None` when it has no head
+    /// (its first line is all of it, or longer than what is held).
+    fn first_line_cost(&self, i: usize) -> Option<u64> {
+        let b = self.blocks[i];
+        let max = (b.head.len() as u64).min(b.span.len() - 1) as usize;
+        let nl = memchr::memchr(b'\n', &b.head[..max])?;
+        Some(nl as u64 + 1 + self.markers.gap + self.markers.cut)
     }
 
     /// Places the longest head of block `i` (whole first lines, fewer than
@@ -594,6 +628,24 @@ mod tests {
         // lines for the verdict (used 5 + 72 = 77), then 73 → 6 lines.
         let sel = select(&blocks(&doc, &spans), 200, M5);
         assert_eq!(sel.placed, vec![Placement::Head(60), Placement::Head(60)]);
+    }
+
+    #[test]
+    fn a_lower_kind_never_takes_a_higher_ones_first_line() {
+        let doc = b"abcdefghi\n".repeat(43);
+        let spans = [
+            span(Kind::VerdictJson, 0, 300), // newest verdict, too big
+            span(Kind::Tldr, 300, 430),      // would fit whole: 135 of 145
+        ];
+        // cap 200: budget 150; 5 reserved; 145 left. The verdict's first
+        // line costs 10 + 5 + 7 = 22, promised: the summary (135) no longer
+        // fits whole in 145 - 22. Both are cut, 72 each: 6 lines apiece.
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Placement::Head(60), Placement::Head(60)]);
+        // With room for both promises and the summary whole, nothing changes.
+        let sel = select(&blocks(&doc, &spans), 260, M5);
+        assert_eq!(sel.placed[1], Placement::Whole);
+        assert!(matches!(sel.placed[0], Placement::Head(n) if n >= 10));
     }
 
     proptest::proptest! {

@@ -791,9 +791,10 @@ fn markers_made_before_setext_headings_still_restore_and_compress_idempotently()
         let path = store.join(format!("{sha}.md"));
         std::fs::write(&path, &section).unwrap();
         let old = format!(
-            "{}<!-- jkz:offload sha256={sha} bytes={} lines=2002 excerpt={excerpt} path={} -->\n",
+            "{}<!-- jkz:offload sha256={sha} bytes={} lines={} excerpt={excerpt} path={} -->\n",
             &section[..excerpt],
             section.len(),
+            section.lines().count(),
             path.display()
         );
         let back = compress_in(&dir, &["--restore"])

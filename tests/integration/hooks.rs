@@ -435,14 +435,7 @@ fn session_start_context_stays_under_4000_characters() {
 #[test]
 fn every_binary_answers_help_and_writes_nothing() {
     let dir = Dir::new();
-    for name in [
-        "jkz",
-        "jkz-truncate",
-        "jkz-compress",
-        "jkz-pre-compact",
-        "jkz-session-start",
-        "jkz-session",
-    ] {
+    for name in jkz::setup::BINARIES {
         let run = dir.cmd(name).arg("--help").run().success();
         assert!(run.stdout_str().contains("Usage:"), "{}", run.report());
         let run = dir.cmd(name).arg("--version").run().success();

@@ -471,13 +471,7 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(out.status.success(), "{shown}");
-        for b in [
-            "jkz",
-            "jkz-pre-compact",
-            "jkz-session-start",
-            "jkz-post-tool-use",
-            "jkz-session",
-        ] {
+        for b in jkz::setup::BINARIES {
             assert!(prefix.join(b).is_file(), "{b} not installed\n{shown}");
         }
         let stdout = String::from_utf8_lossy(&out.stdout);

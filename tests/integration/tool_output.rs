@@ -36,10 +36,19 @@ fn test_run(bytes: usize) -> String {
     out
 }
 
+const SESSION: &str = "87645ed3-8263-40cb-a27c-461ca6cb6892";
+
+/// Where the client keeps this session's persisted outputs, beside its
+/// transcript (`home/.claude/projects/p/<session>.jsonl`), as a path
+/// relative to the test's directory.
+fn tool_results(name: &str) -> String {
+    format!("home/.claude/projects/p/{SESSION}/tool-results/{name}")
+}
+
 fn event(dir: &Dir, tool: &str, tool_input: Value, response: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
-        "session_id": "87645ed3-8263-40cb-a27c-461ca6cb6892",
-        "transcript_path": dir.join("home/.claude/projects/p/s.jsonl"),
+        "session_id": SESSION,
+        "transcript_path": dir.join(format!("home/.claude/projects/p/{SESSION}.jsonl")),
         "cwd": dir.path(),
         "prompt_id": "b7b19d6f-3fdc-49bf-8574-8249b641a740",
         "permission_mode": "default",
@@ -131,10 +140,7 @@ fn saved_full_output(dir: &Dir, text: &str) -> Vec<u8> {
 fn a_persisted_400k_test_run_keeps_the_verdict_the_failure_and_the_summary() {
     let dir = project();
     let full = test_run(400_000);
-    let persisted = dir.write(
-        "home/.claude/projects/p/s/tool-results/bkyoaxi4p.txt",
-        &full,
-    );
+    let persisted = dir.write(tool_results("bkyoaxi4p.txt"), &full);
     let before = files_outside_state(&dir);
     let run = hook(
         &dir,
@@ -380,16 +386,16 @@ fn a_failing_command_and_bad_input_leave_the_output_alone() {
 fn a_missing_or_unreadable_persisted_file_leaves_the_output_alone() {
     let dir = project();
     let full = test_run(40_000);
-    let fifo = dir.join("tool-results/fifo.txt");
-    std::fs::create_dir_all(dir.join("tool-results/dir.txt")).unwrap();
+    let fifo = dir.join(tool_results("fifo.txt"));
+    std::fs::create_dir_all(dir.join(tool_results("dir.txt"))).unwrap();
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap();
     assert!(made.success());
     for path in [
-        dir.join("tool-results/missing.txt"),
-        dir.join("tool-results/dir.txt"),
+        dir.join(tool_results("missing.txt")),
+        dir.join(tool_results("dir.txt")),
         fifo,
     ] {
         let mut input: Value =
@@ -408,7 +414,7 @@ fn a_missing_or_unreadable_persisted_file_leaves_the_output_alone() {
 fn a_1_gb_persisted_output_is_streamed() {
     let dir = project();
     // Sparse: 1 GiB of NULs costs no disk, then a real ending.
-    let path = dir.join("home/tool-results/huge.txt");
+    let path = dir.join(tool_results("huge.txt"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let file = std::fs::File::create(&path).unwrap();
     file.set_len(1 << 30).unwrap();

@@ -8,20 +8,25 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Every binary the harness runs, with its path as cargo built it for this
+/// test crate. `regression::contract` holds it to `jkz::setup::BINARIES`.
+pub const BINARIES: [(&str, &str); 8] = [
+    ("jkz", env!("CARGO_BIN_EXE_jkz")),
+    ("jkz-truncate", env!("CARGO_BIN_EXE_jkz-truncate")),
+    ("jkz-compress", env!("CARGO_BIN_EXE_jkz-compress")),
+    ("jkz-pre-compact", env!("CARGO_BIN_EXE_jkz-pre-compact")),
+    ("jkz-session-start", env!("CARGO_BIN_EXE_jkz-session-start")),
+    ("jkz-session", env!("CARGO_BIN_EXE_jkz-session")),
+    ("jkz-post-tool-use", env!("CARGO_BIN_EXE_jkz-post-tool-use")),
+    ("jkz-chat", env!("CARGO_BIN_EXE_jkz-chat")),
+];
+
 /// The path of a built jkz binary.
 pub fn bin(name: &str) -> PathBuf {
-    let path = match name {
-        "jkz" => env!("CARGO_BIN_EXE_jkz"),
-        "jkz-truncate" => env!("CARGO_BIN_EXE_jkz-truncate"),
-        "jkz-compress" => env!("CARGO_BIN_EXE_jkz-compress"),
-        "jkz-pre-compact" => env!("CARGO_BIN_EXE_jkz-pre-compact"),
-        "jkz-session-start" => env!("CARGO_BIN_EXE_jkz-session-start"),
-        "jkz-session" => env!("CARGO_BIN_EXE_jkz-session"),
-        "jkz-post-tool-use" => env!("CARGO_BIN_EXE_jkz-post-tool-use"),
-        "jkz-chat" => env!("CARGO_BIN_EXE_jkz-chat"),
-        other => panic!("no binary named {other}"),
-    };
-    PathBuf::from(path)
+    match BINARIES.iter().find(|(n, _)| *n == name) {
+        Some((_, path)) => PathBuf::from(path),
+        None => panic!("no binary named {name}"),
+    }
 }
 
 /// A scratch directory for one test; removed when dropped.
