@@ -11,6 +11,7 @@ use clap::Parser;
 
 use super::full_output::Keep;
 use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
+use crate::closed_stdout::UntilStdoutCloses;
 use crate::deliberation::{pipe, Context};
 use crate::exit::{Failure, EXIT_USAGE};
 use crate::state_dir::StateDir;
@@ -204,16 +205,18 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
+    // A closed stdout stops the reading (see `crate::closed_stdout`).
     match &cli.file {
         Some(path) => {
             let name = path.display().to_string();
-            let mut file = File::open(path)
+            let file = File::open(path)
                 .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
-            go(&mut file, &name)?;
+            go(&mut UntilStdoutCloses::new(file, io::stdout()), &name)?;
         }
         None => {
             super::grow_pipe(io::stdin());
-            go(&mut io::stdin().lock(), "stdin")?;
+            let stdin = io::stdin().lock();
+            go(&mut UntilStdoutCloses::new(stdin, io::stdout()), "stdin")?;
         }
     }
     Ok(0)
