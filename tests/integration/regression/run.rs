@@ -153,10 +153,11 @@ fn timeout_does_not_wait_for_a_pipe_held_outside_the_group() {
 
 #[test]
 fn lock_is_held_until_the_group_is_gone() {
-    // Was: the lock was released as soon as sh was killed, while the rest
-    // of its group still worked. Here a background job that ignores SIGTERM
-    // tries to take the lock every 50 ms until SIGKILL ends it: every try
-    // must be refused (exit 3), and after the run the lock is free.
+    // Was: the lock was released as soon as CMD was killed, while the rest
+    // of its group still worked. Here a background job (nothing holds CMD's
+    // stdout) that ignores SIGTERM tries to take the lock every 50 ms until
+    // SIGKILL ends it: every try must be refused (exit 3), and after the
+    // run the lock is free.
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("state")).unwrap();
     let script = r#"
@@ -168,8 +169,8 @@ fn lock_is_held_until_the_group_is_gone() {
            echo $? >> tries
            n=$((n + 1))
            sleep 0.05
-         done) &
-        sleep 60
+         done) >/dev/null &
+        exec sleep 60 >/dev/null
     "#;
     let r = jkz(&dir)
         .env("JKZ", bin("jkz"))
