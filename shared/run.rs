@@ -50,7 +50,7 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::circuit::{self, Admission, Policy};
@@ -77,8 +77,51 @@ pub const EXIT_NOT_FOUND: u8 = 127;
 
 const PROGRAM: &str = "jkz run";
 
+static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
+CMD runs in a process group of its own, and the run lasts until the whole
+group is gone (a job CMD leaves in the background too). --timeout, a
+SIGTERM, SIGINT or SIGHUP sent to jkz (forwarded to the group), and a
+closed stdout end the group: SIGTERM (or the signal forwarded), then
+SIGKILL {grace} ms later. The record is written in every case (status
+timeout, or interrupted with its signal), then the --lock is released.
+In a group of its own, CMD cannot read from the terminal: give it its
+input through a file or a pipe.
+
+The whole answer is kept for the record: inline up to {inline} bytes of
+UTF-8, else as STATE/context-offload/<sha256>.txt, the file the markers
+name; at most {limit} bytes of it (1 GiB). A kept answer that is not
+whole (cut at that bound, or stopped early by a closed stdout) says why in
+the record's response_incomplete.
+
+Exit codes:
+  CMD's  CMD exited with it
+  128+N  CMD was killed by signal N, or jkz received signal N and forwarded it
+  0      also when the reader of stdout went away (broken pipe): the group was ended
+  {usage}      usage error (bad flag or value)
+  {open}     the --service's circuit is open: CMD was not started
+  {locked}     the --lock is held by another owner: CMD was not started
+  {timeout}    CMD ran past --timeout: its process group was ended
+  {failed}    jkz failed before CMD ran (no state directory for --service/--lock, an I/O error)
+  {cannot}    CMD could not be executed
+  {missing}    CMD was not found",
+        grace = supervise::GRACE.as_millis(),
+        inline = truncate::thousands(deliberation::INLINE_MAX as u64),
+        limit = truncate::thousands(truncate::full_output::KEEP_LIMIT),
+        usage = crate::exit::EXIT_USAGE,
+        open = circuit::EXIT_OPEN,
+        locked = EXIT_LOCKED,
+        timeout = EXIT_TIMEOUT,
+        failed = EXIT_FAILED,
+        cannot = EXIT_CANNOT_EXECUTE,
+        missing = EXIT_NOT_FOUND,
+    )
+});
+
 /// `jkz run`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = AFTER_HELP.as_str())]
 pub struct RunArgs {
     #[command(flatten)]
     pub context: Context,

@@ -64,25 +64,31 @@ Full output: when the input is truncated, it is saved whole to
 STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
 JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
 they exist already). Failing to save it is a warning, never a lost output.
+A kept copy holds at most {limit} bytes (1 GiB); one cut there, or one
+whose input stopped early (the reader of stdout went away), is named
+full-<UTC time>-<pid>-incomplete.txt.
 
 --record (the flags of `jkz run`: --role, --issue, --phase, --pr,
 --iteration, --model, --endpoint, --service, --mode) keeps the whole answer
 for the audit trail instead, truncated or not, and writes one deliberation
 record, STATE/deliberations/<UTC time>-<issue or none>-<role>-<pid>.json,
 as `jkz run` does, without command, exit code or duration: status ok, or
-failed for an empty answer. An answer of at most {inline} bytes of UTF-8
+failed for an empty answer or one not read to its end (its
+response_incomplete says why). An answer of at most {inline} bytes of UTF-8
 that is not truncated is kept inline in the record; any other is kept as
 STATE/context-offload/<sha256>.txt, the file the markers name. List and
 read records with `jkz deliberations`. Without a state directory the
 output is still printed, with a one-line warning.
 
 Exit codes:
-  0  success, also when the reader of stdout went away (broken pipe)
+  0  success, also when the reader of stdout went away (broken pipe): the
+     reading stops there, and what was read is kept, marked incomplete
   {EXIT_IO}  the input could not be read or stdout could not be written
   {EXIT_USAGE}  usage error (bad flag or value)",
         roles::table(),
         caps = Mode::caps_text(),
         inline = super::thousands(crate::deliberation::INLINE_MAX as u64),
+        limit = super::thousands(super::full_output::KEEP_LIMIT),
     )
 });
 

@@ -201,7 +201,7 @@ fn sigterm_is_forwarded_and_recorded() {
         }
         let mut child = jkz_command(&dir)
             .args(["run", "--lock", "pipeline:52", "--", "sh", "-c"])
-            .arg("sleep 60 & echo $! > bg; echo $$ > cmd; echo partial; wait")
+            .arg("sleep 60 & echo $! > bg; echo partial; echo $$ > cmd; wait")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -258,7 +258,15 @@ fn closed_stdout_stops_jkz_run() {
         .spawn()
         .unwrap();
     let cmd = pid_in(&dir, "cmd");
-    drop(child.stdout.take()); // the reader goes away
+    // Once jkz has read past the cap (its copy of the answer is on disk),
+    // the reader goes away.
+    let offload = dir.join("state/context-offload");
+    let start = Instant::now();
+    while std::fs::read_dir(&offload).map_or(true, |mut d| d.next().is_none()) {
+        assert!(start.elapsed() < NO_HANG, "jkz run never kept a copy");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(child.stdout.take());
     let status = wait_bounded(&mut child, "jkz run with its stdout closed", &[cmd]);
     let mut stderr = String::new();
     child
@@ -279,7 +287,13 @@ fn closed_stdout_stops_jkz_run() {
     let why = recs[0]["response_incomplete"].as_str().unwrap();
     assert!(why.contains("stdout was closed"), "{why}");
     let kept = recs[0]["response_bytes"].as_u64().unwrap();
-    assert!(kept > 0, "what was read is kept");
+    assert!(kept > 307_200, "what was read is kept: {kept} bytes");
+    let file = dir
+        .join("state")
+        .join(recs[0]["response_file"].as_str().unwrap());
+    let answer = std::fs::read(file).unwrap();
+    assert_eq!(answer.len() as u64, kept);
+    assert!(answer.chunks(2).all(|c| c == b"y\n" || c == b"y"));
 
     // Passed through (--max-bytes 0): head gets its line, then leaves.
     let piped = format!(
