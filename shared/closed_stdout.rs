@@ -19,10 +19,20 @@ use std::time::Instant;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
+/// What a [`wait`] waits for on its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Await {
+    /// Bytes (or the end, or an error) to read.
+    Bytes,
+    /// The end of what there is to read: no writer is left (`POLLHUP`),
+    /// everything ever written is in the pipe.
+    Hangup,
+}
+
 /// What ended a [`wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Woken {
-    /// The input has bytes, its end, or an error to read.
+    /// The input has what was awaited.
     Input,
     /// The reader of stdout went away.
     StdoutClosed,
@@ -39,15 +49,20 @@ pub fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "stdout was closed by its reader")
 }
 
-/// Waits until `input` can be read, `stdout` is closed, `wake` is readable,
-/// or `until` passes (never, when `None`).
+/// Waits until `input` has what `awaited` says, `stdout` is closed, `wake`
+/// is readable, or `until` passes (never, when `None`).
 pub fn wait(
-    input: BorrowedFd<'_>,
+    (input, awaited): (BorrowedFd<'_>, Await),
     stdout: Option<BorrowedFd<'_>>,
     wake: Option<BorrowedFd<'_>>,
     until: Option<Instant>,
 ) -> io::Result<Woken> {
-    let mut fds = vec![PollFd::from_borrowed_fd(input, PollFlags::IN)];
+    let events = match awaited {
+        Await::Bytes => PollFlags::IN,
+        // No events asked: POLLHUP (and POLLERR) are always reported.
+        Await::Hangup => PollFlags::empty(),
+    };
+    let mut fds = vec![PollFd::from_borrowed_fd(input, events)];
     // No events asked: POLLERR (and POLLHUP) are always reported.
     let out_at = stdout.map(|fd| {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::empty()));
@@ -97,7 +112,8 @@ impl<R: Read + AsFd, W: AsFd> UntilStdoutCloses<R, W> {
 impl<R: Read + AsFd, W: AsFd> Read for UntilStdoutCloses<R, W> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            match wait(self.input.as_fd(), Some(self.stdout.as_fd()), None, None)? {
+            let input = (self.input.as_fd(), Await::Bytes);
+            match wait(input, Some(self.stdout.as_fd()), None, None)? {
                 Woken::StdoutClosed => return Err(closed()),
                 Woken::Input => return self.input.read(buf),
                 Woken::Wake | Woken::Timeout => {}
@@ -135,10 +151,27 @@ mod tests {
         let (input, _feed) = std::io::pipe().unwrap();
         let (wake, mut waker) = std::io::pipe().unwrap();
         let soon = Instant::now() + std::time::Duration::from_millis(5);
-        let woken = wait(input.as_fd(), None, Some(wake.as_fd()), Some(soon)).unwrap();
+        let input = (input.as_fd(), Await::Bytes);
+        let woken = wait(input, None, Some(wake.as_fd()), Some(soon)).unwrap();
         assert_eq!(woken, Woken::Timeout);
         waker.write_all(b"x").unwrap();
-        let woken = wait(input.as_fd(), None, Some(wake.as_fd()), None).unwrap();
+        let woken = wait(input, None, Some(wake.as_fd()), None).unwrap();
         assert_eq!(woken, Woken::Wake);
+    }
+
+    #[test]
+    fn a_hangup_is_awaited_past_the_bytes() {
+        let (input, mut feed) = std::io::pipe().unwrap();
+        feed.write_all(b"abc").unwrap();
+        let soon = Instant::now() + std::time::Duration::from_millis(5);
+        let bytes = (input.as_fd(), Await::Bytes);
+        let hangup = (input.as_fd(), Await::Hangup);
+        assert_eq!(wait(bytes, None, None, Some(soon)).unwrap(), Woken::Input);
+        assert_eq!(
+            wait(hangup, None, None, Some(soon)).unwrap(),
+            Woken::Timeout
+        );
+        drop(feed);
+        assert_eq!(wait(hangup, None, None, None).unwrap(), Woken::Input);
     }
 }

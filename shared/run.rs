@@ -36,7 +36,8 @@
 //! the group ([`supervise`]): `--timeout` (SIGTERM, SIGKILL after
 //! [`supervise::GRACE`]), a SIGTERM, SIGINT or SIGHUP sent to jkz
 //! (forwarded, then SIGKILL after the grace; [`signals`]), or a closed
-//! stdout (jkz stops reading, keeps what it read, marked incomplete, and
+//! stdout while CMD's answer is still coming (jkz stops reading, keeps what
+//! it read, marked incomplete, and unless the answer ends within the grace
 //! ends the group as for a timeout). The record is written in every case,
 //! then the lock released. Being in a group of its own, CMD cannot read
 //! from the terminal (it would be stopped): give it its input through a
@@ -84,8 +85,10 @@ CMD runs in a process group of its own, and the run lasts until the whole
 group is gone (a job CMD leaves in the background too). --timeout, a
 SIGTERM, SIGINT or SIGHUP sent to jkz (forwarded to the group), and a
 closed stdout end the group: SIGTERM (or the signal forwarded), then
-SIGKILL {grace} ms later. The record is written in every case (status
-timeout, or interrupted with its signal), then the --lock is released.
+SIGKILL {grace} ms later. (After a closed stdout jkz reads no more, and
+CMD has that grace to end its answer on its own: one that does completes
+the run as usual.) The record is written in every case (status timeout,
+or interrupted with its signal), then the --lock is released.
 In a group of its own, CMD cannot read from the terminal: give it its
 input through a file or a pipe.
 
@@ -442,18 +445,20 @@ fn invoke(
         "CMD's stdout",
         &mut stderr,
     );
-    let (read, ended) = (cmd_output.bytes, cmd_output.ended);
+    // A write that failed before the answer's end (no truncation): the
+    // rest of the answer has a grace to end, as for a closed stdout noticed
+    // while reading; one that fails after it ends nothing.
+    let broken_pipe = streamed
+        .as_ref()
+        .is_err_and(|f| crate::exit::is_broken_pipe(f));
+    if broken_pipe && !cmd_output.ended {
+        cmd_output.finish_unread();
+    }
+    let read = cmd_output.bytes;
     // jkz's end of the pipe closes here: a CMD still writing gets EPIPE.
     drop(cmd_output);
     record.verdict = output.verdict();
     drop(output);
-    let broken_pipe = streamed
-        .as_ref()
-        .is_err_and(|f| crate::exit::is_broken_pipe(f));
-    // A write that fails once CMD's answer is all read ends nothing.
-    if broken_pipe && !ended {
-        watch.stop_for_closed_stdout();
-    }
 
     let end = watch
         .wait(&mut child)

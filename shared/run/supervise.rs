@@ -3,7 +3,11 @@
 //!
 //! Each of them *stops* the run: the group gets SIGTERM (a forwarded signal:
 //! that signal), then SIGKILL after [`GRACE`] if anything of it is left.
-//! The first stop is the one the run ends with ([`Stop`]). Everything runs
+//! The first stop is the one the run ends with ([`Stop`]). A closed stdout
+//! stops the run only while CMD's answer is still coming: jkz reads no more
+//! of it, but an answer whose writers all close within a [`GRACE`] (it all
+//! fits in the pipe) is read to its end and completes the run as usual
+//! (CMD's status and exit code; nobody reads the output). Everything runs
 //! on jkz's main thread, between the reads of CMD's stdout and while
 //! waiting for CMD: each read first waits (`poll`) for CMD's stdout, for
 //! jkz's stdout to close, for a signal, or for the next deadline.
@@ -24,7 +28,7 @@ use rustix::process::Signal;
 
 use super::group::ProcessGroup;
 use super::signals::Signals;
-use crate::closed_stdout::{self, Woken};
+use crate::closed_stdout::{self, Await, Woken};
 
 /// How long a stopped group has between SIGTERM and SIGKILL: long enough
 /// for a wrapper to end its requests and flush, short enough that jkz
@@ -71,6 +75,8 @@ pub struct Supervisor {
     killed_at: Option<Instant>,
     /// CMD's exit status is collected (its pid may be reused).
     reaped: bool,
+    /// When jkz noticed that its stdout was closed.
+    stdout_closed_at: Option<Instant>,
 }
 
 impl Supervisor {
@@ -86,17 +92,13 @@ impl Supervisor {
             kill_at: None,
             killed_at: None,
             reaped: false,
+            stdout_closed_at: None,
         }
     }
 
     /// The first stop, if the run was stopped.
     pub fn stop(&self) -> Option<Stop> {
         self.stop
-    }
-
-    /// Stops the run because jkz's stdout was closed (noticed on a write).
-    pub fn stop_for_closed_stdout(&mut self) {
-        self.begin(Stop::ClosedStdout, Signal::TERM);
     }
 
     /// CMD's stdout, read under this watch.
@@ -106,6 +108,7 @@ impl Supervisor {
             watch: self,
             bytes: 0,
             ended: false,
+            writers_gone: false,
         }
     }
 
@@ -173,15 +176,16 @@ impl Supervisor {
                     Some(next.map_or(now + nap, |n| n.min(now + nap)))
                 }
             };
-            closed_stdout::wait(self.signals.wake_fd(), None, None, until)?;
+            let wake = (self.signals.wake_fd(), Await::Bytes);
+            closed_stdout::wait(wake, None, None, until)?;
         }
     }
 }
 
 /// CMD's stdout, read under a [`Supervisor`]: a read returns CMD's bytes,
 /// or the end once CMD's group is killed, or fails with
-/// [`closed_stdout::closed`] once jkz's stdout is closed (the run is then
-/// stopped).
+/// [`closed_stdout::closed`] once jkz's stdout has been closed for a
+/// [`GRACE`] before the answer's end (the run is then stopped).
 pub struct CmdOutput<'a> {
     pipe: ChildStdout,
     watch: &'a mut Supervisor,
@@ -189,31 +193,66 @@ pub struct CmdOutput<'a> {
     pub bytes: u64,
     /// The pipe's end was read (everything that held it closed it).
     pub ended: bool,
+    /// Everything that held the pipe has closed it: what is left is in it.
+    writers_gone: bool,
+}
+
+impl CmdOutput<'_> {
+    /// jkz's stdout failed with a broken pipe before the answer's end:
+    /// reads the rest of the answer (unkept) if it ends within a [`GRACE`],
+    /// else stops the run.
+    pub fn finish_unread(&mut self) {
+        self.watch.stdout_closed_at.get_or_insert_with(Instant::now);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.read(&mut buf) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
 }
 
 impl Read for CmdOutput<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let next = self.watch.tick();
+            let closing = match self.writers_gone {
+                false => self.watch.stdout_closed_at.map(|t| t + GRACE),
+                // The answer has ended: it is read to its end.
+                true => None,
+            };
+            if closing.is_some_and(|c| Instant::now() >= c) {
+                self.watch.begin(Stop::ClosedStdout, Signal::TERM);
+                return Err(closed_stdout::closed());
+            }
             let until = match self.watch.killed_at {
                 // After SIGKILL: what is in the pipe now, for at most a
                 // grace, and no waiting for more.
                 Some(killed) if killed.elapsed() >= GRACE => return Ok(0),
                 Some(_) => Some(Instant::now()),
-                None => next,
+                None => next.into_iter().chain(closing).min(),
+            };
+            // Once stdout is known closed it is not asked again, and the
+            // answer is read only once it has ended.
+            let (stdout, awaited) = match self.watch.stdout_closed_at {
+                None => (Some(self.watch.stdout.as_fd()), Await::Bytes),
+                Some(_) => (None, Await::Hangup),
             };
             let woken = closed_stdout::wait(
-                self.pipe.as_fd(),
-                Some(self.watch.stdout.as_fd()),
+                (self.pipe.as_fd(), awaited),
+                stdout,
                 Some(self.watch.signals.wake_fd()),
                 until,
             )?;
             match woken {
                 Woken::StdoutClosed => {
-                    self.watch.begin(Stop::ClosedStdout, Signal::TERM);
-                    return Err(closed_stdout::closed());
+                    self.watch.stdout_closed_at = Some(Instant::now());
                 }
                 Woken::Input => {
+                    self.writers_gone |= awaited == Await::Hangup;
                     let n = self.pipe.read(buf)?;
                     self.bytes += n as u64;
                     self.ended |= n == 0 && !buf.is_empty();
