@@ -54,17 +54,22 @@ impl Signals {
         Ok(Signals { wake, arrived })
     }
 
-    /// Readable once a signal arrived since the last [`Signals::take`].
+    /// Readable once a signal arrived since the last [`Signals::drain`].
     pub fn wake_fd(&self) -> BorrowedFd<'_> {
         self.wake.as_fd()
     }
 
-    /// The forwarded signals that arrived since the last call.
-    pub fn take(&mut self) -> Vec<i32> {
-        // The wake-ups first, then the flags: a signal that arrives in
-        // between wakes the next wait (never lost).
+    /// Empties the wake descriptor once it woke a wait. The caller looks
+    /// at [`Signals::take`] before it waits again, so a signal whose
+    /// wake-up this drains is never missed.
+    pub fn drain(&mut self) {
         let mut buf = [0u8; 64];
         while matches!((&self.wake).read(&mut buf), Ok(n) if n > 0) {}
+    }
+
+    /// The forwarded signals that arrived since the last call (no system
+    /// call: it runs before every read of CMD's answer).
+    pub fn take(&mut self) -> Vec<i32> {
         FORWARDED
             .iter()
             .zip(&self.arrived)

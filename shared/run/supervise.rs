@@ -177,7 +177,9 @@ impl Supervisor {
                 }
             };
             let wake = (self.signals.wake_fd(), Await::Bytes);
-            closed_stdout::wait(wake, None, None, until)?;
+            if closed_stdout::wait(wake, None, None, until)? != Woken::Timeout {
+                self.signals.drain();
+            }
         }
     }
 }
@@ -259,7 +261,8 @@ impl Read for CmdOutput<'_> {
                     return Ok(n);
                 }
                 Woken::Timeout if self.watch.killed_at.is_some() => return Ok(0),
-                Woken::Wake | Woken::Timeout => {}
+                Woken::Wake => self.watch.signals.drain(),
+                Woken::Timeout => {}
             }
         }
     }
