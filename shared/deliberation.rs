@@ -11,13 +11,15 @@
 //! One JSON object, written once, atomically (temp file, fdatasync, rename;
 //! the directory is not synced, see [`write`]):
 //! `role`, `timestamp`, `status` (`ok`, `failed`, `timeout`,
-//! `short-circuited`), `issue`, `pr`, `phase`, `iteration`, `model`,
-//! `endpoint`, `service`, `mode`, `command` (argv; null for a pipe),
-//! `exit_code`, `duration_ms` (null for a pipe), `tokens`, `verdict`, then
-//! the response: `response_bytes`, `response_sha256`, and either `response`
-//! (the text itself, when it is valid UTF-8 of at most [`INLINE_MAX`] bytes)
-//! or `response_file` (`context-offload/<sha256>.txt`, relative to the state
-//! directory: content-addressed, write-once).
+//! `interrupted`, `short-circuited`), `issue`, `pr`, `phase`, `iteration`,
+//! `model`, `endpoint`, `service`, `mode`, `command` (argv; null for a
+//! pipe), `exit_code`, `signal` (only for a run interrupted by one),
+//! `duration_ms` (null for a pipe), `tokens`, `verdict`, then the response:
+//! `response_bytes`, `response_sha256`, and either `response` (the text
+//! itself, when it is valid UTF-8 of at most [`INLINE_MAX`] bytes) or
+//! `response_file` (`context-offload/<sha256>.txt`, relative to the state
+//! directory: content-addressed, write-once); `response_incomplete` (only
+//! when it is not the whole answer) says why.
 //!
 //! A response file is written while the answer streams (memory stays
 //! bounded) and renamed into place before the record is written, so a run
@@ -73,6 +75,9 @@ pub enum Status {
     Failed,
     /// Killed by `jkz run --timeout`.
     Timeout,
+    /// Ended by a signal `jkz run` received and forwarded (`signal`), or
+    /// because the reader of jkz's stdout went away.
+    Interrupted,
     /// Not started: the service's circuit was open.
     ShortCircuited,
 }
@@ -83,6 +88,7 @@ impl Status {
             Status::Ok => "ok",
             Status::Failed => "failed",
             Status::Timeout => "timeout",
+            Status::Interrupted => "interrupted",
             Status::ShortCircuited => "short-circuited",
         }
     }
@@ -135,6 +141,10 @@ pub struct Record {
     pub mode: Option<String>,
     pub command: Option<Vec<String>>,
     pub exit_code: Option<i32>,
+    /// The signal `jkz run` received and forwarded to CMD (`SIGTERM`, …),
+    /// when one interrupted the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
     pub duration_ms: Option<u64>,
     pub tokens: Option<Value>,
     #[serde(default)]
@@ -148,6 +158,10 @@ pub struct Record {
     /// Why the response could not be kept, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_error: Option<String>,
+    /// Why the kept response is not the whole answer, when it is not: the
+    /// reading stopped early, or the answer passed the bound on a kept copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_incomplete: Option<String>,
 }
 
 impl Record {
@@ -171,6 +185,7 @@ impl Record {
             mode: None,
             command: None,
             exit_code: None,
+            signal: None,
             duration_ms: None,
             tokens: None,
             verdict: None,
@@ -179,6 +194,7 @@ impl Record {
             response_file: None,
             response: None,
             response_error: None,
+            response_incomplete: None,
         }
     }
 }
@@ -243,6 +259,7 @@ pub fn response_keep(state: &StateDir, program: &str) -> Option<Keep> {
 pub fn set_response(record: &mut Record, kept: Option<KeptResponse>, program: &str) {
     match kept {
         Some(Ok(kept)) => {
+            record.response_incomplete = kept.incomplete();
             record.response_bytes = kept.bytes;
             record.response_sha256 = kept.sha256;
             record.response = kept.inline;

@@ -177,6 +177,26 @@ fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The latest expiry a lock records: the last millisecond RFC 3339 can
+/// write (year 9999). A later one would be stamped in a form its readers
+/// reject, and the lock would read as expired at once.
+fn latest_expiry() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("9999-12-31T23:59:59.999Z")
+        .expect("a valid time")
+        .with_timezone(&Utc)
+}
+
+/// When a lock taken at `now` for `ttl` expires: clamped to
+/// [`latest_expiry`], so a TTL of any length holds the lock (at worst until
+/// year 9999) and never stamps an unreadable, instantly-expired time.
+fn expiry(now: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> {
+    let latest = latest_expiry();
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|ttl| now.checked_add_signed(ttl))
+        .map_or(latest, |t| t.min(latest))
+}
+
 /// Tries once to take the lock.
 pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
     validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -189,17 +209,13 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
         Some(held) if held.state(now) == LockState::Held => return Ok(Acquired::Busy(held)),
         _ => false,
     };
-    let ttl = chrono::Duration::from_std(req.ttl).unwrap_or(chrono::Duration::MAX);
     let record = LockRecord {
         kind: req.kind.clone(),
         name: req.name.clone(),
         owner: req.owner.clone(),
         holder: Holder::local(req.pid),
         acquired: stamp(now),
-        expires: stamp(
-            now.checked_add_signed(ttl)
-                .unwrap_or(DateTime::<Utc>::MAX_UTC),
-        ),
+        expires: stamp(expiry(now, req.ttl)),
         ttl_s: req.ttl.as_secs(),
     };
     let mut bytes = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
@@ -330,6 +346,26 @@ mod tests {
                 try_acquire(&state, &req("c", me, 60)).unwrap(),
                 Acquired::Taken { .. }
             ));
+        }
+    }
+
+    #[test]
+    fn a_ttl_past_year_9999_holds_the_lock_until_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path());
+        let me = std::process::id();
+        for ttl in [300_000_000_000, u64::MAX] {
+            let Acquired::Taken { record, .. } = try_acquire(&state, &req("a", me, ttl)).unwrap()
+            else {
+                panic!("not taken");
+            };
+            assert_eq!(record.expires, "9999-12-31T23:59:59.999Z");
+            assert_eq!(record.state(Utc::now()), LockState::Held);
+            assert!(matches!(
+                try_acquire(&state, &req("b", me, 60)).unwrap(),
+                Acquired::Busy(_)
+            ));
+            release(&state, "pipeline", "42", "a").unwrap();
         }
     }
 

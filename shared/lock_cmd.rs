@@ -27,7 +27,8 @@ pub enum LockCommand {
     Acquire {
         kind: String,
         name: String,
-        /// Seconds until the lock expires.
+        /// Seconds until the lock expires (an expiry past year 9999 is
+        /// held until then).
         #[arg(long, value_name = "SECS", default_value_t = lock::DEFAULT_TTL)]
         ttl: u64,
         /// Who holds it. Default: HOST:PPID, the script that called jkz,

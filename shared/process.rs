@@ -94,6 +94,36 @@ pub fn liveness(pid: u32, start: Option<u64>) -> Liveness {
     }
 }
 
+/// Whether a process of the group `pgid` still runs, zombies not counted
+/// (an exited process its parent has not reaped yet will never run again;
+/// a parent that never reaps would otherwise keep the group alive forever).
+/// `Unknown` without `/proc`.
+pub fn group_liveness(pgid: u32) -> Liveness {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Liveness::Unknown;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // gone since the listing
+        };
+        // After the command name: state, ppid, pgrp.
+        let Some(rest) = text.rfind(')').map(|i| &text[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next().and_then(|s| s.chars().next());
+        let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+        if group == Some(pgid) && !matches!(state, Some('Z' | 'X')) {
+            return Liveness::Alive;
+        }
+    }
+    Liveness::Gone
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +153,32 @@ mod tests {
             };
             assert!(reused.is_gone());
         }
+    }
+
+    #[test]
+    fn a_group_lives_while_a_member_runs_and_zombies_do_not_count() {
+        use std::os::unix::process::CommandExt;
+        if fs::metadata("/proc/self/stat").is_err() {
+            eprintln!("no /proc here: group liveness cannot be tested");
+            assert!(std::env::var_os("CI").is_none(), "no /proc on CI");
+            return;
+        }
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id();
+        assert_eq!(group_liveness(pgid), Liveness::Alive);
+        child.kill().unwrap();
+        // Killed, not reaped yet: a zombie once the kill lands.
+        let zombie = (0..2000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            stat(pgid).is_some_and(|(state, _)| state == 'Z')
+        });
+        assert!(zombie, "the killed child never became a zombie");
+        assert_eq!(group_liveness(pgid), Liveness::Gone);
+        child.wait().unwrap();
+        assert_eq!(group_liveness(pgid), Liveness::Gone);
     }
 }

@@ -15,24 +15,43 @@
 //! | code | meaning |
 //! |---|---|
 //! | CMD's | CMD exited with it |
-//! | 128+N | CMD was killed by signal N |
+//! | 128+N | CMD was killed by signal N; or jkz received signal N (SIGTERM, SIGINT, SIGHUP) and forwarded it |
+//! | 0 | also: the reader of jkz's stdout went away (a broken pipe), and CMD's group was ended |
 //! | 2 | usage error (bad flag) |
 //! | 75 | the circuit of `--service` is open: CMD was not started |
 //! | 76 | the `--lock` is held by another owner: CMD was not started |
-//! | 124 | CMD ran past `--timeout` and was killed |
+//! | 124 | CMD ran past `--timeout` and its process group was ended |
 //! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, an I/O error) |
 //! | 126 | CMD could not be executed |
 //! | 127 | CMD was not found |
 //!
 //! CMD may exit with any of these codes itself; the one line jkz writes on
-//! stderr for 75, 76, 124–127 tells them apart.
+//! stderr for 75, 76, 124–127 and a forwarded signal tells them apart.
+//!
+//! # CMD's process group
+//!
+//! CMD runs as the leader of a process group of its own ([`group`]), and
+//! the run lasts until that whole group is gone: a job CMD leaves in the
+//! background keeps the run (and its `--lock`) until it ends. A stop ends
+//! the group ([`supervise`]): `--timeout` (SIGTERM, SIGKILL after
+//! [`supervise::GRACE`]), a SIGTERM, SIGINT or SIGHUP sent to jkz
+//! (forwarded, then SIGKILL after the grace; [`signals`]), or a closed
+//! stdout while CMD's answer is still coming (jkz stops reading, keeps what
+//! it read, marked incomplete, and unless the answer ends within the grace
+//! ends the group as for a timeout). The record is written in every case,
+//! then the lock released. Being in a group of its own, CMD cannot read
+//! from the terminal (it would be stopped): give it its input through a
+//! file or a pipe.
+
+mod group;
+mod signals;
+mod supervise;
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::circuit::{self, Admission, Policy};
@@ -41,6 +60,10 @@ use crate::exit::Failure;
 use crate::lock::{self, Acquired};
 use crate::state_dir::StateDir;
 use crate::truncate::{self, roles, Mode, Settings};
+
+use self::group::ProcessGroup;
+use self::signals::Signals;
+use self::supervise::{Stop, Supervisor};
 
 /// Exit code: the `--lock` is held by another owner.
 pub const EXIT_LOCKED: u8 = 76;
@@ -55,8 +78,53 @@ pub const EXIT_NOT_FOUND: u8 = 127;
 
 const PROGRAM: &str = "jkz run";
 
+static AFTER_HELP: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
+CMD runs in a process group of its own, and the run lasts until the whole
+group is gone (a job CMD leaves in the background too). --timeout, a
+SIGTERM, SIGINT or SIGHUP sent to jkz (forwarded to the group), and a
+closed stdout end the group: SIGTERM (or the signal forwarded), then
+SIGKILL {grace} ms later. (After a closed stdout jkz reads no more, and
+CMD has that grace to end its answer on its own: one that does completes
+the run as usual.) The record is written in every case (status timeout,
+or interrupted with its signal), then the --lock is released.
+In a group of its own, CMD cannot read from the terminal: give it its
+input through a file or a pipe.
+
+The whole answer is kept for the record: inline up to {inline} bytes of
+UTF-8, else as STATE/context-offload/<sha256>.txt, the file the markers
+name; at most {limit} bytes of it (1 GiB). A kept answer that is not
+whole (cut at that bound, or stopped early by a closed stdout) says why in
+the record's response_incomplete.
+
+Exit codes:
+  CMD's  CMD exited with it
+  128+N  CMD was killed by signal N, or jkz received signal N and forwarded it
+  0      also when the reader of stdout went away (broken pipe): the group was ended
+  {usage}      usage error (bad flag or value)
+  {open}     the --service's circuit is open: CMD was not started
+  {locked}     the --lock is held by another owner: CMD was not started
+  {timeout}    CMD ran past --timeout: its process group was ended
+  {failed}    jkz failed before CMD ran (no state directory for --service/--lock, an I/O error)
+  {cannot}    CMD could not be executed
+  {missing}    CMD was not found",
+        grace = supervise::GRACE.as_millis(),
+        inline = truncate::thousands(deliberation::INLINE_MAX as u64),
+        limit = truncate::thousands(truncate::full_output::KEEP_LIMIT),
+        usage = crate::exit::EXIT_USAGE,
+        open = circuit::EXIT_OPEN,
+        locked = EXIT_LOCKED,
+        timeout = EXIT_TIMEOUT,
+        failed = EXIT_FAILED,
+        cannot = EXIT_CANNOT_EXECUTE,
+        missing = EXIT_NOT_FOUND,
+    )
+});
+
 /// `jkz run`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = AFTER_HELP.as_str())]
 pub struct RunArgs {
     #[command(flatten)]
     pub context: Context,
@@ -82,7 +150,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "KIND:NAME", value_parser = parse_lock)]
     pub lock: Option<(String, String)>,
 
-    /// The --lock's TTL in seconds.
+    /// The --lock's TTL in seconds (an expiry past year 9999 is held until
+    /// then).
     #[arg(long, value_name = "SECS", default_value_t = lock::DEFAULT_TTL)]
     pub lock_ttl: u64,
 
@@ -94,8 +163,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = circuit::DEFAULT_COOLDOWN)]
     pub cooldown: u64,
 
-    /// Kill CMD (SIGKILL) after SECS seconds: status timeout, exit 124.
-    #[arg(long, value_name = "SECS")]
+    /// End CMD's process group after SECS seconds (SIGTERM, then SIGKILL
+    /// half a second later): status timeout, exit 124. SECS: a number, 0 or
+    /// more.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 
     /// The command and its arguments.
@@ -109,6 +180,20 @@ fn parse_lock(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("'{s}': use KIND:NAME, e.g. pipeline:42"))?;
     lock::validate(kind, name)?;
     Ok((kind.to_string(), name.to_string()))
+}
+
+/// `--timeout`: a finite number of seconds, 0 or more (`nan`, `inf` and
+/// negative numbers are usage errors).
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if secs.is_finite() && secs >= 0.0 {
+        Ok(secs)
+    } else {
+        Err(format!("'{s}': give a finite number of seconds, 0 or more"))
+    }
 }
 
 /// One line on stderr, `jkz run: …`.
@@ -204,12 +289,29 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
         return Ok(circuit::EXIT_OPEN);
     }
 
+    // From here on SIGTERM, SIGINT and SIGHUP are forwarded to CMD's group.
+    let signals = match Signals::catch() {
+        Ok(signals) => signals,
+        Err(e) => {
+            release(&held);
+            return Err(fail("catching SIGTERM, SIGINT and SIGHUP", e));
+        }
+    };
     // CMD starts before jkz's own setup, which then overlaps with CMD's.
     let usage_file = usage::create().ok();
     let spawned = spawn(args, usage_file.as_deref());
     let records = deliberation::records_dir(state, PROGRAM);
+    let mut group_gone = true;
     let outcome = match spawned {
-        Ok(child) => invoke(args, child, state, usage_file.as_deref(), &mut record),
+        Ok(child) => invoke(
+            args,
+            child,
+            signals,
+            state,
+            usage_file.as_deref(),
+            &mut record,
+            &mut group_gone,
+        ),
         Err(code) => {
             record.status = Status::Failed;
             record.exit_code = Some(code.into());
@@ -217,16 +319,28 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
         }
     };
     record.duration_ms = Some(clock.elapsed().as_millis() as u64);
+    // An interrupted run says nothing about the service: not reported (a
+    // probe that is gone is replaced by the next run).
     if let (Some(service), Some(admission)) = (&args.service, &admission) {
         let success = record.status == Status::Ok;
-        if let Err(e) = circuit::report(state, service, policy, admission, me, success) {
+        let reported = record.status != Status::Interrupted;
+        if let Err(e) = reported
+            .then(|| circuit::report(state, service, policy, admission, me, success))
+            .transpose()
+        {
             say(format_args!(
                 "warning: updating the circuit of {service}: {e}"
             ));
         }
     }
     deliberation::keep_record(records.as_deref(), &id, &record, PROGRAM);
-    release(&held);
+    if group_gone {
+        release(&held);
+    } else {
+        // Still held for a process of CMD's that outlived SIGKILL: the lock
+        // expires with its TTL, or once jkz is gone.
+        renewal.stop();
+    }
     outcome
 }
 
@@ -273,11 +387,14 @@ impl Renewal {
     }
 }
 
-/// Starts CMD with its stdout piped to jkz; on failure, one line on stderr
-/// and the exit code (127 not found, 126 cannot execute).
+/// Starts CMD, the leader of a new process group, with its stdout piped
+/// to jkz; on failure, one line on stderr and the exit code (127 not
+/// found, 126 cannot execute).
 fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, u8> {
     let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..]).stdout(Stdio::piped());
+    cmd.args(&args.command[1..])
+        .stdout(Stdio::piped())
+        .process_group(0);
     if let Some(path) = usage_file {
         cmd.env(deliberation::USAGE_FILE_VARIABLE, path);
     }
@@ -293,31 +410,26 @@ fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, 
     })
 }
 
-/// Streams CMD's answer and waits for CMD; fills in the record.
+/// Streams CMD's answer and waits for CMD's group to be gone, stopping it
+/// when `--timeout`, a signal or a closed stdout says so; fills in the
+/// record. `group_gone` turns false when a process of the group outlived
+/// SIGKILL (the lock is then not released).
 fn invoke(
     args: &RunArgs,
     mut child: Child,
+    signals: Signals,
     state: &StateDir,
     usage_file: Option<&std::path::Path>,
     record: &mut Record,
+    group_gone: &mut bool,
 ) -> Result<u8, Failure> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    truncate::grow_pipe(&stdout);
-    let child = Arc::new(Mutex::new(child));
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let watchdog = args.timeout.map(|secs| {
-        let (done, wait) = mpsc::channel::<()>();
-        let child = Arc::clone(&child);
-        let timed_out = Arc::clone(&timed_out);
-        let limit = Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX);
-        let handle = std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
-                timed_out.store(true, Ordering::SeqCst);
-                let _ = child.lock().expect("child").kill();
-            }
-        });
-        (done, handle)
-    });
+    let pipe = child.stdout.take().expect("piped stdout");
+    truncate::grow_pipe(&pipe);
+    // A timeout past what a Duration holds is no deadline.
+    let timeout = args
+        .timeout
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
+    let mut watch = Supervisor::new(ProcessGroup::led_by(&child), signals, timeout);
 
     let settings = settings(args, state);
     let mut stderr = io::stderr();
@@ -325,32 +437,43 @@ fn invoke(
         1 << 20,
         io::stdout().lock(),
     ));
-    let mut stdout = Counted {
-        inner: stdout,
-        bytes: 0,
-    };
+    let mut cmd_output = watch.reader(pipe);
     let (streamed, kept) = truncate::truncate_keeping(
-        &mut stdout,
+        &mut cmd_output,
         &mut output,
         &settings,
         "CMD's stdout",
         &mut stderr,
     );
+    // A write that failed before the answer's end (no truncation): the
+    // rest of the answer has a grace to end, as for a closed stdout noticed
+    // while reading; one that fails after it ends nothing.
+    let broken_pipe = streamed
+        .as_ref()
+        .is_err_and(|f| crate::exit::is_broken_pipe(f));
+    if broken_pipe && !cmd_output.ended {
+        cmd_output.finish_unread();
+    }
+    let read = cmd_output.bytes;
+    // jkz's end of the pipe closes here: a CMD still writing gets EPIPE.
+    drop(cmd_output);
     record.verdict = output.verdict();
     drop(output);
 
-    let status = match wait(&child, watchdog.is_some()) {
-        Ok(status) => status,
-        Err(e) => return Err(Failure::io(EXIT_FAILED, "waiting for CMD", e)),
-    };
-    if let Some((done, handle)) = watchdog {
-        let _ = done.send(());
-        let _ = handle.join();
+    let end = watch
+        .wait(&mut child)
+        .map_err(|e| Failure::io(EXIT_FAILED, "waiting for CMD", e))?;
+    *group_gone = end.group_gone;
+    if !end.group_gone {
+        say(format_args!(
+            "warning: a process of CMD's group (pgid {}) outlived SIGKILL; the lock stays until it expires",
+            child.id()
+        ));
     }
-    let code = exit_code(status);
+    let code = exit_code(end.status);
     record.exit_code = Some(code);
     // Judged by what CMD wrote, whether or not it could be kept or passed on.
-    let empty = deliberation::is_empty(kept.as_ref(), Some(stdout.bytes));
+    let empty = deliberation::is_empty(kept.as_ref(), Some(read));
     deliberation::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
@@ -358,39 +481,37 @@ fn invoke(
             Err(warning) => say(format_args!("warning: {warning}")),
         }
     }
-    record.status = if timed_out.load(Ordering::SeqCst) {
-        Status::Timeout
-    } else if code != 0 || empty {
-        Status::Failed
-    } else {
-        Status::Ok
+    let stop = watch.stop();
+    record.status = match stop {
+        Some(Stop::Timeout) => Status::Timeout,
+        Some(Stop::Signal(_) | Stop::ClosedStdout) => Status::Interrupted,
+        None if code != 0 || empty => Status::Failed,
+        None => Status::Ok,
     };
     if let Err(f) = streamed {
         if !crate::exit::is_broken_pipe(&f) {
             say(&f);
         }
     }
-    if record.status == Status::Timeout {
-        say(format_args!(
-            "CMD ran past --timeout {}s and was killed",
-            args.timeout.unwrap_or_default()
-        ));
-        return Ok(EXIT_TIMEOUT);
-    }
-    Ok(u8::try_from(code).unwrap_or(EXIT_FAILED))
-}
-
-/// A reader that counts the bytes it reads.
-struct Counted<R> {
-    inner: R,
-    bytes: u64,
-}
-
-impl<R: io::Read> io::Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
+    match stop {
+        Some(Stop::Timeout) => {
+            say(format_args!(
+                "CMD ran past --timeout {}s; its process group was ended",
+                args.timeout.unwrap_or_default()
+            ));
+            Ok(EXIT_TIMEOUT)
+        }
+        Some(Stop::Signal(signal)) => {
+            let name = signals::name(signal);
+            say(format_args!(
+                "{name} received and forwarded to CMD's process group, which has ended"
+            ));
+            record.signal = Some(name);
+            Ok(u8::try_from(128 + signal).unwrap_or(EXIT_FAILED))
+        }
+        // The reader has all it wanted: a normal end, as for any pipe.
+        Some(Stop::ClosedStdout) => Ok(0),
+        None => Ok(u8::try_from(code).unwrap_or(EXIT_FAILED)),
     }
 }
 
@@ -405,26 +526,28 @@ fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     }
 }
 
-/// Waits for CMD; polled when a watchdog may need the child to kill it.
-fn wait(child: &Mutex<Child>, shared: bool) -> io::Result<ExitStatus> {
-    if !shared {
-        return child.lock().expect("child").wait();
-    }
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(status) = child.lock().expect("child").try_wait()? {
-            return Ok(status);
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-}
-
 /// CMD's exit code, or 128+N for a signal N.
 pub fn exit_code(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
         (None, None) => EXIT_FAILED.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_is_a_finite_number_of_seconds() {
+        assert_eq!(parse_timeout("1.5"), Ok(1.5));
+        assert_eq!(parse_timeout("0"), Ok(0.0));
+        assert_eq!(parse_timeout("1e300"), Ok(1e300));
+        for bad in [
+            "nan", "NaN", "inf", "-inf", "infinity", "-1", "-0.5", "soon", "",
+        ] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -267,6 +267,8 @@ struct Tuning {
     chunk: usize,
     /// Long lines are scanned in pieces of this size.
     max_line: usize,
+    /// The most bytes a kept copy holds ([`full_output::KEEP_LIMIT`]).
+    keep_limit: u64,
 }
 
 impl Default for Tuning {
@@ -274,6 +276,7 @@ impl Default for Tuning {
         Tuning {
             chunk: CHUNK,
             max_line: crate::blocks::MAX_LINE,
+            keep_limit: full_output::KEEP_LIMIT,
         }
     }
 }
@@ -291,13 +294,13 @@ fn truncate_with(
     let reading = |e| Failure::io(EXIT_IO, format_args!("reading {source}"), e);
     let writing = |e| Failure::io(EXIT_IO, "writing stdout", e);
     if settings.cap == 0 {
-        let n =
-            pass_through(input, &mut output, settings.full_output.as_ref(), kept).map_err(|e| {
-                match e {
-                    Copy::Read(e) => reading(e),
-                    Copy::Write(e) => writing(e),
-                }
-            })?;
+        let keep = settings.full_output.as_ref();
+        let n = pass_through(input, &mut output, keep, tuning.keep_limit, kept).map_err(
+            |e| match e {
+                Copy::Read(e) => reading(e),
+                Copy::Write(e) => writing(e),
+            },
+        )?;
         output.flush().map_err(writing)?;
         return Ok(Summary {
             input_bytes: n,
@@ -307,13 +310,22 @@ fn truncate_with(
         });
     }
     let mut run = Streaming::new(settings, tuning);
-    while run
-        .buffer
-        .next_batch(&mut input)
-        .map_err(reading)?
-        .is_some()
-    {
-        run.batch(settings, warnings);
+    loop {
+        match run.buffer.next_batch(&mut input) {
+            Ok(Some(_)) => run.batch(settings, warnings),
+            Ok(None) => break,
+            Err(e) => {
+                // The input stopped early (its reader went away, a read
+                // failed): what was read is kept, marked incomplete, and
+                // nothing is printed.
+                run.buffer.end_input();
+                while let Ok(Some(_)) = run.buffer.next_batch(&mut io::empty()) {
+                    run.batch(settings, warnings);
+                }
+                run.abandon(settings, warnings, kept, &e.to_string());
+                return Err(reading(e));
+            }
+        }
     }
     run.finish(output, settings, warnings, kept)
         .map_err(writing)
@@ -326,19 +338,26 @@ enum Copy {
 
 /// Cap 0: copy through in big slices, as it arrives; a response
 /// ([`Keep::Response`]) is kept on the way (a failure to keep it never
-/// stops the copy).
+/// stops the copy), marked incomplete when the copy stops early.
 fn pass_through(
     mut input: impl Read,
     output: &mut impl Write,
     keep: Option<&Keep>,
+    keep_limit: u64,
     kept: &mut Option<KeptResponse>,
 ) -> Result<u64, Copy> {
     let mut keeper = match keep {
         Some(Keep::Response {
             offload,
             inline_max,
-        }) => Some(Ok(Keeper::new(offload.clone(), *inline_max))),
+        }) => Some(Ok(Keeper::new(offload.clone(), *inline_max, keep_limit))),
         _ => None,
+    };
+    let mut finish = |keeper: Option<io::Result<Keeper>>, stopped: Option<&str>| {
+        *kept = keeper.map(|k| {
+            k.and_then(|k| k.finish(true, stopped))
+                .map_err(|e| format!("cannot keep the response: {e}"))
+        });
     };
     let mut buf = vec![0u8; lines::DEFAULT_CAPACITY];
     let mut total = 0u64;
@@ -347,20 +366,23 @@ fn pass_through(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Copy::Read(e)),
+            Err(e) => {
+                finish(keeper, Some(&e.to_string()));
+                return Err(Copy::Read(e));
+            }
         };
         if let Some(Ok(k)) = &mut keeper {
             if let Err(e) = k.push(&buf[..n]) {
                 keeper = Some(Err(e));
             }
         }
-        output.write_all(&buf[..n]).map_err(Copy::Write)?;
+        if let Err(e) = output.write_all(&buf[..n]) {
+            finish(keeper, Some(&format!("writing stdout failed: {e}")));
+            return Err(Copy::Write(e));
+        }
         total += n as u64;
     }
-    *kept = keeper.map(|k| {
-        k.and_then(|k| k.finish(true))
-            .map_err(|e| format!("cannot keep the response: {e}"))
-    });
+    finish(keeper, None);
     Ok(total)
 }
 
@@ -399,6 +421,8 @@ struct Streaming {
     full_tried: bool,
     /// Why a response's full output could not be started.
     full_failed: Option<String>,
+    /// The most bytes a kept copy holds.
+    keep_limit: u64,
 }
 
 /// The first bytes of an open block (at most [`Pool::keep`] of them).
@@ -439,6 +463,7 @@ impl Streaming {
             full: None,
             full_tried: false,
             full_failed: None,
+            keep_limit: tuning.keep_limit,
         }
     }
 
@@ -568,7 +593,7 @@ impl Streaming {
         if !self.full_tried {
             self.full_tried = true;
             if let Some(keep) = &settings.full_output {
-                match FullOutput::start(keep) {
+                match FullOutput::start(keep, self.keep_limit) {
                     Ok(full) => self.full = full,
                     // A response's keeper reports it with the response.
                     Err(e) if matches!(keep, Keep::Response { .. }) => self.full_failed = Some(e),
@@ -588,55 +613,59 @@ impl Streaming {
         }
     }
 
-    fn finish(
+    /// The input stopped early (`stopped` says why): keeps what was read,
+    /// marked incomplete, as [`Streaming::finish`] would have kept it.
+    fn abandon(
         mut self,
-        mut output: impl Write,
         settings: &Settings,
         warnings: &mut dyn Write,
         kept: &mut Option<KeptResponse>,
-    ) -> io::Result<Summary> {
-        self.scanner.finish(&mut self.events);
-        self.buffer.end_batch();
-        self.take_blocks();
-        let total = self.buffer.len();
-        let newlines = self.newlines;
-        if total <= self.cap {
-            // All of it is in memory: a response is kept from there.
-            if let Some(Keep::Response {
-                offload,
-                inline_max,
-            }) = &settings.full_output
-            {
-                let mut keeper = Keeper::new(offload.clone(), *inline_max);
-                *kept = Some(
-                    keeper
-                        .push(self.buffer.head())
-                        .and_then(|()| keeper.finish(true))
-                        .map_err(|e| format!("cannot keep the response: {e}")),
-                );
-            }
-            output.write_all(self.buffer.head())?;
-            output.flush()?;
-            return Ok(Summary {
-                input_bytes: total,
-                output_bytes: total,
-                truncated: false,
-                full_output: None,
-            });
+        stopped: &str,
+    ) {
+        if self.buffer.len() <= self.cap {
+            self.keep_in_memory(settings, kept, Some(stopped));
+        } else {
+            self.keep_spooled(settings, warnings, kept, Some(stopped));
         }
-        // A tail cut reads at most cap + 3 bytes.
-        let tail_from = total
-            .saturating_sub(self.cap.saturating_add(HEAD_LOOKAHEAD as u64))
-            .max(self.buffer.tail_start());
-        let mut tail_window = Vec::with_capacity((total - tail_from) as usize);
-        self.buffer.copy_range(tail_from, total, &mut tail_window);
-        // The window's bytes are all copied out: the rest of the input goes
-        // to the full output, which must be in place before a marker names it.
+    }
+
+    /// The input fits the cap, so all of it is in memory: a response is
+    /// kept from there (a full output is kept only when truncating).
+    fn keep_in_memory(
+        &self,
+        settings: &Settings,
+        kept: &mut Option<KeptResponse>,
+        stopped: Option<&str>,
+    ) {
+        if let Some(Keep::Response {
+            offload,
+            inline_max,
+        }) = &settings.full_output
+        {
+            let mut keeper = Keeper::new(offload.clone(), *inline_max, self.keep_limit);
+            *kept = Some(
+                keeper
+                    .push(self.buffer.head())
+                    .and_then(|()| keeper.finish(true, stopped))
+                    .map_err(|e| format!("cannot keep the response: {e}")),
+            );
+        }
+    }
+
+    /// Hands the chunks still held to the full output and puts it in
+    /// place: its path, when there is one.
+    fn keep_spooled(
+        &mut self,
+        settings: &Settings,
+        warnings: &mut dyn Write,
+        kept: &mut Option<KeptResponse>,
+        stopped: Option<&str>,
+    ) -> Option<PathBuf> {
         let rest: Vec<Chunk> = self.buffer.drain_chunks().collect();
         for chunk in rest {
             self.spool(chunk, settings, warnings);
         }
-        let saved = match self.full.take().map(FullOutput::commit) {
+        match self.full.take().map(|full| full.commit(stopped)) {
             None => {
                 *kept = self.full_failed.take().map(Err);
                 None
@@ -655,7 +684,41 @@ impl Streaming {
                 }
                 None
             }
-        };
+        }
+    }
+
+    fn finish(
+        mut self,
+        mut output: impl Write,
+        settings: &Settings,
+        warnings: &mut dyn Write,
+        kept: &mut Option<KeptResponse>,
+    ) -> io::Result<Summary> {
+        self.scanner.finish(&mut self.events);
+        self.buffer.end_batch();
+        self.take_blocks();
+        let total = self.buffer.len();
+        let newlines = self.newlines;
+        if total <= self.cap {
+            self.keep_in_memory(settings, kept, None);
+            output.write_all(self.buffer.head())?;
+            output.flush()?;
+            return Ok(Summary {
+                input_bytes: total,
+                output_bytes: total,
+                truncated: false,
+                full_output: None,
+            });
+        }
+        // A tail cut reads at most cap + 3 bytes.
+        let tail_from = total
+            .saturating_sub(self.cap.saturating_add(HEAD_LOOKAHEAD as u64))
+            .max(self.buffer.tail_start());
+        let mut tail_window = Vec::with_capacity((total - tail_from) as usize);
+        self.buffer.copy_range(tail_from, total, &mut tail_window);
+        // The window's bytes are all copied out: the rest of the input goes
+        // to the full output, which must be in place before a marker names it.
+        let saved = self.keep_spooled(settings, warnings, kept, None);
         let path = saved.as_ref().map(|p| p.display().to_string());
         let input = Input {
             total,

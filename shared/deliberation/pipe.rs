@@ -49,10 +49,15 @@ pub fn truncate_and_record(
     let (streamed, kept) =
         truncate::truncate_keeping(input, &mut output, &settings, source, warnings);
     record.verdict = output.verdict();
+    let read_to_its_end = match &kept {
+        Some(Ok(k)) => k.stopped.is_none(),
+        Some(Err(_)) => true,
+        None => false,
+    };
     let read = match &streamed {
         Ok(summary) => Some(summary.input_bytes),
         // The output failed after the whole input was read and kept.
-        Err(_) if kept.is_some() => None,
+        Err(_) if read_to_its_end => None,
         Err(_) => {
             record.status = Status::Failed;
             None

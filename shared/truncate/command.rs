@@ -11,6 +11,7 @@ use clap::Parser;
 
 use super::full_output::Keep;
 use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
+use crate::closed_stdout::UntilStdoutCloses;
 use crate::deliberation::{pipe, Context};
 use crate::exit::{Failure, EXIT_USAGE};
 use crate::state_dir::StateDir;
@@ -63,25 +64,31 @@ Full output: when the input is truncated, it is saved whole to
 STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
 JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
 they exist already). Failing to save it is a warning, never a lost output.
+A kept copy holds at most {limit} bytes (1 GiB); one cut there, or one
+whose input stopped early (the reader of stdout went away), is named
+full-<UTC time>-<pid>-incomplete.txt.
 
 --record (the flags of `jkz run`: --role, --issue, --phase, --pr,
 --iteration, --model, --endpoint, --service, --mode) keeps the whole answer
 for the audit trail instead, truncated or not, and writes one deliberation
 record, STATE/deliberations/<UTC time>-<issue or none>-<role>-<pid>.json,
 as `jkz run` does, without command, exit code or duration: status ok, or
-failed for an empty answer. An answer of at most {inline} bytes of UTF-8
+failed for an empty answer or one not read to its end (its
+response_incomplete says why). An answer of at most {inline} bytes of UTF-8
 that is not truncated is kept inline in the record; any other is kept as
 STATE/context-offload/<sha256>.txt, the file the markers name. List and
 read records with `jkz deliberations`. Without a state directory the
 output is still printed, with a one-line warning.
 
 Exit codes:
-  0  success, also when the reader of stdout went away (broken pipe)
+  0  success, also when the reader of stdout went away (broken pipe): the
+     reading stops there, and what was read is kept, marked incomplete
   {EXIT_IO}  the input could not be read or stdout could not be written
   {EXIT_USAGE}  usage error (bad flag or value)",
         roles::table(),
         caps = Mode::caps_text(),
         inline = super::thousands(crate::deliberation::INLINE_MAX as u64),
+        limit = super::thousands(super::full_output::KEEP_LIMIT),
     )
 });
 
@@ -204,16 +211,18 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
+    // A closed stdout stops the reading (see `crate::closed_stdout`).
     match &cli.file {
         Some(path) => {
             let name = path.display().to_string();
-            let mut file = File::open(path)
+            let file = File::open(path)
                 .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
-            go(&mut file, &name)?;
+            go(&mut UntilStdoutCloses::new(file, io::stdout()), &name)?;
         }
         None => {
             super::grow_pipe(io::stdin());
-            go(&mut io::stdin().lock(), "stdin")?;
+            let stdin = io::stdin().lock();
+            go(&mut UntilStdoutCloses::new(stdin, io::stdout()), "stdin")?;
         }
     }
     Ok(0)

@@ -42,6 +42,16 @@
 //! handed to the thread: it is all in memory already, and is kept inline
 //! (valid UTF-8 of at most `inline_max` bytes) or written to its file at
 //! the end ([`Keeper`]).
+//!
+//! # Bounded, and marked when it is not the whole input
+//!
+//! A kept copy holds at most [`KEEP_LIMIT`] bytes (1 GiB), however long the
+//! input runs: a runaway producer fills the window's cap, never the disk.
+//! The bytes past the bound are read (the output still needs the input's
+//! tail) but not kept. A copy cut at the bound, or one whose input stopped
+//! early (its reader went away, a read failed), says so: a full output is
+//! named `full-<UTC time>-<pid>-incomplete.txt`, a response says why
+//! ([`Kept::incomplete`]), and its record shows it.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -60,6 +70,11 @@ pub use crate::state_dir::layout::OFFLOAD_DIR as SUBDIR;
 
 /// Chunks that may wait for the writer before the reading side waits.
 pub const QUEUE: usize = 4;
+
+/// The most bytes a kept copy (a full output, a response) holds: 1 GiB,
+/// far past any window's cap, small enough that a runaway producer cannot
+/// fill the disk.
+pub const KEEP_LIMIT: u64 = 1 << 30;
 
 /// Where and how the full input is kept.
 #[derive(Clone, Debug)]
@@ -83,28 +98,65 @@ pub struct Kept {
     pub inline: Option<String>,
     /// `offload/<sha256>.txt`, when it is kept as a file.
     pub file: Option<PathBuf>,
+    /// The bytes of the input seen: more than `bytes` when the input passed
+    /// the bound ([`KEEP_LIMIT`]) and only its head is kept.
+    pub seen: u64,
+    /// Why the input was not read to its end, when it was not (it stopped
+    /// early: its reader went away, a read failed).
+    pub stopped: Option<String>,
+}
+
+impl Kept {
+    /// Why this is not the whole input, when it is not (one line).
+    pub fn incomplete(&self) -> Option<String> {
+        incompleteness(self.stopped.as_deref(), self.bytes, self.seen)
+    }
+}
+
+/// Why a kept copy of `kept` bytes, of `seen` read, is not the whole input
+/// (`stopped`: why the input ended early, if it did); `None` when it is.
+fn incompleteness(stopped: Option<&str>, kept: u64, seen: u64) -> Option<String> {
+    let stopped = stopped.map(|why| format!("the input stopped early ({why})"));
+    let cut = (seen > kept).then(|| {
+        format!(
+            "only its first {} of {} bytes are kept (the bound on a kept copy)",
+            super::thousands(kept),
+            super::thousands(seen),
+        )
+    });
+    match (stopped, cut) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Hashes a response as it comes and holds it in memory, or (once it is
 /// longer than `inline_max`) writes it to a temp file in `offload` that
-/// [`Keeper::finish`] renames to `<sha256>.txt`.
+/// [`Keeper::finish`] renames to `<sha256>.txt`. Past `limit` bytes the
+/// response is counted, not kept.
 #[derive(Debug)]
 pub struct Keeper {
     offload: PathBuf,
     inline_max: usize,
+    limit: u64,
     hasher: Sha256,
+    /// Bytes kept (and hashed).
     bytes: u64,
+    /// Bytes pushed.
+    seen: u64,
     held: Vec<u8>,
     file: Option<AtomicFile>,
 }
 
 impl Keeper {
-    pub fn new(offload: PathBuf, inline_max: usize) -> Keeper {
+    pub fn new(offload: PathBuf, inline_max: usize, limit: u64) -> Keeper {
         Keeper {
             offload,
             inline_max,
+            limit,
             hasher: Sha256::new(),
             bytes: 0,
+            seen: 0,
             held: Vec::new(),
             file: None,
         }
@@ -112,6 +164,12 @@ impl Keeper {
 
     /// Takes the next bytes of the response.
     pub fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.seen += bytes.len() as u64;
+        let room = usize::try_from(self.limit - self.bytes).unwrap_or(usize::MAX);
+        let bytes = &bytes[..bytes.len().min(room)];
+        if bytes.is_empty() {
+            return Ok(());
+        }
         self.hasher.update(bytes);
         self.bytes += bytes.len() as u64;
         if self.file.is_none() && self.held.len() + bytes.len() <= self.inline_max {
@@ -133,9 +191,11 @@ impl Keeper {
     }
 
     /// Where the response is: inline when it was held and is UTF-8 (and
-    /// `inline` allows it), else in its content-addressed file.
-    pub fn finish(mut self, inline: bool) -> io::Result<Kept> {
+    /// `inline` allows it), else in its content-addressed file. `stopped`:
+    /// why the input ended early, if it did.
+    pub fn finish(mut self, inline: bool, stopped: Option<&str>) -> io::Result<Kept> {
         let sha256 = hex(&std::mem::take(&mut self.hasher).finalize());
+        let stopped = stopped.map(str::to_string);
         if self.file.is_none() && inline {
             match String::from_utf8(std::mem::take(&mut self.held)) {
                 Ok(text) => {
@@ -144,6 +204,8 @@ impl Keeper {
                         sha256,
                         inline: Some(text),
                         file: None,
+                        seen: self.seen,
+                        stopped,
                     })
                 }
                 // Not text: kept as a file, whatever its size.
@@ -165,6 +227,8 @@ impl Keeper {
             sha256,
             inline: None,
             file: Some(path),
+            seen: self.seen,
+            stopped,
         })
     }
 }
@@ -183,9 +247,36 @@ pub fn hex(digest: &[u8]) -> String {
 #[derive(Debug)]
 enum Dest {
     /// A timestamped full output.
-    Plain(AtomicFile),
+    Plain(Capped),
     /// A response, hashed as it is written.
     Hashed(Keeper),
+}
+
+/// A full output's file, which keeps at most `limit` bytes of what it is
+/// given.
+#[derive(Debug)]
+struct Capped {
+    file: AtomicFile,
+    limit: u64,
+    written: u64,
+    seen: u64,
+}
+
+impl Capped {
+    fn push(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.seen += bytes.len() as u64;
+        let room = usize::try_from(self.limit - self.written).unwrap_or(usize::MAX);
+        let bytes = &bytes[..bytes.len().min(room)];
+        self.written += bytes.len() as u64;
+        self.file.write_all(bytes)
+    }
+}
+
+/// The name of a full output that is not the whole input:
+/// `full-…-<pid>-incomplete.txt` beside `dest`.
+fn incomplete_name(dest: &Path) -> PathBuf {
+    let stem = dest.file_stem().unwrap_or_default().to_string_lossy();
+    dest.with_file_name(format!("{stem}-incomplete.txt"))
 }
 
 /// A full output being written by its writer thread.
@@ -203,9 +294,10 @@ pub struct FullOutput {
 }
 
 impl FullOutput {
-    /// Starts a new full output as `keep` says. `Ok(None)` when the state
-    /// directory is implicit and the project has not opted in.
-    pub fn start(keep: &Keep) -> Result<Option<FullOutput>, String> {
+    /// Starts a new full output as `keep` says, keeping at most `limit`
+    /// bytes. `Ok(None)` when the state directory is implicit and the
+    /// project has not opted in.
+    pub fn start(keep: &Keep, limit: u64) -> Result<Option<FullOutput>, String> {
         let (dest, target) = match keep {
             Keep::WhenTruncated(dir) => {
                 let offload = dir
@@ -221,11 +313,17 @@ impl FullOutput {
                 );
                 let dest = offload.join(name);
                 let file = AtomicFile::create(&dest).map_err(|e| message(&dest, &e))?;
+                let file = Capped {
+                    file,
+                    limit,
+                    written: 0,
+                    seen: 0,
+                };
                 (dest, Dest::Plain(file))
             }
             Keep::Response { offload, .. } => {
                 let dest = offload.join("<sha256>.txt");
-                let mut keeper = Keeper::new(offload.clone(), 0);
+                let mut keeper = Keeper::new(offload.clone(), 0, limit);
                 keeper.spill().map_err(|e| message(&dest, &e))?;
                 (dest, Dest::Hashed(keeper))
             }
@@ -268,13 +366,25 @@ impl FullOutput {
 
     /// Waits for the writer and puts the file in place: its path (and, for
     /// a response, where and what it is), or why not, in one line.
-    pub fn commit(mut self) -> Result<(PathBuf, Option<Kept>), String> {
+    /// `stopped`: why the input ended early, if it did (the copy is then
+    /// marked incomplete, as is one cut at its bound).
+    pub fn commit(mut self, stopped: Option<&str>) -> Result<(PathBuf, Option<Kept>), String> {
         self.chunks = None; // the writer ends once the queue is empty
         let outcome = match self.writer.join() {
             Ok(written) => written.and_then(|dest| match dest {
-                Dest::Plain(file) => file.commit_unsynced().map(|()| (self.dest.clone(), None)),
+                Dest::Plain(capped) if stopped.is_none() && capped.written == capped.seen => capped
+                    .file
+                    .commit_unsynced()
+                    .map(|()| (self.dest.clone(), None)),
+                Dest::Plain(capped) => {
+                    let name = incomplete_name(&self.dest);
+                    capped
+                        .file
+                        .commit_new_unsynced_as(&name)
+                        .map(|_| (name, None))
+                }
                 Dest::Hashed(keeper) => keeper
-                    .finish(false)
+                    .finish(false, stopped)
                     .map(|kept| (kept.file.clone().expect("a file"), Some(kept))),
             }),
             Err(_) => Err(io::Error::other("the writer thread panicked")),
@@ -292,7 +402,7 @@ fn write_all(
 ) -> io::Result<Dest> {
     for chunk in chunks {
         match &mut dest {
-            Dest::Plain(file) => file.write_all(chunk.bytes())?,
+            Dest::Plain(file) => file.push(chunk.bytes())?,
             Dest::Hashed(keeper) => keeper.push(chunk.bytes())?,
         }
         // The reading side may have finished already; then nobody reuses it.
@@ -311,11 +421,11 @@ mod tests {
 
     fn keep_all(pieces: &[&[u8]], inline_max: usize, inline: bool) -> (tempfile::TempDir, Kept) {
         let dir = tempfile::tempdir().unwrap();
-        let mut keeper = Keeper::new(dir.path().to_path_buf(), inline_max);
+        let mut keeper = Keeper::new(dir.path().to_path_buf(), inline_max, KEEP_LIMIT);
         for p in pieces {
             keeper.push(p).unwrap();
         }
-        let kept = keeper.finish(inline).unwrap();
+        let kept = keeper.finish(inline, None).unwrap();
         (dir, kept)
     }
 
@@ -356,14 +466,65 @@ mod tests {
     fn the_same_answer_twice_is_one_file() {
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..2 {
-            let mut keeper = Keeper::new(dir.path().to_path_buf(), 0);
+            let mut keeper = Keeper::new(dir.path().to_path_buf(), 0, KEEP_LIMIT);
             keeper.push(b"the same answer").unwrap();
-            let kept = keeper.finish(false).unwrap();
+            let kept = keeper.finish(false, None).unwrap();
             assert_eq!(
                 std::fs::read(kept.file.unwrap()).unwrap(),
                 b"the same answer"
             );
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_response_past_its_bound_is_cut_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        for pieces in [
+            &[&b"0123456789"[..], b"abc"][..],
+            &[b"0123", b"456789ab", b"c"],
+        ] {
+            let mut keeper = Keeper::new(dir.path().to_path_buf(), 64, 10);
+            for p in pieces {
+                keeper.push(p).unwrap();
+            }
+            let kept = keeper.finish(true, None).unwrap();
+            assert_eq!(kept.inline.as_deref(), Some("0123456789"));
+            assert_eq!((kept.bytes, &*kept.sha256), (10, &*sha(b"0123456789")));
+            let why = kept.incomplete().unwrap();
+            assert!(why.contains("first 10 of 13 bytes"), "{why}");
+        }
+        // Exactly at the bound is whole; a stopped input says why.
+        let mut keeper = Keeper::new(dir.path().to_path_buf(), 64, 10);
+        keeper.push(b"0123456789").unwrap();
+        let kept = keeper.finish(true, Some("stdout was closed")).unwrap();
+        assert_eq!(
+            kept.incomplete().as_deref(),
+            Some("the input stopped early (stdout was closed)")
+        );
+    }
+
+    #[test]
+    fn a_full_output_past_its_bound_is_cut_and_named_incomplete() {
+        use super::super::head_tail::Chunk;
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path());
+        std::fs::create_dir_all(dir.path().join(SUBDIR)).unwrap();
+        let keep = Keep::WhenTruncated(state);
+        for (limit, stopped, whole) in [
+            (1 << 20, None, true),
+            (5, None, false),
+            (1 << 20, Some("stdout was closed"), false),
+        ] {
+            let mut full = FullOutput::start(&keep, limit).unwrap().unwrap();
+            assert!(full.write(Chunk::of(b"0123456789")).is_none());
+            let (path, kept) = full.commit(stopped).unwrap();
+            assert!(kept.is_none());
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert_eq!(name.ends_with("-incomplete.txt"), !whole, "{name}");
+            let want: &[u8] = if limit == 5 { b"01234" } else { b"0123456789" };
+            assert_eq!(std::fs::read(&path).unwrap(), want);
+            std::fs::remove_file(path).unwrap();
+        }
     }
 }

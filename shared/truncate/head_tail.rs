@@ -42,6 +42,16 @@ impl Chunk {
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
+
+    /// A chunk holding `bytes`, for tests of what chunks are handed to.
+    #[cfg(test)]
+    pub fn of(bytes: &[u8]) -> Chunk {
+        let mut chunk = Chunk::new(bytes.len());
+        chunk.buf.copy_from_slice(bytes);
+        chunk.len = bytes.len();
+        chunk.filled = bytes.len();
+        chunk
+    }
 }
 
 /// Keeps the first `head_keep` bytes of a stream and (at least) the last
@@ -155,6 +165,13 @@ impl HeadTailBuffer {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Ends the input here: what was read is handed out by the next calls
+    /// of [`next_batch`](HeadTailBuffer::next_batch), which then reads no
+    /// more (a reading that stopped early keeps what it read).
+    pub fn end_input(&mut self) {
+        self.eof = true;
     }
 
     /// The newest chunk is full but its last bytes (part of a line, shorter

@@ -448,6 +448,7 @@ fn tuning() -> impl Strategy<Value = Tuning> {
     (MAX_LINE..4 * MAX_LINE).prop_map(|chunk| Tuning {
         chunk,
         max_line: MAX_LINE,
+        ..Tuning::default()
     })
 }
 
