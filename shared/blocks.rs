@@ -728,6 +728,85 @@ pub fn in_order(events: impl IntoIterator<Item = Event>) -> Vec<ProtectedBlock> 
     blocks
 }
 
+/// What a protected block holds without its delimiters: for a reader of
+/// the block's text (the pattern miner), so that no reader parses the
+/// grammar again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockContent<'a> {
+    /// A comment's NAME (`pattern` in `<!-- jkz:pattern … -->`); empty for
+    /// the other forms.
+    pub name: &'a [u8],
+    /// Where `body` starts in the document.
+    pub start: u64,
+    /// A comment's text between its name and `-->`; a fence's lines
+    /// between the fences; a tag block's text between the tags; a heading
+    /// section's lines after its heading (and a setext underline).
+    pub body: &'a [u8],
+}
+
+/// The content of `block`, a block of `doc` (as [`find_blocks`] returns
+/// it). A comment block holds one or more comments of its kind: a line may
+/// carry several, so two comment blocks can share one range; each comment
+/// that opens in the range and closes in it (or at the end of an unclosed
+/// block) is returned, in order.
+pub fn contents<'a>(doc: &'a [u8], block: &ProtectedBlock) -> Vec<BlockContent<'a>> {
+    let start = block.start as usize;
+    let end = (block.end as usize).min(doc.len());
+    let Some(text) = doc.get(start..end) else {
+        return Vec::new();
+    };
+    let content = |from: usize, to: usize, name: &'a [u8]| BlockContent {
+        name,
+        start: (start + from) as u64,
+        body: &text[from..to.max(from)],
+    };
+    let first_line_end = memchr(b'\n', text).map_or(text.len(), |i| i + 1);
+    let last_line_start = |to: usize| memchr::memrchr(b'\n', &text[..to.saturating_sub(1)]).map_or(0, |i| i + 1);
+    match block.form {
+        Form::Comment => {
+            let mut out = Vec::new();
+            let mut from = 0;
+            while let Some(at) = COMMENT_OPEN.find(&text[from..]) {
+                let open = from + at + 4;
+                let Some((kind, name, body)) = comment_parts(&text[open..]) else {
+                    from = open;
+                    continue;
+                };
+                let body = open + body;
+                let close = COMMENT_CLOSE.find(&text[body..]).map(|c| body + c);
+                if kind == block.kind && (close.is_some() || !block.closed) {
+                    let name = &text[open + name.start..open + name.end];
+                    out.push(content(body, close.unwrap_or(text.len()), name));
+                }
+                from = close.map_or(text.len(), |c| c + 3);
+            }
+            out
+        }
+        Form::Fence => {
+            let to = if block.closed && first_line_end < text.len() {
+                last_line_start(text.len())
+            } else {
+                text.len()
+            };
+            vec![content(first_line_end, to, b"")]
+        }
+        Form::Tag => {
+            let from = tag_opening(trim_eol(&text[..first_line_end])).map_or(first_line_end, |(_, i)| i);
+            let to = find_closing_tag(&text[from..], block.kind)
+                .map_or(text.len(), |i| from + i - block.kind.name().len() - 3);
+            vec![content(from, to, b"")]
+        }
+        Form::Heading => {
+            let mut from = first_line_end;
+            // A setext heading: its text line, then the underline.
+            if heading(trim_eol(&text[..first_line_end])).is_none() {
+                from = memchr(b'\n', &text[from..]).map_or(text.len(), |i| from + i + 1);
+            }
+            vec![content(from, text.len(), b"")]
+        }
+    }
+}
+
 fn trim_eol(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
@@ -875,6 +954,11 @@ fn find_closing_tag(s: &[u8], kind: Kind) -> Option<usize> {
 /// After `<!--`: optional blanks, `jkz:`, a name. Returns the kind and the
 /// index (relative to `after`) where the comment body starts.
 fn comment_opening(after: &[u8]) -> Option<(Kind, usize)> {
+    comment_parts(after).map(|(kind, _, body)| (kind, body))
+}
+
+/// [`comment_opening`] with the name's range too (relative to `after`).
+fn comment_parts(after: &[u8]) -> Option<(Kind, std::ops::Range<usize>, usize)> {
     let rest = skip_blanks(after);
     let body = rest.strip_prefix(b"jkz:")?;
     let name_len = body
@@ -885,7 +969,8 @@ fn comment_opening(after: &[u8]) -> Option<(Kind, usize)> {
         return None;
     }
     let kind = Kind::from_name(&body[..name_len]).unwrap_or(Kind::Signal);
-    Some((kind, after.len() - body.len() + name_len))
+    let name_start = after.len() - body.len();
+    Some((kind, name_start..name_start + name_len, name_start + name_len))
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@
 //! itself, when it is valid UTF-8 of at most [`INLINE_MAX`] bytes) or
 //! `response_file` (`context-offload/<sha256>.txt`, relative to the state
 //! directory: content-addressed, write-once); `response_incomplete` (only
-//! when it is not the whole answer) says why.
+//! when it is not the whole answer) says why; `patterns_injected` (only for
+//! `jkz run --inject-patterns`) the ids of the patterns CMD was given.
 //!
 //! A response file is written while the answer streams (memory stays
 //! bounded) and renamed into place before the record is written, so a run
@@ -162,6 +163,10 @@ pub struct Record {
     /// reading stopped early, or the answer passed the bound on a kept copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_incomplete: Option<String>,
+    /// The patterns `jkz run --inject-patterns` put before CMD's input
+    /// (`P12`, …), best first; only for such a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patterns_injected: Option<Vec<String>>,
 }
 
 impl Record {
@@ -195,6 +200,7 @@ impl Record {
             response: None,
             response_error: None,
             response_incomplete: None,
+            patterns_injected: None,
         }
     }
 }
@@ -222,12 +228,16 @@ pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
     }
 }
 
-/// Writes `record` into `dir` (see [`write`]); a failure is a one-line
-/// warning from `program`.
+/// Writes `record` into `dir` (see [`write`]), then mines it for patterns
+/// and feedback ([`crate::patterns::in_run::after_record`]); a failure is
+/// a one-line warning from `program`.
 pub fn keep_record(dir: Option<&Path>, id: &str, record: &Record, program: &str) {
     if let Some(dir) = dir {
-        if let Err(e) = write(dir, id, record) {
-            eprintln!("{program}: warning: the deliberation record {id} could not be written: {e}");
+        match write(dir, id, record) {
+            Ok(path) => crate::patterns::in_run::after_record(&path, record, program),
+            Err(e) => eprintln!(
+                "{program}: warning: the deliberation record {id} could not be written: {e}"
+            ),
         }
     }
 }

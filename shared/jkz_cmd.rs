@@ -7,6 +7,7 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `jkz patterns`: [`crate::patterns::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -75,6 +76,9 @@ pub enum Command {
     Release(crate::registry::cmd::ReleaseArgs),
     /// List the live and stale chats with their claims.
     Chats(crate::registry::cmd::ChatsArgs),
+    /// Patterns learned from deliberations: mine, inject into prompts, give
+    /// feedback, prune, list, search, show (state/memory.db).
+    Patterns(crate::patterns::cmd::PatternsArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
@@ -136,6 +140,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Chats(args) => (
             "jkz chats",
             crate::registry::cmd::chats(&args, &state, &mut buffered()),
+        ),
+        Command::Patterns(args) => (
+            crate::patterns::cmd::program(&args),
+            crate::patterns::cmd::run(&args, &state, &mut buffered(), &mut std::io::stderr()),
         ),
     }
 }

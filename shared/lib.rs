@@ -12,6 +12,7 @@ pub mod deliberation;
 pub mod gc;
 pub mod jkz_cmd;
 pub mod lock_cmd;
+pub mod patterns;
 pub mod registry;
 pub mod run;
 pub mod session;

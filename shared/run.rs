@@ -169,6 +169,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 
+    /// Put the "## Accumulated Patterns" section for this --role and
+    /// --issue (jkz patterns inject) before CMD's stdin, and in the file
+    /// named by JKZ_PATTERNS_FILE; the record lists the ids injected.
+    #[arg(long)]
+    pub inject_patterns: bool,
+
+    /// The most bytes of that section.
+    #[arg(long, value_name = "B", default_value_t = crate::patterns::inject::DEFAULT_BUDGET,
+          requires = "inject_patterns")]
+    pub pattern_budget: usize,
+
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -297,9 +308,21 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
             return Err(fail("catching SIGTERM, SIGINT and SIGHUP", e));
         }
     };
+    // The patterns CMD is given, chosen before it starts.
+    let patterns = args.inject_patterns.then(|| {
+        crate::patterns::in_run::prepare(
+            state,
+            &args.context,
+            args.pattern_budget,
+            &id,
+            started,
+            PROGRAM,
+        )
+    });
+    record.patterns_injected = patterns.as_ref().map(|p| p.ids.clone());
     // CMD starts before jkz's own setup, which then overlaps with CMD's.
     let usage_file = usage::create().ok();
-    let spawned = spawn(args, usage_file.as_deref());
+    let spawned = spawn(args, usage_file.as_deref(), patterns.as_ref());
     let records = deliberation::records_dir(state, PROGRAM);
     let mut group_gone = true;
     let outcome = match spawned {
@@ -390,7 +413,11 @@ impl Renewal {
 /// Starts CMD, the leader of a new process group, with its stdout piped
 /// to jkz; on failure, one line on stderr and the exit code (127 not
 /// found, 126 cannot execute).
-fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, u8> {
+fn spawn(
+    args: &RunArgs,
+    usage_file: Option<&std::path::Path>,
+    patterns: Option<&crate::patterns::in_run::Prepared>,
+) -> Result<Child, u8> {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .stdout(Stdio::piped())
@@ -398,7 +425,21 @@ fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, 
     if let Some(path) = usage_file {
         cmd.env(deliberation::USAGE_FILE_VARIABLE, path);
     }
-    cmd.spawn().map_err(|e| {
+    let prefix = patterns.map(|p| p.stdin_prefix.clone()).unwrap_or_default();
+    if let Some(file) = patterns.and_then(|p| p.file.as_deref()) {
+        cmd.env(crate::patterns::in_run::PATTERNS_FILE_VARIABLE, file);
+    }
+    if !prefix.is_empty() {
+        cmd.stdin(Stdio::piped());
+    }
+    cmd.spawn()
+        .map(|mut child| {
+            if let Some(stdin) = child.stdin.take() {
+                feed_stdin(stdin, prefix);
+            }
+            child
+        })
+        .map_err(|e| {
         say(format_args!(
             "cannot run {}: {e}",
             args.command[0].to_string_lossy()
@@ -408,6 +449,18 @@ fn spawn(args: &RunArgs, usage_file: Option<&std::path::Path>) -> Result<Child, 
             _ => EXIT_CANNOT_EXECUTE,
         }
     })
+}
+
+/// Writes `prefix`, then jkz's own stdin, to CMD's stdin, on a thread of
+/// its own (a CMD that reads none of it ends the copy with a broken pipe;
+/// a stdin that never ends keeps the thread, not the run).
+fn feed_stdin(mut to_cmd: std::process::ChildStdin, prefix: Vec<u8>) {
+    use std::io::Write;
+    std::thread::spawn(move || {
+        if to_cmd.write_all(&prefix).is_ok() {
+            let _ = io::copy(&mut io::stdin().lock(), &mut to_cmd);
+        }
+    });
 }
 
 /// Streams CMD's answer and waits for CMD's group to be gone, stopping it

@@ -50,25 +50,32 @@ impl<W: Write> Write for OutputTail<W> {
 /// The `verdict` of the last `verdict-json` block of `text` whose JSON
 /// carries one (a string, or any other JSON value as its text).
 pub fn verdict(text: &[u8]) -> Option<String> {
+    verdict_object(text).map(|map| match &map["verdict"] {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// The JSON object of the last `verdict-json` block of `text` that
+/// carries a `verdict` (its other fields too: `findings`,
+/// `pattern_feedback`, …).
+pub fn verdict_object(text: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
     find_blocks(text)
         .iter()
         .rev()
         .filter(|b| b.kind == Kind::VerdictJson)
-        .find_map(|b| verdict_of(&text[b.start as usize..b.end as usize]))
+        .find_map(|b| object_of(&text[b.start as usize..b.end as usize]))
 }
 
-fn verdict_of(block: &[u8]) -> Option<String> {
+fn object_of(block: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
     let mut from = 0;
     while let Some(i) = memchr::memchr(b'{', &block[from..]) {
         let at = from + i;
         let mut values =
             serde_json::Deserializer::from_slice(&block[at..]).into_iter::<serde_json::Value>();
         if let Some(Ok(serde_json::Value::Object(map))) = values.next() {
-            if let Some(v) = map.get("verdict") {
-                return Some(match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
+            if map.contains_key("verdict") {
+                return Some(map);
             }
         }
         from = at + 1;

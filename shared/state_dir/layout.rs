@@ -15,6 +15,8 @@
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
+//! | [`MEMORY_DB`] (with SQLite's `-wal`, `-shm`), [`MEMORY_DB_CORRUPT`] | `jkz patterns`, `jkz run`, `jkz-truncate --record`, `jkz ui` (pin, reject) | learned patterns with evidence and feedback (FTS5); rebuilt from the records and the feedback log |
+//! | [`PATTERNS_FEEDBACK`] | the same | the append-only feedback log of the patterns |
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
@@ -41,6 +43,17 @@ pub const CHAT_DB: &str = "chat.db";
 /// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
 /// when it was rebuilt empty (kept for a look; the next one replaces it).
 pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
+/// `state/memory.db`: learned patterns with their evidence and feedback
+/// (SQLite, WAL, FTS5), derived from the deliberation records and
+/// [`PATTERNS_FEEDBACK`].
+pub const MEMORY_DB: &str = "memory.db";
+/// `state/memory.db.corrupt`: the last `memory.db` found corrupt, moved
+/// aside when it was rebuilt.
+pub const MEMORY_DB_CORRUPT: &str = "memory.db.corrupt";
+/// `state/patterns-feedback.jsonl`: every injection, helpful or harmful
+/// signal, pin, reject and prune of a pattern, append-only; what a rebuilt
+/// `memory.db` takes its feedback from.
+pub const PATTERNS_FEEDBACK: &str = "patterns-feedback.jsonl";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
 /// `state/live-session.json`: the running observer (`jkz ui`): its pid,
