@@ -357,7 +357,7 @@ pub fn run(
                     d.stats.helpful,
                     d.stats.harmful,
                     d.stats.injected,
-                    rfc3339(d.first_seen),
+                    rfc3339(d.stats.first_seen),
                     rfc3339(d.stats.last_seen),
                 );
                 if d.variants.len() > 1 {
@@ -455,7 +455,7 @@ pub fn prune(
     memory.write(|m| {
         let mut events = Vec::new();
         let mut ids = Vec::new();
-        for s in m.all_stats()? {
+        for s in m.all_stats(None)? {
             if s.dead(s.score(now, half_life)) {
                 if let Some(pattern) = m.pattern_ref(s.id)? {
                     ids.push((s.id, pattern.id.clone()));
@@ -490,11 +490,11 @@ pub fn state_name(s: &score::Stats, score: f64) -> &'static str {
 /// A pattern as `--json` prints it.
 pub fn pattern_json(memory: &Memory, s: &score::Stats, score_now: f64) -> Result<Value, MemoryError> {
     let d = memory.detail(s.id)?;
-    let (text, first_seen, sources) = match &d {
-        Some(d) => (d.text.clone(), d.first_seen, json!(d.sources)),
-        None => (String::new(), s.last_seen, json!([])),
+    let (text, sources) = match &d {
+        Some(d) => (d.text.clone(), json!(d.sources)),
+        None => (String::new(), json!([])),
     };
-    let roles: Vec<&str> = s.roles.split('|').filter(|r| !r.is_empty()).collect();
+    let roles = memory.roles(s.id)?;
     Ok(json!({
         "id": tag(s.id),
         "text": text,
@@ -505,7 +505,7 @@ pub fn pattern_json(memory: &Memory, s: &score::Stats, score_now: f64) -> Result
         "injected": s.injected,
         "sources": sources,
         "roles": roles,
-        "first_seen": rfc3339(first_seen),
+        "first_seen": rfc3339(s.first_seen),
         "last_seen": rfc3339(s.last_seen),
         "pinned": s.pinned,
         "rejected": s.rejected,

@@ -46,10 +46,9 @@ pub fn ranked(memory: &Memory, req: &Request) -> Result<Vec<Ranked>> {
         None => Default::default(),
     };
     Ok(rank(
-        memory.all_stats()?,
+        memory.all_stats(req.role)?,
         req.now,
         req.half_life,
-        req.role,
         &relevant,
     ))
 }

@@ -21,9 +21,8 @@
 //! `score × (1 + 0.5 × role + 1.0 × relevance)`, where `role` is 1 when the
 //! pattern was seen in an answer of that role, and `relevance` (0 to 1) is
 //! the pattern's FTS5 bm25 match against the issue's context over the best
-//! match's. Ties: more occurrences, then the key (the normalized words),
-//! then the id, so the same records and feedback always give the same
-//! order. Everything is computed from counts and times in a fixed order:
+//! match's. Ties: more occurrences, then the earlier first seen, then the
+//! id, so the same records and feedback always give the same order. Everything is computed from counts and times in a fixed order:
 //! deterministic.
 
 use std::time::Duration;
@@ -65,22 +64,23 @@ pub fn half_life(program: &str) -> Duration {
     }
 }
 
-/// What a score is computed from (a row of `patterns`).
+/// What a score is computed from (a row of `patterns`, numbers only: a
+/// ranking reads every row).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stats {
     pub id: i64,
-    pub key: String,
     pub occurrences: i64,
     pub helpful: i64,
     pub harmful: i64,
     pub injected: i64,
     /// Unix milliseconds.
+    pub first_seen: i64,
     pub last_seen: i64,
     pub last_helpful: Option<i64>,
     pub pinned: bool,
     pub rejected: bool,
-    /// `|judge|builder|`: the roles whose answers it was seen in.
-    pub roles: String,
+    /// Seen in an answer of the role the ranking is for.
+    pub role_match: bool,
 }
 
 impl Stats {
@@ -106,10 +106,6 @@ impl Stats {
     pub fn dead(&self, score: f64) -> bool {
         !self.pinned && (self.rejected || score < DEAD_THRESHOLD)
     }
-
-    pub fn has_role(&self, role: &str) -> bool {
-        self.roles.contains(&format!("|{role}|"))
-    }
 }
 
 /// A pattern in rank order, with what placed it there.
@@ -120,20 +116,19 @@ pub struct Ranked {
     pub rank: f64,
 }
 
-/// `patterns` in rank order for `role` and `relevance` (pattern id → 0..1;
-/// see the module docs).
+/// `patterns` in rank order for their role match and `relevance`
+/// (pattern id → 0..1; see the module docs).
 pub fn rank(
     patterns: Vec<Stats>,
     now: DateTime<Utc>,
     half_life: Duration,
-    role: Option<&str>,
     relevance: &std::collections::HashMap<i64, f64>,
 ) -> Vec<Ranked> {
     let mut out: Vec<Ranked> = patterns
         .into_iter()
         .map(|stats| {
             let score = stats.score(now, half_life);
-            let role_match = role.is_some_and(|r| stats.has_role(r));
+            let role_match = stats.role_match;
             let rel = relevance.get(&stats.id).copied().unwrap_or(0.0);
             let boost = 1.0 + ROLE_BOOST * f64::from(u8::from(role_match)) + ISSUE_BOOST * rel;
             // A negative score is not made better by a boost.
@@ -141,13 +136,14 @@ pub fn rank(
             Ranked { stats, score, rank }
         })
         .collect();
-    out.sort_by(|a, b| {
+    // Unstable is enough: the id settles every tie.
+    out.sort_unstable_by(|a, b| {
         b.stats
             .pinned
             .cmp(&a.stats.pinned)
             .then(b.rank.total_cmp(&a.rank))
             .then(b.stats.occurrences.cmp(&a.stats.occurrences))
-            .then(a.stats.key.cmp(&b.stats.key))
+            .then(a.stats.first_seen.cmp(&b.stats.first_seen))
             .then(a.stats.id.cmp(&b.stats.id))
     });
     out
@@ -165,16 +161,16 @@ mod tests {
     fn stats(id: i64, occurrences: i64) -> Stats {
         Stats {
             id,
-            key: format!("k{id}"),
             occurrences,
             helpful: 0,
             harmful: 0,
             injected: 0,
+            first_seen: 0,
             last_seen: 0,
             last_helpful: None,
             pinned: false,
             rejected: false,
-            roles: "|".into(),
+            role_match: false,
         }
     }
 
@@ -195,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn pinned_first_then_rank_then_ties_by_key() {
+    fn pinned_first_then_rank_then_ties_by_first_seen_and_id() {
         let t0 = DateTime::from_timestamp_millis(0).unwrap();
         let mut pinned = stats(5, 1);
         pinned.pinned = true;
@@ -203,7 +199,6 @@ mod tests {
             vec![stats(3, 1), stats(2, 1), stats(4, 9), pinned],
             t0,
             HALF_LIFE,
-            None,
             &Default::default(),
         )
         .iter()

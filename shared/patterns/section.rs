@@ -12,8 +12,9 @@
 //! The budget counts every byte printed, the heading and the final newline
 //! included. Bullets are taken in rank order; one that does not fit in
 //! what is left is passed over and a later, shorter one may take its place,
-//! so the order stays best first. When not even the heading and the
-//! shortest bullet fit, nothing is printed.
+//! so the order stays best first (after [`MAX_PASSED`] passed over in a row,
+//! the section ends). When not even the heading and the shortest bullet
+//! fit, nothing is printed.
 //!
 //! A text is written on one line, and the comment delimiters `<!--` and
 //! `-->` in it are escaped (`&lt;!--`, `--&gt;`), so no pattern can open a
@@ -29,6 +30,9 @@ pub fn bullet(id: i64, text: &str) -> String {
     format!("- [P{id}] {}\n", text.join(" "))
 }
 
+/// Bullets passed over in a row, once one was taken, that end the section.
+pub const MAX_PASSED: usize = 64;
+
 /// The shortest bullet there is (`- [P1] x\n`): a section with less room
 /// left takes no more.
 const SHORTEST_BULLET: usize = 9;
@@ -41,6 +45,8 @@ pub struct Builder {
     budget: usize,
     /// The bytes the smallest section of the bullets offered would need.
     smallest: Option<usize>,
+    /// Bullets passed over since the last one taken.
+    passed: usize,
 }
 
 impl Builder {
@@ -50,6 +56,7 @@ impl Builder {
             ids: Vec::new(),
             budget,
             smallest: None,
+            passed: 0,
         }
     }
 
@@ -63,8 +70,12 @@ impl Builder {
         if self.out.len() + b.len() <= self.budget {
             self.out.push_str(&b);
             self.ids.push(id);
+            self.passed = 0;
+        } else {
+            self.passed += 1;
         }
-        self.ids.is_empty() || self.out.len() + SHORTEST_BULLET <= self.budget
+        self.ids.is_empty()
+            || (self.out.len() + SHORTEST_BULLET <= self.budget && self.passed < MAX_PASSED)
     }
 
     /// The section and the ids it holds, or, when no bullet fitted, the

@@ -225,7 +225,6 @@ pub enum Added {
 pub struct Detail {
     pub stats: Stats,
     pub text: String,
-    pub first_seen: i64,
     pub sources: Vec<Source>,
     pub variants: Vec<(String, i64)>,
 }
@@ -891,14 +890,33 @@ impl Memory {
 
     // ---- reading --------------------------------------------------------
 
-    /// Every pattern's counts, for ranking.
-    pub fn all_stats(&self) -> Result<Vec<Stats>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, key, occurrences, helpful, harmful, injected, last_seen, last_helpful,
-                    pinned, rejected, roles FROM patterns",
-        )?;
-        let rows = stmt.query_map([], stats_of)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    /// Every pattern's counts, for ranking for `role`.
+    pub fn all_stats(&self, role: Option<&str>) -> Result<Vec<Stats>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {STATS_COLUMNS}, instr(roles, ?1) > 0 FROM patterns"
+        ))?;
+        let wanted = role.map_or_else(String::new, |r| format!("|{}|", role_name(r)));
+        let mut rows = stmt.query([wanted])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(stats_of(r)?);
+        }
+        Ok(out)
+    }
+
+    /// The roles a pattern was seen from.
+    pub fn roles(&self, id: i64) -> Result<Vec<String>> {
+        let roles: Option<String> = self
+            .conn
+            .prepare_cached("SELECT roles FROM patterns WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        Ok(roles
+            .unwrap_or_default()
+            .split('|')
+            .filter(|r| !r.is_empty())
+            .map(String::from)
+            .collect())
     }
 
     /// The texts of `ids`, in that order (ids that are gone are left out).
@@ -928,12 +946,11 @@ impl Memory {
     /// Everything known of one pattern.
     pub fn detail(&self, id: i64) -> Result<Option<Detail>> {
         let c = &self.conn;
-        let Some((stats, text, first_seen)) = c
-            .prepare_cached(
-                "SELECT id, key, occurrences, helpful, harmful, injected, last_seen, last_helpful,
-                        pinned, rejected, roles, text, first_seen FROM patterns WHERE id = ?1",
-            )?
-            .query_row([id], |r| Ok((stats_of(r)?, r.get(11)?, r.get(12)?)))
+        let Some((stats, text)) = c
+            .prepare_cached(&format!(
+                "SELECT {STATS_COLUMNS}, 0, text FROM patterns WHERE id = ?1"
+            ))?
+            .query_row([id], |r| Ok((stats_of(r)?, r.get(STATS_COUNT + 1)?)))
             .optional()?
         else {
             return Ok(None);
@@ -961,7 +978,6 @@ impl Memory {
         Ok(Some(Detail {
             stats,
             text,
-            first_seen,
             sources,
             variants,
         }))
@@ -1014,19 +1030,24 @@ fn role_name(role: &str) -> String {
     role.replace('|', "/")
 }
 
+/// The columns [`stats_of`] reads, then one for the role match.
+const STATS_COLUMNS: &str =
+    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, pinned, rejected";
+const STATS_COUNT: usize = 10;
+
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
     Ok(Stats {
         id: r.get(0)?,
-        key: r.get(1)?,
-        occurrences: r.get(2)?,
-        helpful: r.get(3)?,
-        harmful: r.get(4)?,
-        injected: r.get(5)?,
+        occurrences: r.get(1)?,
+        helpful: r.get(2)?,
+        harmful: r.get(3)?,
+        injected: r.get(4)?,
+        first_seen: r.get(5)?,
         last_seen: r.get(6)?,
         last_helpful: r.get(7)?,
         pinned: r.get::<_, i64>(8)? != 0,
         rejected: r.get::<_, i64>(9)? != 0,
-        roles: r.get(10)?,
+        role_match: r.get::<_, i64>(STATS_COUNT)? != 0,
     })
 }
 
