@@ -761,7 +761,8 @@ pub fn contents<'a>(doc: &'a [u8], block: &ProtectedBlock) -> Vec<BlockContent<'
         body: &text[from..to.max(from)],
     };
     let first_line_end = memchr(b'\n', text).map_or(text.len(), |i| i + 1);
-    let last_line_start = |to: usize| memchr::memrchr(b'\n', &text[..to.saturating_sub(1)]).map_or(0, |i| i + 1);
+    let last_line_start =
+        |to: usize| memchr::memrchr(b'\n', &text[..to.saturating_sub(1)]).map_or(0, |i| i + 1);
     match block.form {
         Form::Comment => {
             let mut out = Vec::new();
@@ -791,7 +792,8 @@ pub fn contents<'a>(doc: &'a [u8], block: &ProtectedBlock) -> Vec<BlockContent<'
             vec![content(first_line_end, to, b"")]
         }
         Form::Tag => {
-            let from = tag_opening(trim_eol(&text[..first_line_end])).map_or(first_line_end, |(_, i)| i);
+            let from =
+                tag_opening(trim_eol(&text[..first_line_end])).map_or(first_line_end, |(_, i)| i);
             let to = find_closing_tag(&text[from..], block.kind)
                 .map_or(text.len(), |i| from + i - block.kind.name().len() - 3);
             vec![content(from, to, b"")]
@@ -970,7 +972,11 @@ fn comment_parts(after: &[u8]) -> Option<(Kind, std::ops::Range<usize>, usize)> 
     }
     let kind = Kind::from_name(&body[..name_len]).unwrap_or(Kind::Signal);
     let name_start = after.len() - body.len();
-    Some((kind, name_start..name_start + name_len, name_start + name_len))
+    Some((
+        kind,
+        name_start..name_start + name_len,
+        name_start + name_len,
+    ))
 }
 
 #[cfg(test)]

@@ -45,7 +45,11 @@ pub use store::{Memory, MemoryError};
 /// Opens `state/memory.db` up to date (built from the records and the log
 /// when new or corrupt), saying on `warnings` (as `program`) what a build
 /// or a rebuild did. An error when there is no state directory.
-pub fn open(state: &StateDir, program: &str, warnings: &mut dyn Write) -> Result<Memory, MemoryError> {
+pub fn open(
+    state: &StateDir,
+    program: &str,
+    warnings: &mut dyn Write,
+) -> Result<Memory, MemoryError> {
     if !state.exists() {
         return Err(MemoryError::new(format!(
             "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",

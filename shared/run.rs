@@ -440,15 +440,15 @@ fn spawn(
             child
         })
         .map_err(|e| {
-        say(format_args!(
-            "cannot run {}: {e}",
-            args.command[0].to_string_lossy()
-        ));
-        match e.kind() {
-            io::ErrorKind::NotFound => EXIT_NOT_FOUND,
-            _ => EXIT_CANNOT_EXECUTE,
-        }
-    })
+            say(format_args!(
+                "cannot run {}: {e}",
+                args.command[0].to_string_lossy()
+            ));
+            match e.kind() {
+                io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+                _ => EXIT_CANNOT_EXECUTE,
+            }
+        })
 }
 
 /// Writes `prefix`, then jkz's own stdin, to CMD's stdin, on a thread of

@@ -172,7 +172,9 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
     }
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .map(|d| d.and_hms_opt(0, 0, 0).expect("midnight").and_utc())
-        .map_err(|_| format!("'{s}': give an RFC 3339 time (2025-03-01T12:00:00Z) or a date (2025-03-01)"))
+        .map_err(|_| {
+            format!("'{s}': give an RFC 3339 time (2025-03-01T12:00:00Z) or a date (2025-03-01)")
+        })
 }
 
 fn parse_verdict(s: &str) -> Result<Verdict, String> {
@@ -251,15 +253,18 @@ pub fn run(
                 source: "person".into(),
                 record: None,
             };
-            memory
-                .write(|_| Ok(((), vec![event])))
-                .map_err(failed)?;
+            memory.write(|_| Ok(((), vec![event]))).map_err(failed)?;
             let d = memory
                 .detail(parse_tag(&pattern.id).unwrap_or(0))
                 .map_err(failed)?;
             let (h, x) = d.map_or((0, 0), |d| (d.stats.helpful, d.stats.harmful));
-            writeln!(out, "{}: {} (now {h} helpful, {x} harmful)", pattern.id, a.verdict.name())
-                .map_err(writing)?;
+            writeln!(
+                out,
+                "{}: {} (now {h} helpful, {x} harmful)",
+                pattern.id,
+                a.verdict.name()
+            )
+            .map_err(writing)?;
             0
         }
         PatternsCommand::Pin(a) | PatternsCommand::Unpin(a) | PatternsCommand::Reject(a) => {
@@ -267,9 +272,27 @@ pub fn run(
                 return Ok(NOT_FOUND);
             };
             let (event, done) = match &args.command {
-                PatternsCommand::Pin(_) => (Event::Pin { at: stamp(now), pattern: pattern.clone() }, "pinned"),
-                PatternsCommand::Unpin(_) => (Event::Unpin { at: stamp(now), pattern: pattern.clone() }, "unpinned"),
-                _ => (Event::Reject { at: stamp(now), pattern: pattern.clone() }, "rejected"),
+                PatternsCommand::Pin(_) => (
+                    Event::Pin {
+                        at: stamp(now),
+                        pattern: pattern.clone(),
+                    },
+                    "pinned",
+                ),
+                PatternsCommand::Unpin(_) => (
+                    Event::Unpin {
+                        at: stamp(now),
+                        pattern: pattern.clone(),
+                    },
+                    "unpinned",
+                ),
+                _ => (
+                    Event::Reject {
+                        at: stamp(now),
+                        pattern: pattern.clone(),
+                    },
+                    "rejected",
+                ),
             };
             memory.write(|_| Ok(((), vec![event]))).map_err(failed)?;
             writeln!(out, "{}: {done}", pattern.id).map_err(writing)?;
@@ -414,7 +437,12 @@ fn find(
 }
 
 /// `jkz patterns mine`.
-fn mine(memory: &Memory, args: &MineArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Failure> {
+fn mine(
+    memory: &Memory,
+    args: &MineArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
     let mut notes = Vec::new();
     let program = "jkz patterns mine";
     if args.rebuild {
@@ -488,7 +516,11 @@ pub fn state_name(s: &score::Stats, score: f64) -> &'static str {
 }
 
 /// A pattern as `--json` prints it.
-pub fn pattern_json(memory: &Memory, s: &score::Stats, score_now: f64) -> Result<Value, MemoryError> {
+pub fn pattern_json(
+    memory: &Memory,
+    s: &score::Stats,
+    score_now: f64,
+) -> Result<Value, MemoryError> {
     let d = memory.detail(s.id)?;
     let (text, sources) = match &d {
         Some(d) => (d.text.clone(), json!(d.sources)),
@@ -530,7 +562,10 @@ fn print_patterns(
     let ids: Vec<i64> = ranked.iter().map(|r| r.stats.id).collect();
     let texts: std::collections::HashMap<i64, String> =
         memory.texts(&ids).map_err(failed)?.into_iter().collect();
-    let mut rows = vec![["ID", "SCORE", "STATE", "SEEN", "HELPFUL", "HARMFUL", "INJECTED", "TEXT"].map(String::from)];
+    let mut rows = vec![[
+        "ID", "SCORE", "STATE", "SEEN", "HELPFUL", "HARMFUL", "INJECTED", "TEXT",
+    ]
+    .map(String::from)];
     for r in ranked {
         let s = &r.stats;
         rows.push([

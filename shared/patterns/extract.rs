@@ -53,9 +53,7 @@ pub fn candidates(text: &[u8]) -> Vec<String> {
             (Kind::AccumulatedPatterns, _) => {
                 let nested: Vec<&ProtectedBlock> = blocks
                     .iter()
-                    .filter(|b| {
-                        *b != block && b.start >= block.start && b.end <= block.end
-                    })
+                    .filter(|b| *b != block && b.start >= block.start && b.end <= block.end)
                     .collect();
                 for c in contents(text, block) {
                     for item in items(c.body, c.start, &nested) {
@@ -254,6 +252,10 @@ A paragraph pattern\nover two lines.\n\nAnother paragraph.\n";
         let got = cands(&doc);
         assert_eq!(got.len(), 1);
         assert!(got[0].len() <= MAX_TEXT + 40, "{}", got[0].len());
-        assert!(got[0].ends_with(" … [capped: 1,000,002 bytes]"), "{}", &got[0][900..]);
+        assert!(
+            got[0].ends_with(" … [capped: 1,000,002 bytes]"),
+            "{}",
+            &got[0][900..]
+        );
     }
 }

@@ -66,7 +66,9 @@ pub fn prepare(
         });
     match file {
         Ok(path) => prepared.file = Some(path),
-        Err(e) => eprintln!("{program}: warning: the file for {PATTERNS_FILE_VARIABLE} could not be written: {e}"),
+        Err(e) => eprintln!(
+            "{program}: warning: the file for {PATTERNS_FILE_VARIABLE} could not be written: {e}"
+        ),
     }
     if !section.is_empty() {
         prepared.stdin_prefix = section.into_bytes();
@@ -133,7 +135,9 @@ pub fn after_record(path: &Path, record: &Record, program: &str) {
     let text = match mine::response_text(state, record) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("{program}: warning: the response of {id} could not be read for patterns: {e}");
+            eprintln!(
+                "{program}: warning: the response of {id} could not be read for patterns: {e}"
+            );
             return;
         }
     };

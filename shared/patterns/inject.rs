@@ -55,6 +55,10 @@ pub fn ranked(memory: &Memory, req: &Request) -> Result<Vec<Ranked>> {
 
 /// The section for `req` (see [`super::section`]).
 pub fn compose(memory: &Memory, req: &Request) -> Result<Injection> {
+    memory.read(|memory| compose_in(memory, req))
+}
+
+fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
     let ranked = ranked(memory, req)?;
     let mut builder = Builder::new(req.budget);
     let mut offered = 0;

@@ -249,14 +249,20 @@ mod tests {
         let path = dir.path().join("log.jsonl");
         assert!(read_from(&path, 0).unwrap().events.is_empty());
         append(&path, &[pin("P1"), pin("P2")]).unwrap();
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{not json}\n{\"op\":\"future\",\"at\":\"x\"}\n{\"op\":\"pin\"").unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"{not json}\n{\"op\":\"future\",\"at\":\"x\"}\n{\"op\":\"pin\"")
+            .unwrap();
         let tail = read_from(&path, 0).unwrap();
         assert_eq!(tail.events, vec![pin("P1"), pin("P2")]);
         assert_eq!(tail.skipped, 2);
         let end = tail.end;
-        f.write_all(b",\"at\":\"2025-01-01T00:00:00.000Z\",\"pattern\":{\"id\":\"P3\",\"key\":\"k\"}}\n")
-            .unwrap();
+        f.write_all(
+            b",\"at\":\"2025-01-01T00:00:00.000Z\",\"pattern\":{\"id\":\"P3\",\"key\":\"k\"}}\n",
+        )
+        .unwrap();
         let tail = read_from(&path, end).unwrap();
         assert_eq!(tail.events, vec![pin("P3")]);
         assert_eq!(tail.end, std::fs::metadata(&path).unwrap().len());

@@ -183,7 +183,13 @@ pub fn feedback_verdict(text: &[u8], issue: Option<u64>) -> Option<Map<String, V
 }
 
 fn pass_or_fail(v: &Map<String, Value>) -> Option<&'static str> {
-    match v.get("verdict")?.as_str()?.trim().to_ascii_uppercase().as_str() {
+    match v
+        .get("verdict")?
+        .as_str()?
+        .trim()
+        .to_ascii_uppercase()
+        .as_str()
+    {
         "PASS" => Some("PASS"),
         "FAIL" => Some("FAIL"),
         _ => None,
@@ -260,7 +266,11 @@ pub fn derive(
         let signal = if decision == "PASS" {
             Some(Verdict::Helpful)
         } else {
-            let text = memory.texts(&[id])?.pop().map(|(_, t)| t).unwrap_or_default();
+            let text = memory
+                .texts(&[id])?
+                .pop()
+                .map(|(_, t)| t)
+                .unwrap_or_default();
             let words = Words::of(&text);
             findings
                 .iter()
@@ -384,10 +394,9 @@ fn read(memory: &Memory, id: &str, warnings: &mut dyn Write) -> Option<(RecordFa
 /// transaction; returns a one-line summary.
 pub fn build(memory: &Memory, warnings: &mut dyn Write) -> Result<String> {
     let log_path = memory.state.join(PATTERNS_FEEDBACK);
-    let logged = super::log::read_from(&log_path, 0)
-        .map_err(|e| MemoryError::io(log_path.display(), e))?;
+    let logged =
+        super::log::read_from(&log_path, 0).map_err(|e| MemoryError::io(log_path.display(), e))?;
     let reserved = Reserved::of(&logged.events);
-    memory.reserve_ids(reserved.max)?;
     let entries = records(memory, warnings)?;
     let mut verdicts = Vec::new();
     let mut counts = Counts::default();
@@ -412,6 +421,7 @@ pub fn build(memory: &Memory, warnings: &mut dyn Write) -> Result<String> {
         }
     }
     super::findings::mine_recurring(memory, &super::findings::recurring(&memory.state))?;
+    memory.reserve_ids(reserved.max)?;
     Ok(format!(
         "built from {} deliberation records and {} feedback events: {} patterns",
         counts.records,
@@ -467,7 +477,10 @@ mod tests {
     #[test]
     fn a_finding_matches_most_of_a_pattern() {
         let p = Words::of("Check exit codes of every binary");
-        assert!(matches_finding(&p, &Words::of("The binary's exit codes were not checked")));
+        assert!(matches_finding(
+            &p,
+            &Words::of("The binary's exit codes were not checked")
+        ));
         assert!(!matches_finding(&p, &Words::of("Formatting is off")));
     }
 }

@@ -37,8 +37,8 @@ pub const FUNCTION_WORDS: &[&str] = &[
 /// Words that turn a rule around: kept, and a negated text never merges
 /// with one that is not.
 pub const NEGATIONS: &[&str] = &[
-    "arent", "avoid", "cannot", "cant", "didnt", "doesnt", "dont", "isnt", "never", "no",
-    "nor", "not", "shouldnt", "wasnt", "without", "wont", "mustnt",
+    "arent", "avoid", "cannot", "cant", "didnt", "doesnt", "dont", "isnt", "never", "no", "nor",
+    "not", "shouldnt", "wasnt", "without", "wont", "mustnt",
 ];
 
 /// A text's words, sorted, each once (see the module docs).
@@ -94,7 +94,11 @@ impl Words {
     /// Parses a key back into words.
     pub fn from_key(key: &str) -> Words {
         Words {
-            words: key.split(' ').filter(|w| !w.is_empty()).map(String::from).collect(),
+            words: key
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(String::from)
+                .collect(),
         }
     }
 

@@ -87,7 +87,8 @@ impl Stats {
     /// The score at `now` (see the module docs).
     pub fn score(&self, now: DateTime<Utc>, half_life: Duration) -> f64 {
         let unhelped = (self.injected - INJECTIONS_PER_HELPFUL * self.helpful).max(0);
-        let raw = (1.0 + self.occurrences.max(0) as f64).ln() + HELPFUL_WEIGHT * self.helpful as f64
+        let raw = (1.0 + self.occurrences.max(0) as f64).ln()
+            + HELPFUL_WEIGHT * self.helpful as f64
             - HARMFUL_WEIGHT * self.harmful as f64
             - UNHELPED_WEIGHT * unhelped as f64;
         if raw <= 0.0 {
@@ -182,8 +183,14 @@ mod tests {
         assert!((fresh - 2f64.ln()).abs() < 1e-12);
         let later = t0 + chrono::Duration::days(30);
         assert!((s.score(later, HALF_LIFE) - fresh / 2.0).abs() < 1e-12);
-        assert!(s.injectable(fresh) && !s.injectable(s.score(t0 + chrono::Duration::days(45), HALF_LIFE)));
-        let harmed = Stats { harmful: 1, ..s.clone() };
+        assert!(
+            s.injectable(fresh)
+                && !s.injectable(s.score(t0 + chrono::Duration::days(45), HALF_LIFE))
+        );
+        let harmed = Stats {
+            harmful: 1,
+            ..s.clone()
+        };
         assert_eq!(harmed.score(later, HALF_LIFE), harmed.score(t0, HALF_LIFE));
         assert!(harmed.dead(harmed.score(t0, HALF_LIFE)));
         let unhelped = Stats { injected: 5, ..s };

@@ -92,7 +92,10 @@ impl Builder {
 
 /// The section for `ranked` (id and text, best first) within `budget`
 /// bytes, or what [`Builder::finish`] says when no bullet fits.
-pub fn render(ranked: &[(i64, String)], budget: usize) -> Result<(String, Vec<i64>), Option<usize>> {
+pub fn render(
+    ranked: &[(i64, String)],
+    budget: usize,
+) -> Result<(String, Vec<i64>), Option<usize>> {
     let mut b = Builder::new(budget);
     for (id, text) in ranked {
         if !b.offer(*id, text) {

@@ -60,6 +60,11 @@ CREATE TABLE IF NOT EXISTS patterns (
     rejected     INTEGER NOT NULL DEFAULT 0,
     roles        TEXT NOT NULL DEFAULT '|'
 );
+-- What a ranking reads of every pattern, narrow enough that the scan of
+-- 10,000 patterns reads a few hundred KiB instead of their texts.
+CREATE INDEX IF NOT EXISTS patterns_ranking ON patterns(
+    occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
+    pinned, rejected, roles);
 CREATE TABLE IF NOT EXISTS variants (
     id          INTEGER PRIMARY KEY,
     key         TEXT NOT NULL UNIQUE,
@@ -391,6 +396,19 @@ impl Memory {
             tx.commit()?;
         }
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // No checkpoint (and its fsync) each time a command ends: the WAL
+        // is checkpointed every 1,000 pages instead, as SQLite does by
+        // default, so a run that logs one injection does not wait for the
+        // disk.
+        self.conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
+        // A build writes megabytes in one transaction: room for it.
+        self.conn.pragma_update(None, "cache_size", -16384i64)?;
+        // Pages read in place rather than copied: a ranking reads every
+        // pattern's row.
+        self.conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
         Ok(())
     }
 
@@ -477,8 +495,8 @@ impl Memory {
     pub(crate) fn catch_up(&self) -> Result<usize> {
         let offset = meta(&self.conn, "log_offset")?.unwrap_or(0);
         let path = self.log_path();
-        let tail = log::read_from(&path, offset as u64)
-            .map_err(|e| MemoryError::io(path.display(), e))?;
+        let tail =
+            log::read_from(&path, offset as u64).map_err(|e| MemoryError::io(path.display(), e))?;
         self.apply(&tail.events)?;
         set_meta(&self.conn, "log_offset", tail.end as i64)?;
         if let Some(id) = tail.identity {
@@ -486,6 +504,15 @@ impl Memory {
             set_meta(&self.conn, "log_ino", id.ino as i64)?;
         }
         Ok(tail.skipped)
+    }
+
+    /// Runs `op` in one read transaction: one snapshot, and one set of
+    /// locks for all its queries.
+    pub fn read<T>(&self, op: impl FnOnce(&Memory) -> Result<T>) -> Result<T> {
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)?;
+        let t = op(self)?;
+        tx.commit()?;
+        Ok(t)
     }
 
     /// Runs `op` in one write transaction after a catch-up; the events it
@@ -533,8 +560,10 @@ impl Memory {
             } => {
                 for r in patterns {
                     if let Some(id) = self.resolve(r)? {
-                        c.prepare_cached("UPDATE patterns SET injected = injected + 1 WHERE id = ?1")?
-                            .execute([id])?;
+                        c.prepare_cached(
+                            "UPDATE patterns SET injected = injected + 1 WHERE id = ?1",
+                        )?
+                        .execute([id])?;
                         c.prepare_cached(
                             "INSERT INTO injections (record, issue, pattern, at, open) VALUES (?1, ?2, ?3, ?4, 1)",
                         )?
@@ -718,7 +747,10 @@ impl Memory {
                         self.new_pattern(&key, text, seen.at, reserved)?
                     }
                 };
-                (self.new_variant(pattern, &key, text, &words, seen.at)?, pattern)
+                (
+                    self.new_variant(pattern, &key, text, &words, seen.at)?,
+                    pattern,
+                )
             }
         };
         let counted = c
@@ -751,19 +783,22 @@ impl Memory {
         Ok(added)
     }
 
-    fn new_pattern(&self, key: &str, text: &str, at: i64, reserved: Option<&Reserved>) -> Result<i64> {
+    fn new_pattern(
+        &self,
+        key: &str,
+        text: &str,
+        at: i64,
+        reserved: Option<&Reserved>,
+    ) -> Result<i64> {
         let c = &self.conn;
-        let id = reserved.and_then(|r| r.ids.get(key).copied());
-        let id = match id {
-            Some(id)
-                if c.prepare_cached("SELECT count(*) FROM patterns WHERE id = ?1")?
+        let taken = |id: i64| -> Result<bool> {
+            Ok(
+                c.prepare_cached("SELECT count(*) FROM patterns WHERE id = ?1")?
                     .query_row([id], |r| r.get::<_, i64>(0))?
-                    == 0 =>
-            {
-                Some(id)
-            }
-            _ => None,
+                    > 0,
+            )
         };
+        let id = reserved.map(|r| r.id_for(key, &taken)).transpose()?;
         c.prepare_cached(
             "INSERT INTO patterns (id, key, text, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)",
         )?
@@ -774,14 +809,22 @@ impl Memory {
         Ok(id)
     }
 
-    fn new_variant(&self, pattern: i64, key: &str, text: &str, words: &Words, at: i64) -> Result<i64> {
+    fn new_variant(
+        &self,
+        pattern: i64,
+        key: &str,
+        text: &str,
+        words: &Words,
+        at: i64,
+    ) -> Result<i64> {
         let c = &self.conn;
         c.prepare_cached(
             "INSERT INTO variants (key, pattern, text, occurrences, first_seen) VALUES (?1, ?2, ?3, 0, ?4)",
         )?
         .execute(params![key, pattern, text, at])?;
         let vid = c.last_insert_rowid();
-        let mut word = c.prepare_cached("INSERT OR IGNORE INTO words (word, variant) VALUES (?1, ?2)")?;
+        let mut word =
+            c.prepare_cached("INSERT OR IGNORE INTO words (word, variant) VALUES (?1, ?2)")?;
         let mut df = c.prepare_cached(
             "INSERT INTO vocabulary (word, variants) VALUES (?1, 1)
              ON CONFLICT(word) DO UPDATE SET variants = variants + 1",
@@ -990,10 +1033,16 @@ impl Memory {
             .query_row("SELECT count(*) FROM patterns", [], |r| r.get(0))?)
     }
 
-    /// Starts the id sequence past `max` (a build, before any pattern).
+    /// Lets the id sequence go on past `max` at least (after a build: no
+    /// later pattern takes an id the log names).
     pub(crate) fn reserve_ids(&self, max: i64) -> Result<()> {
-        if max > 0 {
-            self.conn.execute(
+        let c = &self.conn;
+        let updated = c.execute(
+            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'patterns'",
+            [max],
+        )?;
+        if updated == 0 && max > 0 {
+            c.execute(
                 "INSERT INTO sqlite_sequence (name, seq) VALUES ('patterns', ?1)",
                 [max],
             )?;
@@ -1002,26 +1051,54 @@ impl Memory {
     }
 }
 
-/// Ids a build gives back to the patterns the log names (key → id).
+/// The ids a build gives: back to the patterns the log names (key → the
+/// first id it names the key with), and to the others the smallest id no
+/// one holds or is promised, so that mining the same records in the same
+/// order gives every pattern the id it had.
 #[derive(Clone, Debug, Default)]
 pub struct Reserved {
     pub ids: HashMap<String, i64>,
+    promised: std::collections::HashSet<i64>,
     pub max: i64,
+    /// Ids below this are all taken or promised.
+    next: std::cell::Cell<i64>,
 }
 
 impl Reserved {
-    /// The first id each key is named with in `events`.
     pub fn of(events: &[Event]) -> Reserved {
-        let mut r = Reserved::default();
+        let mut r = Reserved {
+            next: std::cell::Cell::new(1),
+            ..Reserved::default()
+        };
         for e in events {
             for p in e.patterns() {
                 if let Some(id) = parse_tag(&p.id) {
-                    r.ids.entry(p.key.clone()).or_insert(id);
+                    if let std::collections::hash_map::Entry::Vacant(v) = r.ids.entry(p.key.clone())
+                    {
+                        if r.promised.insert(id) {
+                            v.insert(id);
+                        }
+                    }
                     r.max = r.max.max(id);
                 }
             }
         }
         r
+    }
+
+    /// The id for a new pattern of `key`, given which ids are `taken`.
+    fn id_for(&self, key: &str, taken: &dyn Fn(i64) -> Result<bool>) -> Result<i64> {
+        if let Some(&id) = self.ids.get(key) {
+            if !taken(id)? {
+                return Ok(id);
+            }
+        }
+        let mut id = self.next.get();
+        while self.promised.contains(&id) || taken(id)? {
+            id += 1;
+        }
+        self.next.set(id + 1);
+        Ok(id)
     }
 }
 
@@ -1036,18 +1113,21 @@ const STATS_COLUMNS: &str =
 const STATS_COUNT: usize = 10;
 
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
+    // Read as plain integers: a ranking decodes every pattern's row.
+    let int =
+        |i: usize| -> rusqlite::Result<i64> { Ok(r.get_ref(i)?.as_i64_or_null()?.unwrap_or(0)) };
     Ok(Stats {
-        id: r.get(0)?,
-        occurrences: r.get(1)?,
-        helpful: r.get(2)?,
-        harmful: r.get(3)?,
-        injected: r.get(4)?,
-        first_seen: r.get(5)?,
-        last_seen: r.get(6)?,
-        last_helpful: r.get(7)?,
-        pinned: r.get::<_, i64>(8)? != 0,
-        rejected: r.get::<_, i64>(9)? != 0,
-        role_match: r.get::<_, i64>(STATS_COUNT)? != 0,
+        id: int(0)?,
+        occurrences: int(1)?,
+        helpful: int(2)?,
+        harmful: int(3)?,
+        injected: int(4)?,
+        first_seen: int(5)?,
+        last_seen: int(6)?,
+        last_helpful: r.get_ref(7)?.as_i64_or_null()?,
+        pinned: int(8)? != 0,
+        rejected: int(9)? != 0,
+        role_match: int(STATS_COUNT)? != 0,
     })
 }
 

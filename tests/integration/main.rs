@@ -10,6 +10,7 @@ mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
+mod patterns;
 mod races;
 mod readers;
 mod registry;
