@@ -2,14 +2,17 @@
 //!
 //! A web server on 127.0.0.1 over the state directory: one page embedded in
 //! the binary ([`page`]) and the JSON API behind it ([`api`]). It reads the
-//! state with the project's safe reader only, and writes exactly two files,
-//! its own: `watch-list.json` and `live-session.json` ([`own_files`]),
-//! atomically. Nothing under `state/pipeline/` is ever written.
+//! state with the project's safe reader only, and writes two files of its
+//! own, `watch-list.json` and `live-session.json` ([`own_files`]),
+//! atomically; a person's pin or reject of a learned pattern goes through
+//! the patterns' writer into `memory.db` and its feedback log
+//! ([`patterns`]). Nothing under `state/pipeline/` is ever written.
 //!
 //! Security ([`server`]): bound to loopback only; a request whose `Host` or
 //! `Origin` is not the server's own is refused (a page the user visits
 //! elsewhere, or a DNS-rebinding name, must not read or change the state);
-//! a change (the watch list) needs the per-start token printed with the URL;
+//! a change (the watch list, a pattern) needs the per-start token printed
+//! with the URL;
 //! request paths name issues and records by validated ids, never by path.
 //!
 //! Live updates ([`poll`]): the state is polled every [`poll::INTERVAL`],
@@ -31,6 +34,7 @@
 pub mod api;
 pub mod own_files;
 pub mod page;
+pub mod patterns;
 pub mod poll;
 pub mod server;
 

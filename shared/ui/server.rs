@@ -109,6 +109,8 @@ fn router(shared: AppState) -> Router {
         .route("/api/deliberations/{id}", get(deliberation))
         .route("/api/now", get(now))
         .route("/api/watch-list", get(watch_list).post(set_watch_list))
+        .route("/api/patterns", get(patterns))
+        .route("/api/patterns/{id}", axum::routing::post(act_on_pattern))
         .route("/api/events", get(events))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
@@ -265,6 +267,35 @@ async fn set_watch_list(State(s): State<AppState>, body: axum::body::Bytes) -> R
     match result {
         Ok(list) => Json(list).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+async fn patterns(State(s): State<AppState>) -> Response {
+    Json(blocking(move || super::patterns::list(&s.state, Utc::now())).await).into_response()
+}
+
+#[derive(Deserialize)]
+struct PatternRequest {
+    action: super::patterns::Action,
+}
+
+async fn act_on_pattern(
+    State(s): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Ok(req) = serde_json::from_slice::<PatternRequest>(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "expected {\"action\": \"pin\"|\"unpin\"|\"reject\"}",
+        );
+    };
+    match blocking(move || super::patterns::act(&s.state, &id, req.action, Utc::now())).await {
+        Ok(v) => Json(v).into_response(),
+        Err((code, message)) => error(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            &message,
+        ),
     }
 }
 

@@ -814,3 +814,73 @@ fn without_a_state_directory_patterns_say_so() {
     run.one_line("jkz patterns list", "no state directory");
     assert!(!Path::new(&dir.join("nowhere")).exists());
 }
+
+/// Records of three patterns, mined, for the observer.
+fn observed(dir: &Dir) {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    record(
+        dir,
+        "r1",
+        "judge",
+        7,
+        &now,
+        &section(&["Observed rule one", "Observed rule two"]),
+    );
+    record(
+        dir,
+        "r2",
+        "qa",
+        8,
+        &now,
+        &section(&["Observed rule one", "Observed rule three"]),
+    );
+    mine(dir);
+}
+
+#[test]
+fn the_observer_lists_patterns_and_changes_them_only_with_the_token() {
+    let dir = project();
+    let server = crate::ui::Server::start(&dir.join("state"));
+    let empty = server.json("/api/patterns");
+    assert_eq!(
+        (empty["present"].clone(), empty["count"].clone()),
+        (json!(false), json!(0))
+    );
+    observed(&dir);
+    let v = server.json("/api/patterns");
+    assert_eq!(v["count"], 3, "{v:#}");
+    let first = &v["patterns"][0];
+    assert_eq!(first["text"], "Observed rule one");
+    assert_eq!(first["issues"], json!([7, 8]));
+    assert_eq!(first["sources"], 2);
+    let id = v["patterns"][2]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/patterns/{id}");
+    let body = r#"{"action": "pin"}"#;
+    let (code, _) = server.request("POST", &path, &[], body);
+    assert_eq!(code, 403, "a change without the token");
+    let token = [("x-jkz-token", server.token.as_str())];
+    let (code, out) = server.request("POST", &path, &token, body);
+    assert_eq!(code, 200, "{out}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["pinned"], true);
+    assert_eq!(
+        server.json("/api/patterns")["patterns"][0]["id"],
+        id.as_str()
+    );
+    let (code, _) = server.request("POST", "/api/patterns/P999", &token, body);
+    assert_eq!(code, 404);
+    let (code, _) = server.request("POST", "/api/patterns/..%2Fx", &token, body);
+    assert_eq!(code, 400);
+    let (code, _) = server.request("POST", &path, &token, r#"{"action": "delete"}"#);
+    assert_eq!(code, 400);
+    let (code, out) = server.request("POST", &path, &token, r#"{"action": "reject"}"#);
+    assert_eq!(code, 200, "{out}");
+    // The same store the command line reads, through the feedback log.
+    let listed = list(&dir, &[]);
+    let p = listed.iter().find(|p| p["id"] == id.as_str()).unwrap();
+    assert_eq!(
+        (p["pinned"].clone(), p["rejected"].clone()),
+        (json!(false), json!(true))
+    );
+    let log = String::from_utf8(dir.read("state/patterns-feedback.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+}

@@ -3,7 +3,7 @@
 //! WebSocket. Loads the page against a fixture state directory, checks the
 //! pipelines table, pins an issue through the page, changes a pipeline file
 //! on disk and sees the change without a reload, and saves a screenshot
-//! (to `$JKZ_UI_SCREENSHOT` when set).
+//! (to `$JKZ_UI_SCREENSHOT` when set); pins and rejects a learned pattern.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -139,6 +139,87 @@ impl Browser {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Whether Chromium is here; where it is not, says so (and fails in CI).
+fn chromium_present() -> bool {
+    if !std::path::Path::new(CHROMIUM).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: {CHROMIUM} is not installed (apt-get install chromium)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn ui_in_chromium_pins_and_rejects_a_learned_pattern() {
+    if !chromium_present() {
+        return;
+    }
+    let dir = Dir::new();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let response = "## Accumulated Patterns\n\n- Check every exit code\n- Keep hooks fast\n";
+    dir.write(
+        "state/deliberations/r1.json",
+        json!({"role": "judge", "timestamp": now, "status": "ok", "issue": 5, "pr": null,
+               "phase": null, "iteration": null, "model": null, "endpoint": null,
+               "command": null, "exit_code": 0, "duration_ms": 1, "tokens": null,
+               "response_bytes": response.len(), "response_sha256": "0".repeat(64),
+               "response": response})
+        .to_string(),
+    );
+    crate::util::Cmd::new("jkz", dir.path())
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["patterns", "mine"])
+        .run()
+        .success();
+    let server = Server::start(&dir.join("state"));
+    let mut b = Browser::start();
+    b.open(&server.url);
+    let row = |id: &str| format!("document.querySelector('tr[data-pattern=\"{id}\"]')");
+    b.wait_for(
+        &format!(
+            "!!{r} && {r}.querySelector('td.text').textContent === 'Check every exit code'",
+            r = row("P1")
+        ),
+        Duration::from_secs(10),
+    );
+    b.eval(&format!(
+        "{}.querySelector('.pat-pin').click(); true",
+        row("P2")
+    ));
+    b.wait_for(
+        &format!(
+            "{}.querySelector('.pat-pin').getAttribute('aria-pressed') === 'true'",
+            row("P2")
+        ),
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#patterns tbody tr').dataset.pattern"),
+        json!("P2"),
+        "pinned first"
+    );
+    b.eval(&format!(
+        "{}.querySelector('.pat-reject').click(); true",
+        row("P1")
+    ));
+    b.wait_for(
+        &format!(
+            "{}.querySelector('td.state').textContent === 'rejected'",
+            row("P1")
+        ),
+        Duration::from_secs(5),
+    );
+    let log = String::from_utf8(dir.read("state/patterns-feedback.jsonl")).unwrap();
+    assert!(
+        log.contains("\"op\":\"pin\"") && log.contains("\"op\":\"reject\""),
+        "{log}"
+    );
 }
 
 #[test]
