@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::log::Event;
 use super::relevance::{issue_context, relevance};
-use super::score::{rank, Ranked};
+use super::score::{self, Ranked};
 use super::section::Builder;
 use super::store::{tag, Memory, Result};
 
@@ -39,18 +39,30 @@ pub enum Injection {
     TooSmall { needs: usize },
 }
 
-/// Every pattern in rank order for the request's role and issue.
-pub fn ranked(memory: &Memory, req: &Request) -> Result<Vec<Ranked>> {
+/// The patterns [`compose`] sorts first; the rest only when a section
+/// wants more than these.
+const SORTED_FIRST: usize = 512;
+
+/// Every pattern with its score and rank for the request's role and
+/// issue, in no order.
+fn scored(memory: &Memory, req: &Request) -> Result<Vec<Ranked>> {
     let relevant = match req.issue {
         Some(n) => relevance(memory, &issue_context(&memory.state, n))?,
         None => Default::default(),
     };
-    Ok(rank(
+    Ok(score::scored(
         memory.all_stats(req.role)?,
         req.now,
         req.half_life,
         &relevant,
     ))
+}
+
+/// Every pattern in rank order for the request's role and issue.
+pub fn ranked(memory: &Memory, req: &Request) -> Result<Vec<Ranked>> {
+    let mut all = scored(memory, req)?;
+    all.sort_unstable_by(score::order);
+    Ok(all)
 }
 
 /// The section for `req` (see [`super::section`]).
@@ -59,15 +71,30 @@ pub fn compose(memory: &Memory, req: &Request) -> Result<Injection> {
 }
 
 fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
-    let ranked = ranked(memory, req)?;
+    let mut candidates = scored(memory, req)?;
+    candidates.retain(|r| r.stats.injectable(r.score));
+    // Only the head needs an order, unless the section takes more.
+    let head = candidates.len().min(SORTED_FIRST);
+    if candidates.len() > head {
+        candidates.select_nth_unstable_by(head - 1, score::order);
+    }
+    candidates[..head].sort_unstable_by(score::order);
     let mut builder = Builder::new(req.budget);
     let mut offered = 0;
-    for r in ranked.iter().filter(|r| r.stats.injectable(r.score)) {
+    let mut sorted = head;
+    let mut at = 0;
+    while at < candidates.len() && offered < MAX_OFFERED {
+        if at == sorted {
+            candidates[sorted..].sort_unstable_by(score::order);
+            sorted = candidates.len();
+        }
+        let r = &candidates[at];
+        at += 1;
         let Some((id, text)) = memory.texts(&[r.stats.id])?.pop() else {
             continue;
         };
         offered += 1;
-        if !builder.offer(id, &text) || offered >= MAX_OFFERED {
+        if !builder.offer(id, &text) {
             break;
         }
     }

@@ -458,6 +458,9 @@ pub fn mine_all(memory: &Memory, warnings: &mut dyn Write) -> Result<Counts> {
         super::findings::mine_recurring(m, &super::findings::recurring(&m.state))?;
         Ok(((), Vec::new()))
     })?;
+    if counts.records > BATCH {
+        memory.checkpoint()?;
+    }
     Ok(counts)
 }
 

@@ -125,29 +125,43 @@ pub fn rank(
     half_life: Duration,
     relevance: &std::collections::HashMap<i64, f64>,
 ) -> Vec<Ranked> {
-    let mut out: Vec<Ranked> = patterns
+    let mut out = scored(patterns, now, half_life, relevance);
+    // Unstable is enough: the id settles every tie.
+    out.sort_unstable_by(order);
+    out
+}
+
+/// `patterns` with their score and rank, in no order.
+pub fn scored(
+    patterns: Vec<Stats>,
+    now: DateTime<Utc>,
+    half_life: Duration,
+    relevance: &std::collections::HashMap<i64, f64>,
+) -> Vec<Ranked> {
+    patterns
         .into_iter()
         .map(|stats| {
             let score = stats.score(now, half_life);
-            let role_match = stats.role_match;
             let rel = relevance.get(&stats.id).copied().unwrap_or(0.0);
-            let boost = 1.0 + ROLE_BOOST * f64::from(u8::from(role_match)) + ISSUE_BOOST * rel;
+            let boost =
+                1.0 + ROLE_BOOST * f64::from(u8::from(stats.role_match)) + ISSUE_BOOST * rel;
             // A negative score is not made better by a boost.
             let rank = if score > 0.0 { score * boost } else { score };
             Ranked { stats, score, rank }
         })
-        .collect();
-    // Unstable is enough: the id settles every tie.
-    out.sort_unstable_by(|a, b| {
-        b.stats
-            .pinned
-            .cmp(&a.stats.pinned)
-            .then(b.rank.total_cmp(&a.rank))
-            .then(b.stats.occurrences.cmp(&a.stats.occurrences))
-            .then(a.stats.first_seen.cmp(&b.stats.first_seen))
-            .then(a.stats.id.cmp(&b.stats.id))
-    });
-    out
+        .collect()
+}
+
+/// The rank order: pinned first, then by rank, then the ties (see the
+/// module docs).
+pub fn order(a: &Ranked, b: &Ranked) -> std::cmp::Ordering {
+    b.stats
+        .pinned
+        .cmp(&a.stats.pinned)
+        .then(b.rank.total_cmp(&a.rank))
+        .then(b.stats.occurrences.cmp(&a.stats.occurrences))
+        .then(a.stats.first_seen.cmp(&b.stats.first_seen))
+        .then(a.stats.id.cmp(&b.stats.id))
 }
 
 /// Rounds a score for display (six decimals).

@@ -395,20 +395,13 @@ impl Memory {
             }
             tx.commit()?;
         }
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // No checkpoint (and its fsync) each time a command ends: the WAL
-        // is checkpointed every 1,000 pages instead, as SQLite does by
-        // default, so a run that logs one injection does not wait for the
-        // disk.
-        self.conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )?;
+        // No fsync at all: memory.db is derived (the records and the log
+        // are the truth), so a power cut that leaves it behind, or even
+        // corrupt, costs a rebuild, never a fact; and every jkz run that
+        // mines its record is spared the fsyncs of a checkpoint.
+        self.conn.pragma_update(None, "synchronous", "OFF")?;
         // A build writes megabytes in one transaction: room for it.
         self.conn.pragma_update(None, "cache_size", -16384i64)?;
-        // Pages read in place rather than copied: a ranking reads every
-        // pattern's row.
-        self.conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
         Ok(())
     }
 
@@ -433,6 +426,9 @@ impl Memory {
             synced.skipped = self.catch_up()?;
         }
         tx.commit()?;
+        if synced.built.is_some() {
+            self.checkpoint()?;
+        }
         Ok(synced)
     }
 
@@ -444,7 +440,16 @@ impl Memory {
         let summary = builder(self)?;
         set_meta(&self.conn, "built", 1)?;
         tx.commit()?;
+        self.checkpoint()?;
         Ok(summary)
+    }
+
+    /// Moves the WAL into the database and empties it (after a build or a
+    /// long mine: the next opener would otherwise read all of it).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
     }
 
     fn up_to_date(&self) -> Result<bool> {
@@ -936,7 +941,7 @@ impl Memory {
     /// Every pattern's counts, for ranking for `role`.
     pub fn all_stats(&self, role: Option<&str>) -> Result<Vec<Stats>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {STATS_COLUMNS}, instr(roles, ?1) > 0 FROM patterns"
+            "SELECT {STATS_COLUMNS} | ((instr(roles, ?1) > 0) << 2) FROM patterns"
         ))?;
         let wanted = role.map_or_else(String::new, |r| format!("|{}|", role_name(r)));
         let mut rows = stmt.query([wanted])?;
@@ -991,9 +996,9 @@ impl Memory {
         let c = &self.conn;
         let Some((stats, text)) = c
             .prepare_cached(&format!(
-                "SELECT {STATS_COLUMNS}, 0, text FROM patterns WHERE id = ?1"
+                "SELECT {STATS_COLUMNS}, text FROM patterns WHERE id = ?1"
             ))?
-            .query_row([id], |r| Ok((stats_of(r)?, r.get(STATS_COUNT + 1)?)))
+            .query_row([id], |r| Ok((stats_of(r)?, r.get(STATS_COUNT)?)))
             .optional()?
         else {
             return Ok(None);
@@ -1107,15 +1112,17 @@ fn role_name(role: &str) -> String {
     role.replace('|', "/")
 }
 
-/// The columns [`stats_of`] reads, then one for the role match.
+/// The columns [`stats_of`] reads; the last is the flags: pinned (1),
+/// rejected (2), and, when a role is asked about, seen from it (4).
 const STATS_COLUMNS: &str =
-    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, pinned, rejected";
-const STATS_COUNT: usize = 10;
+    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, pinned | (rejected << 1)";
+const STATS_COUNT: usize = 9;
 
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
     // Read as plain integers: a ranking decodes every pattern's row.
     let int =
         |i: usize| -> rusqlite::Result<i64> { Ok(r.get_ref(i)?.as_i64_or_null()?.unwrap_or(0)) };
+    let flags = int(8)?;
     Ok(Stats {
         id: int(0)?,
         occurrences: int(1)?,
@@ -1125,9 +1132,9 @@ fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
         first_seen: int(5)?,
         last_seen: int(6)?,
         last_helpful: r.get_ref(7)?.as_i64_or_null()?,
-        pinned: int(8)? != 0,
-        rejected: int(9)? != 0,
-        role_match: int(STATS_COUNT)? != 0,
+        pinned: flags & 1 != 0,
+        rejected: flags & 2 != 0,
+        role_match: flags & 4 != 0,
     })
 }
 
