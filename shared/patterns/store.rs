@@ -9,9 +9,14 @@
 //! applied. Every writer appends to the log and applies what it appended
 //! inside one `BEGIN IMMEDIATE` transaction, so the log's order is the
 //! order events are applied in, and concurrent miners wait for each other
-//! (busy timeout) instead of failing. `synchronous=NORMAL` in WAL mode: a
-//! power cut may forget the last commits, which the next opener re-derives
-//! from the records and the log.
+//! (busy timeout) instead of failing. `synchronous=OFF`: the store is
+//! derived, so it is never synced; a power cut may forget its last commits
+//! (the next opener applies the log again from the offset it kept, and
+//! `jkz patterns mine` mines again the records it no longer has) or, at
+//! worst, leave it corrupt (rebuilt, as below; `jkz patterns mine
+//! --rebuild` rebuilds it on purpose). The log's lines are appended and
+//! not synced either: a power cut may cost the newest signals, never
+//! garble older ones.
 //!
 //! A file that is not a database, or whose pages are corrupt, is moved
 //! aside to `memory.db.corrupt` and rebuilt: nothing is lost, since the
