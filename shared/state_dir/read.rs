@@ -243,6 +243,15 @@ pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
     whole(bytes, MAX_USER_FILE)
 }
 
+/// [`read_user_file`] with another bound: a file of git's (`.git`,
+/// `commondir`, `config`) is read whole up to `max` bytes, larger is an
+/// `InvalidData` error.
+pub fn read_user_file_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    read_bounded(path, Links::Follow, max, &mut bytes)?;
+    whole(bytes, max)
+}
+
 fn whole(bytes: Vec<u8>, max: u64) -> io::Result<Vec<u8>> {
     if bytes.len() as u64 > max {
         return Err(io::Error::new(
