@@ -145,6 +145,7 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
     let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    state.check().map_err(|why| Failure::new(1, why))?;
     let now = Utc::now();
     let code = match &cli.command {
         SessionCommand::Save(args) => {
@@ -207,7 +208,7 @@ pub fn save(
                 1,
                 format!(
                     "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
-                    state.path().display()
+                    state.describe()
                 ),
             )
         })?;

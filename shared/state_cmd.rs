@@ -259,7 +259,7 @@ fn no_state_dir(state: &StateDir) -> Failure {
         2,
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-            state.path().display()
+            state.describe()
         ),
     )
 }

@@ -10,8 +10,8 @@
 //! root its git config records (`jkz.stateDir`); outside any repository,
 //! `<start>/state` as before. Found with plain file reads, no `git`
 //! process. A layout that cannot be read is said ([`StateDir::problem`]):
-//! hooks say it in one line and fall back to `<start>/state`, commands
-//! stop. Every message about the state directory names the root and why
+//! hooks say it in one line and fall back to reading `<start>/state` (as
+//! before; they write nothing), commands stop. Every message about the state directory names the root and why
 //! ([`StateDir::describe`]). The page for users: `docs/worktrees.md`.
 //!
 //! Who may create it, one rule for every tool that writes (the hooks,
@@ -250,6 +250,12 @@ impl StateDir {
     /// file) is an error whatever the source: it says what is wrong, where
     /// "no state directory" would send the user to `jkz install` in vain.
     pub fn ensure(&self) -> io::Result<Option<&Path>> {
+        // A fallback is a guess made when the repository's layout cannot be
+        // read: written into, it would split the state this rule keeps
+        // whole. It is read (as before), never written.
+        if self.problem().is_some() {
+            return Ok(None);
+        }
         // The root may be a link (the user's choice): metadata follows it.
         match fs::metadata(&self.path) {
             Ok(meta) if meta.is_dir() => return Ok(Some(&self.path)),

@@ -80,6 +80,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let cwd = event.as_ref().and_then(HookInput::cwd);
     let git = early_git.unwrap_or_else(|| GitProbe::start(&hook::project_dir(cwd.clone())));
     let state = StateDir::resolve(None, cwd.as_deref());
+    hook::warn_state_problem(&state, warnings);
     let session = session_id(event.as_ref(), warnings);
     let root = state_root(&state, warnings);
     let now = Utc::now();
@@ -224,7 +225,7 @@ fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
         Err(e) => {
             warnings.warn(format!(
                 "creating {}: {e}; no snapshot written",
-                state.path().display()
+                state.describe()
             ));
             None
         }

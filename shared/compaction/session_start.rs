@@ -76,6 +76,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
+    hook::warn_state_problem(&state, warnings);
     let raw =
         crate::session_id::resolve_raw(input.text("session_id"), crate::session_id::process_env);
     let session = match raw.map(|(id, _)| SessionId::parse(&id)) {

@@ -88,7 +88,7 @@ fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
             1,
             format!(
                 "no state directory at {}: run `jkz install` in the project, or set JKZ_STATE_DIR",
-                state.path().display()
+                state.describe()
             ),
         )),
         Err(e) => Err(Failure::io(1, state.path().display(), e)),

@@ -110,6 +110,8 @@ pub struct Repository {
     /// The root its layout gives, attached or not, and why.
     pub own_root: PathBuf,
     pub own_why: Why,
+    /// `jkz.stateDir` as its config records it (unchecked), if set.
+    pub attached: Option<Vec<u8>>,
 }
 
 impl Repository {
@@ -122,25 +124,47 @@ impl Repository {
 /// The state root for a tool started in `start` (empty: the current
 /// directory), or why the layout cannot be read.
 pub fn find(start: &Path) -> Result<Found, String> {
-    let outside = |shown: PathBuf| Found {
-        path: start.join("state"),
-        why: Why::Outside { start: shown },
-        repository: None,
+    let (absolute, repository) = repository_of(start)?;
+    let Some(repository) = repository else {
+        return Ok(Found {
+            path: start.join("state"),
+            why: Why::Outside { start: absolute },
+            repository: None,
+        });
     };
+    let (path, why) = match &repository.attached {
+        Some(value) => {
+            let file = repository.config_file();
+            (attached_root(value, &file)?, Why::Attached { config: file })
+        }
+        None => (repository.own_root.clone(), repository.own_why.clone()),
+    };
+    Ok(Found {
+        path,
+        why,
+        repository: Some(repository),
+    })
+}
+
+/// The repository holding `start` (empty: the current directory), none
+/// outside any, with the start made absolute; an error when its layout
+/// cannot be read. A `jkz.stateDir` is returned as recorded, unchecked
+/// (`jkz detach` must work on one that names nothing).
+pub fn repository_of(start: &Path) -> Result<(PathBuf, Option<Repository>), String> {
     let absolute = if start.as_os_str().is_empty() {
         std::env::current_dir()
     } else {
         std::path::absolute(start)
     };
     let Ok(absolute) = absolute else {
-        return Ok(outside(start.to_path_buf()));
+        return Ok((start.to_path_buf(), None));
     };
     // A start that does not exist is in no repository (as before).
     let Ok(real) = fs::canonicalize(&absolute) else {
-        return Ok(outside(absolute));
+        return Ok((absolute, None));
     };
     let (checkout, common) = match repository::locate(&real)? {
-        Location::Outside => return Ok(outside(absolute)),
+        Location::Outside => return Ok((absolute, None)),
         Location::Inside { checkout, common } => (checkout, common),
     };
     let config = config::read(&common)?;
@@ -174,19 +198,9 @@ pub fn find(start: &Path) -> Result<Found, String> {
         main,
         own_root,
         own_why,
+        attached: config.state_dir,
     };
-    let (path, why) = match &config.state_dir {
-        Some(value) => {
-            let file = repository.config_file();
-            (attached_root(value, &file)?, Why::Attached { config: file })
-        }
-        None => (repository.own_root.clone(), repository.own_why.clone()),
-    };
-    Ok(Found {
-        path,
-        why,
-        repository: Some(repository),
-    })
+    Ok((absolute, Some(repository)))
 }
 
 /// The root `jkz.stateDir` names, if jkz may use it: an absolute path to a
