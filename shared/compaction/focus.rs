@@ -70,11 +70,7 @@ fn from_registry(db: &Path, session: Option<&SessionId>, start: &Path) -> Option
     chats
         .iter()
         .flat_map(|(_, claims)| claims)
-        .filter(|c| {
-            c.worktree
-                .as_deref()
-                .is_some_and(|wt| here.starts_with(wt))
-        })
+        .filter(|c| c.worktree.as_deref().is_some_and(|wt| here.starts_with(wt)))
         // The deepest claimed worktree holding the directory.
         .max_by_key(|c| c.worktree.as_ref().map_or(0, String::len))
         .map(|c| Focus {

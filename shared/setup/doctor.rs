@@ -200,7 +200,11 @@ pub fn doctor(
             ),
         )?;
     }
-    if state.path() == project_dir.join("state") {
+    // The project's own state/ (not a root other checkouts share): git
+    // must ignore it.
+    let own =
+        state.problem().is_none() && resolved(state.path()) == resolved(&project_dir.join("state"));
+    if own {
         let text = crate::state_dir::read_user_file(&project_dir.join(".gitignore"))
             .map(|b| String::from_utf8(b).unwrap_or_default())
             .unwrap_or_default();
@@ -339,6 +343,20 @@ fn check_strays<W: Write>(
         }
     }
     Ok(())
+}
+
+/// `path` with its directory resolved (it need not exist itself).
+fn resolved(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => fs::canonicalize(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        })
+        .map(|d| d.join(name))
+        .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
 }
 
 fn check_state_dir<W: Write>(report: &mut Report<W>, state: &Path) -> Result<(), Failure> {

@@ -243,12 +243,14 @@ pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
     whole(bytes, MAX_USER_FILE)
 }
 
-/// [`read_user_file`] with another bound: a file of git's (`.git`,
-/// `commondir`, `config`) is read whole up to `max` bytes, larger is an
-/// `InvalidData` error.
+/// A file of git's (`.git`, `commondir`, `config`) read whole, up to `max`
+/// bytes (larger is an `InvalidData` error): links followed, regular files
+/// only, never blocking ([`open_user_file`]). Nothing is reported on
+/// stderr: the caller says what the file was for.
 pub fn read_user_file_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let file = open_user_file(path)?;
     let mut bytes = Vec::new();
-    read_bounded(path, Links::Follow, max, &mut bytes)?;
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     whole(bytes, max)
 }
 
