@@ -60,7 +60,9 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
     about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
 )]
 pub struct SessionCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
+    /// The state directory (default: $JKZ_STATE_DIR, else the repository's,
+    /// found from $CLAUDE_PROJECT_DIR or the current directory: see
+    /// docs/worktrees.md).
     #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
