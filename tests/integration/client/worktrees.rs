@@ -129,23 +129,34 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
     git(&main, &["init", "-q", "-b", "main"]);
     git(&main, &["add", "."]);
     git(&main, &["commit", "-q", "-m", "init"]);
-    git(&main, &["worktree", "add", "-q", "../wt-42", "-b", "issue-42"]);
+    git(
+        &main,
+        &["worktree", "add", "-q", "../wt-42", "-b", "issue-42"],
+    );
     for dir in [&main, &wt] {
         jkz(dir, home, &["install"]);
     }
-    assert!(!wt.join("state").exists(), "the worktree got a state/ of its own");
-    jkz(&main, home, &["state", "set", "1", "current_phase", "building"]);
-    jkz(&wt, home, &["state", "set", "42", "current_phase", "building"]);
+    assert!(
+        !wt.join("state").exists(),
+        "the worktree got a state/ of its own"
+    );
+    jkz(
+        &main,
+        home,
+        &["state", "set", "1", "current_phase", "building"],
+    );
+    jkz(
+        &wt,
+        home,
+        &["state", "set", "42", "current_phase", "building"],
+    );
     std::fs::write(
         main.join("state/pipeline/1-compact-plan.md"),
         format!("{PLAN}\n1. add cents column\n"),
     )
     .unwrap();
     let wt_real = wt.canonicalize().unwrap();
-    *paths.lock().unwrap() = (
-        main.display().to_string(),
-        wt_real.display().to_string(),
-    );
+    *paths.lock().unwrap() = (main.display().to_string(), wt_real.display().to_string());
 
     // 1. The worktree chat, compacted after issue 1 moved on in main.
     let first = project.claude_in(&wt, "Let us talk about apples.", &[]);
@@ -154,7 +165,11 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         let run = project.claude_in(&wt, prompt, &["--resume", &w]);
         assert_eq!(run.session_id(), w, "{}", run.report());
     }
-    jkz(&main, home, &["state", "set", "1", "current_phase", LIVE_PHASE]);
+    jkz(
+        &main,
+        home,
+        &["state", "set", "1", "current_phase", LIVE_PHASE],
+    );
     let compact = project.claude_in(&wt, "/compact keep the plan", &["--resume", &w]);
     assert!(
         compact.finished.status.is_some_and(|s| s.success()),
@@ -171,7 +186,9 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
     let summarizing = messages[at].last_user_text();
     let (_, instructions) = summarizing
         .split_once("jkz: decision-critical pipeline state")
-        .unwrap_or_else(|| panic!("no PreCompact output in the summarizing request\n{summarizing}"));
+        .unwrap_or_else(|| {
+            panic!("no PreCompact output in the summarizing request\n{summarizing}")
+        });
     for want in [
         "This chat's work first: issue #42 (this chat's branch is issue-42)",
         "### Issue #1 (feature)",
@@ -179,7 +196,10 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         PLAN,
         "branch issue-42",
     ] {
-        assert!(instructions.contains(want), "lacks {want:?}\n{instructions}");
+        assert!(
+            instructions.contains(want),
+            "lacks {want:?}\n{instructions}"
+        );
     }
     assert!(
         instructions.find("### Issue #42").unwrap() < instructions.find("### Issue #1 ").unwrap(),
@@ -193,7 +213,10 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         .split_once("jkz: pipeline state restored after compaction")
         .unwrap_or_else(|| panic!("no re-injection after compaction\n{text}"));
     for want in ["issue #42", LIVE_PHASE, PLAN] {
-        assert!(context.contains(want), "re-injection lacks {want:?}\n{context}");
+        assert!(
+            context.contains(want),
+            "re-injection lacks {want:?}\n{context}"
+        );
     }
     // The snapshot is in the main checkout's state directory.
     let snapshots = std::fs::read_dir(main.join("state"))
@@ -209,9 +232,8 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     };
     let (edit, requests) = std::thread::scope(|scope| {
-        let held = scope.spawn(|| {
-            project.claude_in(&wt, HOLD, &["--resume", &w, "--allowedTools", "Bash"])
-        });
+        let held = scope
+            .spawn(|| project.claude_in(&wt, HOLD, &["--resume", &w, "--allowedTools", "Bash"]));
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let claimed = chats().into_iter().any(|c| {
@@ -238,7 +260,11 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
             .iter()
             .find(|c| c["session_id"] == w.as_str())
             .map(|c| c["claims"][0]["worktree"].clone());
-        assert_eq!(claim, Some(json!(wt_real.display().to_string())), "{listed:?}");
+        assert_eq!(
+            claim,
+            Some(json!(wt_real.display().to_string())),
+            "{listed:?}"
+        );
         let edit = project.claude_in(&main, EDIT, &["--allowedTools", "Read,Edit,Bash"]);
         release.store(true, Ordering::SeqCst);
         let held = held.join().unwrap();
