@@ -12,10 +12,13 @@
 #    /bin/true; RUNS_HOOK runs each, taking turns (bench/tool_output_runs.rs).
 #    Target: worktree p50 - main p50 <= 0.2 ms.
 # 2. jkz-pre-compact on 10,000 pipeline files, started in the linked
-#    worktree, then in the main checkout, each against its floor
-#    (bench/pre_compact_floor.rs on the same state directory), taking turns
-#    (bench/time_runs.rs, which removes each run's snapshot untimed).
+#    worktree and in the main checkout, against the floor
+#    (bench/pre_compact_floor.rs on the same state directory), all three
+#    taking turns (bench/time_runs.rs, which removes each run's snapshot
+#    untimed).
 #    Target (as bench/pre_compact.sh's): p50 <= 1.3x the floor's p50.
+# With PREVIOUS=DIR (another build's release directory), that build's
+# jkz-pre-compact in the main checkout takes turns with them too.
 # Note `uptime` first: other builds on the machine move every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,19 +86,31 @@ for ((n = 1; n <= 10000; n++)); do
     "$n" "$([ $((n % 3)) = 0 ] && echo done || echo building)" "$n" $((n / 60 % 60)) $((n % 60)) \
     >"$repo/state/pipeline/$n.json"
 done
-# The registry is the hooks' above; the snapshot step reads it for this
-# chat's work (issue 42's branch has a pipeline file).
+# The registry is the hooks' above; the hook reads it for this chat's work
+# (issue 42, the worktree's branch, has a pipeline file). The hook started
+# in the worktree, in the main checkout and the floor take turns, run by
+# run, so the machine's changes of speed reach them alike; `env` starts
+# both hooks (CLAUDE_PROJECT_DIR names where), so its cost is in both.
 sync
-printf '%-16s %16s %14s %16s %8s %s\n' started "jkz p50/p90 ms" "floor p50 ms" "process p50 ms" ratio target
-for place in wt:"$wt" main:"$repo"; do
-  name=${place%%:*} dir=${place#*:}
-  ev "$dir" "chat-$name" PreCompact '"trigger":"manual","custom_instructions":""' >"$work/pre-$name.json"
-  out=$("$bin/jkz-pre-compact" <"$work/pre-$name.json")
+ev "$repo" bench PreCompact '"trigger":"manual","custom_instructions":""' >"$work/pre.json"
+for dir in "$wt" "$repo"; do
+  out=$(CLAUDE_PROJECT_DIR="$dir" "$bin/jkz-pre-compact" <"$work/pre.json")
   grep -q "Issue #" <<<"$out" || { echo "bench: no digest from $dir" >&2; exit 1; }
-  rm -f "$repo"/state/pre-compact-*.json
-  { read -r ours ours90; read -r bottom _; read -r process _; } < <(
-    "$timer" "$runs_big" "$repo/state" "$work/pre-$name.json" \
-      "$bin/jkz-pre-compact" "$floor $repo/state" /bin/true)
+done
+rm -f "$repo"/state/pre-compact-*.json
+previous=()
+[ -z "${PREVIOUS:-}" ] || previous=("env CLAUDE_PROJECT_DIR=$repo $PREVIOUS/jkz-pre-compact")
+{ read -r in_wt in_wt90; read -r in_main in_main90; read -r bottom _; read -r process _
+  [ -z "${PREVIOUS:-}" ] || read -r prev prev90; } < <(
+  "$timer" "$runs_big" "$repo/state" "$work/pre.json" \
+    "env CLAUDE_PROJECT_DIR=$wt $bin/jkz-pre-compact" \
+    "env CLAUDE_PROJECT_DIR=$repo $bin/jkz-pre-compact" \
+    "$floor $repo/state" /bin/true "${previous[@]}")
+printf '%-16s %16s %14s %16s %8s %s\n' started "jkz p50/p90 ms" "floor p50 ms" "process p50 ms" ratio target
+rows=("linked worktree:$in_wt:$in_wt90" "main checkout:$in_main:$in_main90")
+[ -z "${PREVIOUS:-}" ] || rows+=("previous, main:$prev:$prev90")
+for row in "${rows[@]}"; do
+  IFS=: read -r name ours ours90 <<<"$row"
   ratio=$(awk -v a="$ours" -v b="$bottom" 'BEGIN {printf "%.2fx", a / b}')
   verdict=$(awk -v a="$ours" -v b="$bottom" 'BEGIN {print (a <= 1.3 * b) ? "met" : "MISSED"}')
   printf '%-16s %16s %14s %16s %8s p50<=1.3x floor: %s\n' "$name" "$ours/$ours90" "$bottom" "$process" "$ratio" "$verdict"
