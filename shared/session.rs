@@ -51,7 +51,7 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
-/// directory to save into);
+/// directory to save into, a repository whose layout cannot be read);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(

@@ -829,3 +829,99 @@ fn this_chats_issue_comes_first_in_pre_compact_and_session_start() {
     let context = session_start(&wt, "another-chat");
     assert_eq!(order(&context), ["42", "4", "3"], "{context}");
 }
+
+/// Every other tool started in a linked worktree (or a subdirectory of it)
+/// works in the main checkout's state directory: locks, `jkz run`'s
+/// deliberation record and circuit, the tool-output ledger, the full output
+/// of `jkz-truncate`, session records, and `jkz gc`.
+#[test]
+fn every_tool_started_in_a_worktree_uses_the_main_checkouts_state() {
+    let dir = Dir::new();
+    let (repo, wt) = repo_with_worktree(&dir);
+    jkz(&repo).arg("install").run().success();
+    let state = repo.join("state");
+    let sub = wt.join("src");
+
+    jkz(&sub)
+        .args(["lock", "acquire", "pipeline", "42", "--owner", "wt"])
+        .run()
+        .success();
+    let locks = jkz(&repo).args(["lock", "list"]).run().success();
+    assert!(
+        locks.stdout_str().contains("pipeline"),
+        "{}",
+        locks.report()
+    );
+
+    // A failing call: its record, and its circuit's failure count.
+    jkz(&wt)
+        .args([
+            "run",
+            "--role",
+            "builder",
+            "--issue",
+            "42",
+            "--service",
+            "model",
+        ])
+        .args(["--", "sh", "-c", "echo answer; exit 1"])
+        .run()
+        .expect_code(1);
+    let records = jkz(&repo).args(["deliberations", "list"]).run().success();
+    assert!(
+        records.stdout_str().contains("builder"),
+        "{}",
+        records.report()
+    );
+    let circuits = jkz(&repo).args(["circuit", "status"]).run().success();
+    assert!(
+        circuits.stdout_str().contains("model"),
+        "{}",
+        circuits.report()
+    );
+
+    Cmd::new("jkz-truncate", &wt)
+        .args(["--max-bytes", "1000"])
+        .stdin("line\n".repeat(10_000))
+        .run()
+        .success();
+    Cmd::new("jkz-post-tool-use", &wt)
+        .stdin(
+            json!({"session_id": "s1", "cwd": wt, "hook_event_name": "PostToolUse",
+                   "tool_name": "Bash", "tool_input": {"command": "yes"},
+                   "tool_response": {"stdout": "y\n".repeat(100_000), "stderr": "",
+                                     "interrupted": false, "isImage": false}})
+            .to_string(),
+        )
+        .run()
+        .success();
+    assert!(state.join("tool-output.jsonl").is_file());
+    let offloaded = std::fs::read_dir(state.join("context-offload"))
+        .unwrap()
+        .count();
+    assert!(offloaded >= 2, "{offloaded}");
+
+    Cmd::new("jkz-session", &sub)
+        .args(["--session", "wt-chat", "save"])
+        .stdin("## Decisions\n- cents, not floats\n")
+        .run()
+        .success();
+    assert!(state.join("session-snapshots/wt-chat.json").is_file());
+    let loaded = Cmd::new("jkz-session", &repo)
+        .args(["--session", "wt-chat", "load"])
+        .run()
+        .success();
+    assert!(
+        loaded.stdout_str().contains("cents, not floats"),
+        "{}",
+        loaded.report()
+    );
+
+    let gc = jkz(&sub).args(["gc", "--dry-run"]).run().success();
+    assert!(
+        gc.stdout_str().contains(&state.display().to_string()),
+        "{}",
+        gc.report()
+    );
+    assert_eq!(state_dirs(dir.path()), [state]);
+}
