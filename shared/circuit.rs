@@ -170,7 +170,7 @@ fn circuit_path(state: &StateDir, service: &str) -> io::Result<PathBuf> {
             io::ErrorKind::NotFound,
             format!(
                 "no state directory at {} for the circuit of {service} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
+                state.describe()
             ),
         )
     })?;

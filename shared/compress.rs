@@ -306,7 +306,7 @@ impl<'a> Store<'a> {
                     "{sections} section(s) are over the threshold but there is no state directory to \
                      offload them to ({} does not exist and was not named explicitly); pass \
                      --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
-                    self.state.path().display()
+                    self.state.describe()
                 ),
             )),
             Err(e) => Err(Failure::io(

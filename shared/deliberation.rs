@@ -208,7 +208,7 @@ pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
         Ok(None) => {
             eprintln!(
                 "{program}: warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
+                state.describe()
             );
             None
         }

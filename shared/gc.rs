@@ -588,7 +588,7 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
             out,
             format_args!(
                 "no state directory at {}; nothing to collect",
-                state.path().display()
+                state.describe()
             ),
         )?;
         return Ok(0);

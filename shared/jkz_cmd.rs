@@ -7,7 +7,10 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
-//! `install`, `uninstall`, `doctor`, `gc`, `stats`:
+//! Every subcommand that uses the state directory stops, with its code for
+//! an I/O failure (`jkz state`: 2, `jkz run`: 125, the others 1), when the
+//! repository's layout cannot be read (see [`StateDir::check`]).
+//! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
 //! |---|---|
@@ -32,7 +35,9 @@ use crate::state_dir::StateDir;
     about = "Keep long-running Claude Code pipelines inside the context window"
 )]
 pub struct JkzCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
+    /// The state directory (default: $JKZ_STATE_DIR, else the repository's
+    /// one, found from $CLAUDE_PROJECT_DIR or the current directory: see
+    /// docs/worktrees.md).
     #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
@@ -50,8 +55,13 @@ pub enum Command {
     /// Remove exactly what install added.
     Uninstall(UninstallArgs),
     /// Check binaries, how jkz is registered (the plugin or settings, once),
-    /// commands, the state directory and pipeline files.
+    /// commands, the state directory (which one, and why) and pipeline files.
     Doctor(DoctorArgs),
+    /// Share another checkout's state directory: record its root in this
+    /// repository's git config (jkz.stateDir), for every tool started here.
+    Attach(crate::setup::AttachArgs),
+    /// Undo `jkz attach`: this repository uses its own state directory again.
+    Detach(crate::setup::DetachArgs),
     /// Apply retention to the state directory and report what it freed.
     Gc(GcArgs),
     /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
@@ -81,6 +91,22 @@ pub enum Command {
 /// (`jkz gc`, …) and the subcommand's result.
 pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    // A repository whose layout cannot be read stops every command that
+    // uses the state directory (a hook falls back instead); the setup
+    // commands report it themselves.
+    let failed_code = match &cli.command {
+        Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_)
+        | Command::Attach(_)
+        | Command::Detach(_) => None,
+        Command::State(_) => Some(2),
+        Command::Run(_) => Some(crate::run::EXIT_FAILED),
+        _ => Some(1),
+    };
+    if let (Some(code), Err(why)) = (failed_code, state.check()) {
+        return (program(&cli.command), Err(Failure::new(code, why)));
+    }
     // Every subcommand given `buffered()` flushes it explicitly.
     let buffered = || BufWriter::new(std::io::stdout().lock());
     match cli.command {
@@ -137,6 +163,31 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz chats",
             crate::registry::cmd::chats(&args, &state, &mut buffered()),
         ),
+        Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
+        Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
+    }
+}
+
+/// The name a subcommand's errors carry.
+fn program(command: &Command) -> &'static str {
+    match command {
+        Command::State(_) => "jkz state",
+        Command::Install(_) => "jkz install",
+        Command::Uninstall(_) => "jkz uninstall",
+        Command::Doctor(_) => "jkz doctor",
+        Command::Attach(_) => "jkz attach",
+        Command::Detach(_) => "jkz detach",
+        Command::Gc(_) => "jkz gc",
+        Command::Stats(_) => "jkz stats",
+        Command::Run(_) => "jkz run",
+        Command::Deliberations(_) => "jkz deliberations",
+        Command::Circuit(_) => "jkz circuit",
+        Command::Lock(_) => "jkz lock",
+        #[cfg(feature = "ui")]
+        Command::Ui(_) => "jkz ui",
+        Command::Claim(_) => "jkz claim",
+        Command::Release(_) => "jkz release",
+        Command::Chats(_) => "jkz chats",
     }
 }
 

@@ -167,7 +167,7 @@ fn locks_dir(state: &StateDir) -> io::Result<PathBuf> {
             io::ErrorKind::NotFound,
             format!(
                 "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
+                state.describe()
             ),
         )
     })

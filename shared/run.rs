@@ -21,7 +21,7 @@
 //! | 75 | the circuit of `--service` is open: CMD was not started |
 //! | 76 | the `--lock` is held by another owner: CMD was not started |
 //! | 124 | CMD ran past `--timeout` and its process group was ended |
-//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, an I/O error) |
+//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, a repository whose layout cannot be read, an I/O error) |
 //! | 126 | CMD could not be executed |
 //! | 127 | CMD was not found |
 //!

@@ -51,7 +51,7 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
-/// directory to save into);
+/// directory to save into, a repository whose layout cannot be read);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(
@@ -60,7 +60,9 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
     about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
 )]
 pub struct SessionCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
+    /// The state directory (default: $JKZ_STATE_DIR, else the repository's,
+    /// found from $CLAUDE_PROJECT_DIR or the current directory: see
+    /// docs/worktrees.md).
     #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
@@ -145,6 +147,7 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
     let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    state.check().map_err(|why| Failure::new(1, why))?;
     let now = Utc::now();
     let code = match &cli.command {
         SessionCommand::Save(args) => {
@@ -207,7 +210,7 @@ pub fn save(
                 1,
                 format!(
                     "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
-                    state.path().display()
+                    state.describe()
                 ),
             )
         })?;

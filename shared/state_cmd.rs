@@ -11,7 +11,7 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
-//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), or a file that could not be read (corrupt, too large) or written |
+//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), a repository whose layout cannot be read, or a file that could not be read (corrupt, too large) or written |
 //! | 3 | `set`: refused, issue N is claimed by another live chat (see `jkz claim`); nothing written |
 
 use std::io::{IsTerminal, Write};
@@ -275,7 +275,7 @@ fn no_state_dir(state: &StateDir) -> Failure {
         2,
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-            state.path().display()
+            state.describe()
         ),
     )
 }

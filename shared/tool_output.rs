@@ -128,6 +128,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     }
     let project = crate::hook::project_dir(cwd.clone());
     let state = StateDir::resolve(None, cwd.as_deref());
+    crate::hook::warn_state_problem(&state, warnings);
     let mut notes = Vec::new();
     let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
         .into_iter()

@@ -85,7 +85,7 @@ pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
             1,
             format!(
                 "no state directory at {}: run `jkz install` in the project, or set JKZ_STATE_DIR",
-                state.path().display()
+                state.describe()
             ),
         )),
         Err(e) => Err(Failure::io(1, state.path().display(), e)),

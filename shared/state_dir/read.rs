@@ -295,6 +295,33 @@ pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
     whole(bytes, MAX_USER_FILE)
 }
 
+/// A file of git's (`.git`, `commondir`, `config`) read whole, up to `max`
+/// bytes (larger is an `InvalidData` error): links followed, regular files
+/// only, never blocking ([`open_user_file`]). Nothing is reported on
+/// stderr: the caller says what the file was for.
+pub fn read_user_file_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let file = open_user_file(path)?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    whole(bytes, max)
+}
+
+/// Opens a file outside `state/` for reading: links followed, a regular
+/// file only, never blocking on a FIFO.
+fn open_user_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device, socket or directory)",
+        ));
+    }
+    Ok(file)
+}
+
 fn whole(bytes: Vec<u8>, max: u64) -> io::Result<Vec<u8>> {
     if bytes.len() as u64 > max {
         return Err(io::Error::new(

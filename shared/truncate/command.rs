@@ -3,7 +3,7 @@
 //! rules themselves live in [`crate::truncate`].
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -62,10 +62,11 @@ Head share by role (--head-share overrides):
 {}
 Full output: when the input is truncated, it is saved whole to
 STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
-JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
-they exist already). Failing to save it is a warning, never a lost output.
-A kept copy holds at most {limit} bytes (1 GiB); one cut there, or one
-whose input stopped early (the reader of stdout went away), is named
+JKZ_STATE_DIR > the repository's (found from $CLAUDE_PROJECT_DIR or the
+current directory, only if it exists already; see docs/worktrees.md).
+Failing to save it is a warning, never a lost output. A kept copy holds at
+most {limit} bytes (1 GiB); one cut there, or one whose input stopped early
+(the reader of stdout went away), is named
 full-<UTC time>-<pid>-incomplete.txt.
 
 --record (the flags of `jkz run`: --role, --issue, --phase, --pr,
@@ -127,7 +128,7 @@ pub struct TruncateCli {
     pub head_share: Option<f64>,
 
     /// State directory for the full output (default: JKZ_STATE_DIR, then
-    /// $CLAUDE_PROJECT_DIR/state or ./state if it exists).
+    /// the repository's if it exists: see docs/worktrees.md).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
@@ -193,6 +194,10 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let mut stderr = io::stderr().lock();
     let cap = super::cap_from_env(cli.max_bytes, mode, &mut stderr);
     let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    if let Err(why) = state.check() {
+        // A filter in a pipe: the output still goes through, unkept.
+        let _ = writeln!(stderr, "jkz-truncate: {why}; nothing is kept on disk");
+    }
     let settings = Settings {
         cap,
         head_share,

@@ -151,7 +151,7 @@ fn write_own(state: &StateDir, name: &str, bytes: &[u8]) -> io::Result<()> {
             io::ErrorKind::NotFound,
             format!(
                 "the state directory {} does not exist (run jkz install, or pass --state-dir)",
-                state.path().display()
+                state.describe()
             ),
         ));
     };

@@ -21,3 +21,4 @@ mod truncate;
 mod ui;
 mod ui_browser;
 mod util;
+mod worktrees;
