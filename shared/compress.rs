@@ -43,7 +43,7 @@ pub const DEFAULT_EXCERPT: u64 = 2 * 1024;
 /// excerpt stop being much smaller than what they replace.
 pub const MIN_THRESHOLD: u64 = 1024;
 
-/// Exit codes (one table, also in `--help` and the README).
+/// Exit codes (one table, also in `--help` and docs/exit-codes.md).
 pub const OK: u8 = 0;
 /// Reading the input or writing stdout failed.
 pub const IO_FAILED: u8 = 1;

@@ -10,7 +10,7 @@
 //! whether CMD starts at all; with `--lock KIND:NAME` a lock
 //! ([`crate::lock`]) is held for the run.
 //!
-//! Exit codes (one table, also in `--help` and the README):
+//! Exit codes (one table, also in `--help` and docs/exit-codes.md):
 //!
 //! | code | meaning |
 //! |---|---|

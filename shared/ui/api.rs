@@ -1,5 +1,5 @@
 //! The JSON API behind the page: what each endpoint answers, built from the
-//! state directory with the project's readers (documented in the README).
+//! state directory with the project's readers (documented in docs/ui.md).
 //!
 //! Every part of the state that does not exist yet (no deliberations, no
 //! locks, no registry, no ledger) answers empty, never an error.
