@@ -168,10 +168,7 @@ fn circuit_path(state: &StateDir, service: &str) -> io::Result<PathBuf> {
     let dir = state.ensure_subdir(CIRCUIT_DIR)?.ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} for the circuit of {service} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.describe()
-            ),
+            format!("the circuit of {service}: {}", state.missing()),
         )
     })?;
     Ok(dir.join(format!("{service}.json")))

@@ -303,10 +303,8 @@ impl<'a> Store<'a> {
             Ok(None) => Err(Failure::new(
                 NO_STATE_DIR,
                 format!(
-                    "{sections} section(s) are over the threshold but there is no state directory to \
-                     offload them to ({} does not exist and was not named explicitly); pass \
-                     --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
-                    self.state.describe()
+                    "{sections} section(s) are over the threshold, nothing was written: {}",
+                    self.state.missing()
                 ),
             )),
             Err(e) => Err(Failure::io(

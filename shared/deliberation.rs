@@ -207,8 +207,8 @@ pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
         Ok(Some(dir)) => Some(dir),
         Ok(None) => {
             eprintln!(
-                "{program}: warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.describe()
+                "{program}: warning: no deliberation record is kept: {}",
+                state.missing()
             );
             None
         }

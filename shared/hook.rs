@@ -17,10 +17,8 @@ use crate::state_dir::StateDir;
 /// The end of the compaction hooks' help: where their state is and their
 /// one exit code (the state-root order is [`crate::state_dir::StateDir::resolve`]'s).
 pub const STATE_AND_EXIT_HELP: &str = "
-State directory: JKZ_STATE_DIR, else the repository's one, found from
-$CLAUDE_PROJECT_DIR, else the event's cwd (a linked worktree uses its main
-checkout's: see docs/worktrees.md); only JKZ_STATE_DIR is created when
-missing, the repository's is used only if it exists (jkz install creates it).
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md).
 
 Exit code: 0, always; a problem is one line on stderr.";
 

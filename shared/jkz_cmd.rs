@@ -19,14 +19,12 @@
 //! | 2 | usage: unknown subcommand or bad arguments |
 
 use std::io::BufWriter;
-use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
 use crate::exit::Failure;
 use crate::gc::GcArgs;
 use crate::setup::{DoctorArgs, InstallArgs, UninstallArgs};
-use crate::state_dir::StateDir;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -35,11 +33,8 @@ use crate::state_dir::StateDir;
     about = "Keep long-running Claude Code pipelines inside the context window"
 )]
 pub struct JkzCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else the repository's
-    /// one, found from $CLAUDE_PROJECT_DIR or the current directory: see
-    /// docs/worktrees.md).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     #[command(subcommand)]
     pub command: Command,
@@ -90,7 +85,7 @@ pub enum Command {
 /// Runs a parsed command line: the program name its errors carry
 /// (`jkz gc`, …) and the subcommand's result.
 pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
     // A repository whose layout cannot be read stops every command that
     // uses the state directory (a hook falls back instead); the setup
     // commands report it themselves.
@@ -121,7 +116,7 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         ),
         Command::Doctor(args) => (
             "jkz doctor",
-            crate::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
+            crate::setup::doctor(&args, cli.state.named(), &mut buffered()),
         ),
         Command::Gc(args) => ("jkz gc", crate::gc::gc(&args, &state, &mut buffered())),
         Command::Stats(args) => (

@@ -162,15 +162,9 @@ pub fn read(path: &Path) -> io::Result<Option<LockRecord>> {
 }
 
 fn locks_dir(state: &StateDir) -> io::Result<PathBuf> {
-    state.ensure_subdir(LOCKS_DIR)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.describe()
-            ),
-        )
-    })
+    state
+        .ensure_subdir(LOCKS_DIR)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, state.missing()))
 }
 
 fn stamp(t: DateTime<Utc>) -> String {

@@ -60,11 +60,8 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
     about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
 )]
 pub struct SessionCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else the repository's,
-    /// found from $CLAUDE_PROJECT_DIR or the current directory: see
-    /// docs/worktrees.md).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
     /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
     /// 1 to 128 characters from A-Z a-z 0-9 . _ -
     #[arg(long, global = true, value_name = "ID")]
@@ -146,7 +143,7 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 /// Runs a parsed command line with the process environment.
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
     let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
     state.check().map_err(|why| Failure::new(1, why))?;
     let now = Utc::now();
     let code = match &cli.command {
@@ -204,16 +201,14 @@ pub fn save(
     let notes = notes::parse(text).map_err(|why| Failure::new(2, why))?;
     let dir = state
         .ensure_subdir(SNAPSHOT_DIR)
-        .map_err(|e| Failure::io(1, format!("creating {}", state.join(SNAPSHOT_DIR).display()), e))?
-        .ok_or_else(|| {
-            Failure::new(
+        .map_err(|e| {
+            Failure::io(
                 1,
-                format!(
-                    "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
-                    state.describe()
-                ),
+                format!("creating {}", state.join(SNAPSHOT_DIR).display()),
+                e,
             )
-        })?;
+        })?
+        .ok_or_else(|| Failure::new(1, state.missing()))?;
     let path = crate::session_record::record_path(state, id);
     debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);

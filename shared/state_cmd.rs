@@ -271,13 +271,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
 }
 
 fn no_state_dir(state: &StateDir) -> Failure {
-    Failure::new(
-        2,
-        format!(
-            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-            state.describe()
-        ),
-    )
+    Failure::new(2, state.missing())
 }
 
 fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {

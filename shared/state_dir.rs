@@ -45,6 +45,7 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
+pub mod arg;
 pub mod layout;
 pub mod read;
 pub mod retention;
@@ -56,6 +57,7 @@ pub use read::{
     refused_entries, RefusedEntry, SmallFileReader,
 };
 
+pub use arg::StateDirArg;
 pub use layout::{CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 pub use root::Why;
 
@@ -200,6 +202,15 @@ impl StateDir {
     /// it: `/r/state (main worktree of /r/wt-42)`.
     pub fn describe(&self) -> String {
         format!("{} ({})", self.path.display(), self.why)
+    }
+
+    /// The one message for "no state directory here": where it was looked
+    /// for, and what to do.
+    pub fn missing(&self) -> String {
+        format!(
+            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
+            self.describe()
+        )
     }
 
     /// Why the repository's layout could not be read, when it could not: a

@@ -13,7 +13,6 @@ use super::{
     RESTORE_PARTIAL, STORE_FAILED, USAGE,
 };
 use crate::exit::Failure;
-use crate::state_dir::StateDir;
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-compress";
@@ -29,9 +28,7 @@ Markers look like:
 and stand for a section stored in STATE/context-offload/<sha256>.md
 (write-once, content-addressed). Protected blocks are never offloaded.
 
-State directory: --state-dir, else JKZ_STATE_DIR, else the repository's
-(found from $CLAUDE_PROJECT_DIR or the current directory, used only if it
-exists; see docs/worktrees.md).
+State directory: which one, and why: docs/worktrees.md.
 
 Exit codes:
   {OK}  success (also when --budget could not be met: a note goes to stderr)
@@ -79,9 +76,8 @@ pub struct CompressCli {
     #[arg(long, value_name = "BYTES")]
     pub budget: Option<u64>,
 
-    /// The state directory (offloads go to DIR/context-offload/).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     /// Expand every marker back from its offload file (sha256 verified;
     /// nothing is written unless all markers check out).
@@ -107,7 +103,7 @@ pub struct CompressCli {
 
 /// Runs a parsed command line: the exit code, or why it failed.
 pub fn run(cli: CompressCli) -> Result<u8, Failure> {
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
     state
         .check()
         .map_err(|why| Failure::new(NO_STATE_DIR, why))?;

@@ -81,13 +81,7 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(
-            1,
-            format!(
-                "no state directory at {}: run `jkz install` in the project, or set JKZ_STATE_DIR",
-                state.describe()
-            ),
-        )),
+        Ok(None) => Err(Failure::new(1, state.missing())),
         Err(e) => Err(Failure::io(1, state.path().display(), e)),
     }
 }

@@ -60,10 +60,8 @@ them over. Anything else passes with no output.
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
-State directory: JKZ_STATE_DIR, else the repository's one, found from
-$CLAUDE_PROJECT_DIR, else the event's cwd (every worktree of a repository
-shares one: see docs/worktrees.md); used only if it exists (jkz install
-creates it), JKZ_STATE_DIR is created when missing.
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md).
 
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
 then rebuilt empty, an unwritable state directory) is one line on stderr.";

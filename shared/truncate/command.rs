@@ -14,7 +14,6 @@ use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
 use crate::closed_stdout::UntilStdoutCloses;
 use crate::deliberation::{pipe, Context};
 use crate::exit::{Failure, EXIT_USAGE};
-use crate::state_dir::StateDir;
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-truncate";
@@ -61,9 +60,8 @@ text unless they name a kind themselves.
 Head share by role (--head-share overrides):
 {}
 Full output: when the input is truncated, it is saved whole to
-STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
-JKZ_STATE_DIR > the repository's (found from $CLAUDE_PROJECT_DIR or the
-current directory, only if it exists already; see docs/worktrees.md).
+STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being the state
+directory (found from JKZ_STATE_DIR or CLAUDE_PROJECT_DIR: docs/worktrees.md).
 Failing to save it is a warning, never a lost output. A kept copy holds at
 most {limit} bytes (1 GiB); one cut there, or one whose input stopped early
 (the reader of stdout went away), is named
@@ -127,10 +125,8 @@ pub struct TruncateCli {
     #[arg(long, value_name = "F", value_parser = parse_share)]
     pub head_share: Option<f64>,
 
-    /// State directory for the full output (default: JKZ_STATE_DIR, then
-    /// the repository's if it exists: see docs/worktrees.md).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     /// Do not save the full input when truncating.
     #[arg(long)]
@@ -193,7 +189,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let head_share = roles::resolve_head_share(cli.head_share, cli.context.role.as_deref());
     let mut stderr = io::stderr().lock();
     let cap = super::cap_from_env(cli.max_bytes, mode, &mut stderr);
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
     if let Err(why) = state.check() {
         // A filter in a pipe: the output still goes through, unkept.
         let _ = writeln!(stderr, "jkz-truncate: {why}; nothing is kept on disk");

@@ -133,5 +133,8 @@ fn the_readme_is_a_front_door_with_the_set_up_commands_on_its_first_screen() {
     }
     let pages = pages().len() - 1;
     assert!(pages >= 5, "docs/ has {pages} pages");
-    assert!(checkout().join("docs/README.md").exists(), "docs/ has an index");
+    assert!(
+        checkout().join("docs/README.md").exists(),
+        "docs/ has an index"
+    );
 }
