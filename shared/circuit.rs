@@ -139,13 +139,7 @@ pub enum Admission {
 /// A service name is `[A-Za-z0-9._-]`, at most 128 bytes, not starting
 /// with `.`: it names a file.
 pub fn validate(service: &str) -> Result<(), String> {
-    let ok = !service.is_empty()
-        && service.len() <= 128
-        && !service.starts_with('.')
-        && service
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    match ok {
+    match crate::file_name::is_safe_visible(service) {
         true => Ok(()),
         false => Err(format!(
             "service '{service}': use letters, digits, '.', '_' and '-' (e.g. codex, api-ollama-com)"

@@ -37,6 +37,7 @@ pub mod blocks;
 pub mod closed_stdout;
 pub mod cut;
 pub mod exit;
+pub mod file_name;
 pub mod git;
 pub mod hook;
 pub mod json_depth;

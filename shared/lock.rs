@@ -132,13 +132,7 @@ pub fn validate(kind: &str, name: &str) -> Result<(), String> {
             "lock kind '{kind}': use lower-case letters, digits and _ (e.g. pipeline, worktree)"
         ));
     }
-    let name_ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !name_ok {
+    if !crate::file_name::is_safe_visible(name) {
         return Err(format!(
             "lock name '{name}': use letters, digits, '.', '_' and '-' (at most 128, not starting with '.')"
         ));

@@ -520,9 +520,10 @@ fn invoke(
 /// markers name.
 fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     Settings {
-        cap: truncate::cap_from_env(args.max_bytes, args.mode, &mut io::stderr()),
+        cap: truncate::cap_from_env(args.max_bytes, args.mode, PROGRAM, &mut io::stderr()),
         head_share: roles::resolve_head_share(None, args.context.role.as_deref()),
         full_output: deliberation::response_keep(state, PROGRAM),
+        program: PROGRAM,
     }
 }
 

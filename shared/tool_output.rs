@@ -55,6 +55,9 @@ use self::response::{Body, ToolOutput};
 /// The environment variable that sets the cap.
 pub const CAP_VARIABLE: &str = "JKZ_TOOL_OUTPUT_BYTES";
 
+/// The hook's name, as its warnings say it.
+pub const PROGRAM: &str = "jkz-post-tool-use";
+
 /// The default cap, in bytes. Measured on the client: an answer of up to
 /// 30,000 characters is shown inline, a longer one is persisted again and
 /// previewed (2 KB of its head). 20,000 stays well under that with room for
@@ -299,13 +302,18 @@ fn run_engine(
         cap: budget.saturating_sub(reserve).max(1),
         head_share,
         full_output: Some(truncate::full_output::Keep::WhenTruncated(state.clone())),
+        program: PROGRAM,
     };
     let mut out = Vec::with_capacity(budget as usize);
     let mut engine_warnings = Vec::new();
     let summary = truncate::truncate(input, &mut out, &settings, source, &mut engine_warnings)
         .map_err(|f| f.message)?;
     for line in String::from_utf8_lossy(&engine_warnings).lines() {
-        notes.push(line.to_string());
+        // The hook's warnings name the program once, when they are shown.
+        let note = line
+            .strip_prefix(PROGRAM)
+            .and_then(|l| l.strip_prefix(": "));
+        notes.push(note.unwrap_or(line).to_string());
     }
     if !summary.truncated {
         return Ok(None);

@@ -170,12 +170,12 @@ pub fn resolve_cap(
 
 /// The cap [`resolve_cap`] picks from the flag and the process environment;
 /// an invalid [`CAP_VARIABLE`] is one warning on `stderr`.
-pub fn cap_from_env(flag: Option<u64>, mode: Mode, stderr: &mut dyn Write) -> u64 {
+pub fn cap_from_env(flag: Option<u64>, mode: Mode, program: &str, stderr: &mut dyn Write) -> u64 {
     let env = std::env::var_os(CAP_VARIABLE);
     match resolve_cap(flag, env.as_deref(), mode) {
         Ok(cap) => cap,
         Err((cap, warning)) => {
-            warn(stderr, &warning);
+            warn(stderr, program, &warning);
             cap
         }
     }
@@ -199,6 +199,8 @@ pub struct Settings {
     /// truncating (`jkz-truncate`), or always, as a response whose file the
     /// markers name (`jkz run`, `--record`). See [`full_output`].
     pub full_output: Option<Keep>,
+    /// The running program, named in the engine's warnings.
+    pub program: &'static str,
 }
 
 /// What a run did.
@@ -597,7 +599,7 @@ impl Streaming {
                     Ok(full) => self.full = full,
                     // A response's keeper reports it with the response.
                     Err(e) if matches!(keep, Keep::Response { .. }) => self.full_failed = Some(e),
-                    Err(e) => warn(warnings, &e),
+                    Err(e) => warn(warnings, settings.program, &e),
                 }
             }
         }
@@ -679,6 +681,7 @@ impl Streaming {
                     Some(Keep::Response { .. }) => *kept = Some(Err(why)),
                     _ => warn(
                         warnings,
+                        settings.program,
                         &format_args!("{why}; the truncated output is still printed"),
                     ),
                 }
@@ -746,10 +749,11 @@ impl Streaming {
     }
 }
 
-/// One warning line on `warnings` (stderr): `jkz-truncate: warning: …`.
-pub fn warn(warnings: &mut dyn Write, message: &dyn std::fmt::Display) {
+/// One warning line on `warnings` (stderr): `PROGRAM: warning: …`, PROGRAM
+/// being the program that is running (`jkz-truncate`, `jkz run`, …).
+pub fn warn(warnings: &mut dyn Write, program: &str, message: &dyn std::fmt::Display) {
     // Nothing sensible is left to do if stderr itself fails.
-    let _ = writeln!(warnings, "jkz-truncate: warning: {message}");
+    let _ = writeln!(warnings, "{program}: warning: {message}");
 }
 
 /// Counts `\n` bytes; every byte of the input passes here once. memchr's

@@ -188,7 +188,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let mode = cli.mode;
     let head_share = roles::resolve_head_share(cli.head_share, cli.context.role.as_deref());
     let mut stderr = io::stderr().lock();
-    let cap = super::cap_from_env(cli.max_bytes, mode, &mut stderr);
+    let cap = super::cap_from_env(cli.max_bytes, mode, PROGRAM, &mut stderr);
     let state = cli.state.resolve();
     if let Err(why) = state.check() {
         // A filter in a pipe: the output still goes through, unkept.
@@ -199,6 +199,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
         head_share,
         full_output: (!cli.no_full_output && !cli.record)
             .then(|| Keep::WhenTruncated(state.clone())),
+        program: PROGRAM,
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
     let caller = cli.record.then(|| pipe::Caller {

@@ -338,6 +338,7 @@ fn streaming(input: &[u8], cap: u64, share: f64, sizes: Vec<usize>, tuning: Tuni
         cap,
         head_share: share,
         full_output: None,
+        program: "jkz-truncate",
     };
     let mut out = Vec::new();
     let mut warnings = Vec::new();
@@ -670,6 +671,7 @@ proptest! {
             cap,
             head_share: 0.5,
             full_output: Some(full_output::Keep::WhenTruncated(StateDir::at(dir.path().join("state")))),
+            program: "jkz-truncate",
         };
         let reader = Chunked { data: &input, sizes, next: 0 };
         let mut out = Vec::new();
@@ -709,6 +711,7 @@ proptest! {
                 offload: dir.path().to_path_buf(),
                 inline_max,
             }),
+            program: "jkz-truncate",
         };
         let reader = Chunked { data: &input, sizes, next: 0 };
         let mut out = Vec::new();
