@@ -7,7 +7,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::normalized::coerce_count;
-use super::validate::{field_problem, sibling_problem, type_name, validate_doc};
+use super::normalized::type_name;
+use super::validate::{field_problem, sibling_problem, validate_doc};
 use super::{IssueNumber, PipelineDoc};
 use crate::json_file::{self, UpdateError};
 
