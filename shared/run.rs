@@ -473,8 +473,8 @@ fn invoke(
     let code = exit_code(end.status);
     record.exit_code = Some(code);
     // Judged by what CMD wrote, whether or not it could be kept or passed on.
-    let empty = deliberation::is_empty(kept.as_ref(), Some(read));
-    deliberation::set_response(record, kept, PROGRAM);
+    let empty = truncate::record::is_empty(kept.as_ref(), Some(read));
+    truncate::record::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
             Ok(tokens) => record.tokens = tokens,
@@ -522,7 +522,7 @@ fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     Settings {
         cap: truncate::cap_from_env(args.max_bytes, args.mode, PROGRAM, &mut io::stderr()),
         head_share: roles::resolve_head_share(None, args.context.role.as_deref()),
-        full_output: deliberation::response_keep(state, PROGRAM),
+        full_output: truncate::record::response_keep(state, PROGRAM),
         program: PROGRAM,
     }
 }

@@ -43,9 +43,12 @@
 //! once the input is longer than the cap) go to the full output's writer
 //! thread ([`full_output`]), and the rest of them at the end.
 
+pub use crate::thousands::thousands;
+
 pub mod command;
 pub mod full_output;
 pub mod head_tail;
+pub mod record;
 pub mod roles;
 pub mod select;
 
@@ -1005,19 +1008,6 @@ fn marker_floor() -> Markers {
     }
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
 /// Counts what passes through to a writer.
 struct Counter<W>(W, u64);
 
@@ -1078,15 +1068,6 @@ mod tests {
         );
         let file = tempfile::tempfile().unwrap();
         grow_pipe(&file); // not a pipe: nothing happens, nothing fails
-    }
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::git::repository::head_branch;
 use crate::pipeline::{self, IssueNumber, Normalized, PipelineFile};
 use crate::registry::db::{chats_read_only, DB_FILE};
-use crate::registry::target::resolve;
+use crate::resolved_path::resolve;
 use crate::session_id::SessionId;
 use crate::state_dir::root;
 use crate::state_dir::StateDir;

@@ -149,7 +149,7 @@ pub fn list(
             opt(e.iteration),
             e.status.name().to_string(),
             e.verdict.clone().unwrap_or_else(dash),
-            crate::truncate::thousands(e.bytes),
+            crate::thousands::thousands(e.bytes),
             e.id.clone(),
         ]);
     }

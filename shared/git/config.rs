@@ -43,7 +43,7 @@ pub struct RepoConfig {
 /// Reads `<git_dir>/config`. A missing file is an empty config.
 pub fn read(git_dir: &Path) -> Result<RepoConfig, String> {
     let path = git_dir.join("config");
-    match crate::state_dir::read_user_file_bounded(&path, MAX_CONFIG) {
+    match crate::user_file::read_user_file_bounded(&path, MAX_CONFIG) {
         Ok(bytes) => parse(&bytes).map_err(|e| format!("{}: {e}", path.display())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(RepoConfig::default()),
         Err(e) => Err(format!("reading {}: {e}", path.display())),

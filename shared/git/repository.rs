@@ -32,7 +32,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::config::RepoConfig;
-use crate::state_dir::read_user_file_bounded;
+use crate::user_file::read_user_file_bounded;
 
 /// The most bytes of a `.git` file, a `commondir` or a `HEAD` read: a path
 /// (PATH_MAX is 4096) and its prefix.

@@ -696,7 +696,7 @@ fn simple(command: &Simple, cwd: &mut Option<PathBuf>, depth: usize, out: &mut V
                         "1-compact-plan.md",
                     ]
                     .iter()
-                    .any(|guarded| super::target::glob_match(n, guarded))
+                    .any(|guarded| crate::glob::glob_match(n, guarded))
                         || n.ends_with(".json")
                         || n.contains('[')
                 });
@@ -875,7 +875,7 @@ fn copy(moves: bool, args: &[Word], cwd: Option<&Path>, out: &mut Vec<Write>) {
     let into_dir = !no_target_dir
         && (sources.len() > 1
             || dest.text.ends_with('/')
-            || super::target::resolve(&dest_path).is_dir());
+            || crate::resolved_path::resolve(&dest_path).is_dir());
     if into_dir {
         out.extend(copy_into(sources, dest, moves, cwd));
     } else {

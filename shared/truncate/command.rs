@@ -10,9 +10,10 @@ use std::sync::LazyLock;
 use clap::Parser;
 
 use super::full_output::Keep;
+use super::record;
 use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
 use crate::closed_stdout::UntilStdoutCloses;
-use crate::deliberation::{pipe, Context};
+use crate::deliberation::Context;
 use crate::exit::{Failure, EXIT_USAGE};
 
 /// The program's name, in its messages.
@@ -86,8 +87,8 @@ Exit codes:
   {EXIT_USAGE}  usage error (bad flag or value)",
         roles::table(),
         caps = Mode::caps_text(),
-        inline = super::thousands(crate::deliberation::INLINE_MAX as u64),
-        limit = super::thousands(super::full_output::KEEP_LIMIT),
+        inline = crate::thousands::thousands(crate::deliberation::INLINE_MAX as u64),
+        limit = crate::thousands::thousands(super::full_output::KEEP_LIMIT),
     )
 });
 
@@ -202,7 +203,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
         program: PROGRAM,
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
-    let caller = cli.record.then(|| pipe::Caller {
+    let caller = cli.record.then(|| record::Caller {
         context: cli.context.clone(),
         service: cli.service.clone(),
         mode,
@@ -210,7 +211,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let go = |input: &mut dyn Read, name: &str| match &caller {
         None => super::truncate(input, stdout, &settings, name, &mut stderr),
         Some(caller) => {
-            pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
+            record::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
     // A closed stdout stops the reading (see `crate::closed_stdout`).

@@ -64,6 +64,7 @@ use crate::atomic::AtomicFile;
 use crate::state_dir::StateDir;
 
 use super::head_tail::Chunk;
+pub use crate::deliberation::response::hex;
 
 /// The subdirectory of the state directory that holds full outputs.
 pub use crate::state_dir::layout::OFFLOAD_DIR as SUBDIR;
@@ -120,8 +121,8 @@ fn incompleteness(stopped: Option<&str>, kept: u64, seen: u64) -> Option<String>
     let cut = (seen > kept).then(|| {
         format!(
             "only its first {} of {} bytes are kept (the bound on a kept copy)",
-            super::thousands(kept),
-            super::thousands(seen),
+            crate::thousands::thousands(kept),
+            crate::thousands::thousands(seen),
         )
     });
     match (stopped, cut) {
@@ -231,16 +232,6 @@ impl Keeper {
             stopped,
         })
     }
-}
-
-/// Lowercase hex of a digest.
-pub fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(digest.len() * 2);
-    for b in digest {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// What the writer thread writes to.
