@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{Cmd, Dir, Immutable, Run};
+use crate::util::{self, Cmd, Dir, Immutable, Run};
 
 /// A temp dir holding a project `p/` (with `state/`) and a sibling `outside/`.
 struct World {
@@ -60,12 +60,7 @@ impl World {
         for (k, v) in extra.as_object().unwrap() {
             data[k] = v.clone();
         }
-        std::fs::create_dir_all(self.state().join("pipeline")).unwrap();
-        std::fs::write(
-            self.state().join(format!("pipeline/{n}.json")),
-            json!({ n.to_string(): data }).to_string(),
-        )
-        .unwrap();
+        util::write_pipeline(&self.state(), n, &util::pipeline_doc(n, data, Value::Null));
     }
 }
 
@@ -773,17 +768,10 @@ fn a_state_root_link_is_the_users_choice() {
 #[test]
 fn gc_does_not_remove_files_through_a_linked_subdirectory() {
     let world = World::new();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(90 * 24 * 3600);
     for name in ["a.json", "b.json", "c.md"] {
         let path = world.outside().join(name);
         std::fs::write(&path, "{}").unwrap();
-        let f = std::fs::File::options().write(true).open(&path).unwrap();
-        f.set_times(
-            std::fs::FileTimes::new()
-                .set_modified(old)
-                .set_accessed(old),
-        )
-        .unwrap();
+        util::age(&path, util::DAY * 90);
     }
     symlink(world.outside(), world.state().join("session-snapshots")).unwrap();
     symlink(world.outside(), world.state().join("context-offload")).unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{Cmd, Dir, Run};
+use crate::util::{self, Cmd, Dir, Run};
 
 /// Runs git in `dir`; panics with its stderr when it fails.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -387,12 +387,7 @@ fn a_stray_state_in_a_worktree_is_named_by_doctor_and_moved_by_fix_without_overw
     .unwrap();
     let old = stray.join("pipeline/1.json");
     std::fs::write(&old, r#"{"1": {"current_phase": "stray-older"}}"#).unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&old)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(86_400))
-        .unwrap();
+    util::age(&old, util::DAY);
 
     // It never shadows the repository's root.
     jkz(&wt)

@@ -172,10 +172,7 @@ fn disk_full_cases(dir: &Dir, state: &Path, prelude: &str, why: &str) {
 /// The files a disk-full run must leave intact: a pipeline, a session
 /// record, a pre-compact snapshot, an offload.
 fn seed_state(dir: &Dir, state: &Path, pipeline_filler: usize) {
-    dir.write(
-        "state/pipeline/7.json",
-        pipeline_doc(7, pipeline_filler).to_string(),
-    );
+    crate::util::write_pipeline(state, 7, &pipeline_doc(7, pipeline_filler));
     let st = state.as_os_str();
     let notes = dir.write("small-notes.md", "## Decisions\n- keep it small\n");
     run_sh(

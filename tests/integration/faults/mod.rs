@@ -230,14 +230,8 @@ fn gc_cleans_temps(dir: &Dir, state: &Path) -> usize {
         young.iter().all(|d| !temps.contains(&d.path)),
         "gc would remove a temp file younger than 10 minutes: {young:?}"
     );
-    let aged = SystemTime::now() - Duration::from_secs(11 * 60);
     for t in &temps {
-        fs::File::options()
-            .write(true)
-            .open(t)
-            .unwrap()
-            .set_times(fs::FileTimes::new().set_modified(aged).set_accessed(aged))
-            .unwrap();
+        crate::util::age(t, Duration::from_secs(11 * 60));
     }
     dir.cmd("jkz")
         .arg("--state-dir")
@@ -265,16 +259,19 @@ fn report(test: &str, stats: &KillStats, temps: usize) {
 
 // Fixtures shared by the fault kinds.
 
+/// Issue `n`'s pipeline document, its notes `filler` bytes long.
 fn pipeline_doc(n: usize, filler: usize) -> Value {
-    json!({
-        n.to_string(): {
-            "current_phase": "building",
-            "active_agent": "builder",
-            "plan_iterations": "1",
-            "notes": "x".repeat(filler),
-        },
-        "lastActivity": "2025-01-01T00:00:00.000Z",
-    })
+    let issue = json!({
+        "current_phase": "building",
+        "active_agent": "builder",
+        "plan_iterations": "1",
+        "notes": "x".repeat(filler),
+    });
+    crate::util::pipeline_doc(
+        n,
+        issue,
+        json!({ "lastActivity": "2025-01-01T00:00:00.000Z" }),
+    )
 }
 
 fn pre_compact_event(cwd: &Path, session: &str) -> Vec<u8> {
