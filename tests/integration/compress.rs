@@ -673,7 +673,9 @@ fn stats_line_only_when_asked_or_on_a_terminal() {
     );
     // stderr on a terminal (script(1) gives the command one).
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("note: no script(1); the terminal case is not checked");
+        util::cannot_run(
+            "no script(1) here (apt-get install bsdutils): the terminal case is not checked",
+        );
         return;
     }
     let shown = Command::new("script")

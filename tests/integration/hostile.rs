@@ -845,7 +845,7 @@ fn a_state_that_cannot_be_written() {
     let world = World::new();
     world.pipeline(1, json!({}));
     let Some(_guard) = Immutable::set(&world.state()) else {
-        eprintln!("chattr +i is not supported here: read-only state/ not tested");
+        util::cannot_run("chattr +i is not supported here: read-only state/ not tested");
         return;
     };
     // Prove the directory really refuses writes, as root.

@@ -325,6 +325,18 @@ pub fn write_pipeline(state: &Path, n: impl std::fmt::Display, doc: &serde_json:
     path
 }
 
+/// A test that cannot run where it is (it needs root, `chattr`, a mount,
+/// a program that is not installed) calls this, then returns: with `CI`
+/// set it fails, saying `why`, since CI must run every test; elsewhere it
+/// says `SKIPPED: why` on stderr, so a skipped test is never silent.
+pub fn cannot_run(why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "cannot run here, and CI runs every test: {why}"
+    );
+    eprintln!("SKIPPED: {why}");
+}
+
 /// A day, for ageing files.
 pub const DAY: Duration = Duration::from_secs(86_400);
 

@@ -248,7 +248,7 @@ fn disk_full_on_a_tiny_tmpfs() {
         .stderr(Stdio::null())
         .status();
     if !status.is_ok_and(|s| s.success()) {
-        eprintln!("disk_full_on_a_tiny_tmpfs: skipped, mount -t tmpfs refused here (needs root); the RLIMIT_FSIZE variant ran");
+        crate::util::cannot_run("disk_full_on_a_tiny_tmpfs: mount -t tmpfs refused here (needs root); the RLIMIT_FSIZE variant ran");
         return;
     }
     let _mounted = Tmpfs(mount.clone());
