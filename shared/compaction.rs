@@ -29,4 +29,3 @@ pub mod session_start;
 pub mod snapshot;
 
 pub use digest::{Digest, PipelineDigest};
-pub use snapshot::is_snapshot_name;

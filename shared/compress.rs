@@ -28,7 +28,7 @@ pub use plan::Excerpt;
 pub use source::Source;
 
 /// Where offloaded sections live, below the state directory.
-pub use crate::state_dir::layout::OFFLOAD_DIR;
+use crate::state_dir::layout::OFFLOAD_DIR;
 
 /// Default `--threshold`: 16 KiB, about 4,000 tokens — a few screens, past
 /// which a section stops being skimmable; eight times the default excerpt,

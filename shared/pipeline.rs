@@ -56,9 +56,6 @@ pub fn view_of_bytes(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
     view::normalized(issue, bytes)
 }
 
-/// The subdirectory of the state directory holding pipeline files.
-pub use crate::state_dir::layout::PIPELINE_DIR;
-
 /// The largest approved-plan companion file read whole; a larger one is read
 /// up to this bound (digests cut plans far shorter anyway).
 pub const MAX_PLAN_BYTES: u64 = 256 * 1024;

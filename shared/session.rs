@@ -28,6 +28,8 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::state_dir::layout::SESSION_RECORD_DIR;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
@@ -44,9 +46,6 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 
 /// The session id used when none is given or set.
 pub const ANONYMOUS: &str = "anonymous";
-
-/// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
@@ -200,11 +199,11 @@ pub fn save(
 ) -> Result<u8, Failure> {
     let notes = notes::parse(text).map_err(|why| Failure::new(2, why))?;
     let dir = state
-        .ensure_subdir(SNAPSHOT_DIR)
+        .ensure_subdir(SESSION_RECORD_DIR)
         .map_err(|e| {
             Failure::io(
                 1,
-                format!("creating {}", state.join(SNAPSHOT_DIR).display()),
+                format!("creating {}", state.join(SESSION_RECORD_DIR).display()),
                 e,
             )
         })?
@@ -280,7 +279,7 @@ impl Found {
 /// Every readable snapshot, newest first (by `saved_at`, else file time).
 fn snapshots(state: &StateDir) -> Vec<Found> {
     let mut found = Vec::new();
-    for e in fs::read_dir(state.join(SNAPSHOT_DIR))
+    for e in fs::read_dir(state.join(SESSION_RECORD_DIR))
         .into_iter()
         .flatten()
         .flatten()
@@ -363,7 +362,7 @@ pub fn load(
                 writeln!(
                     out,
                     "No saved jkz session snapshot to load (none in {}). Save one with /jkz:save (jkz-session save) first.",
-                    state.join(SNAPSHOT_DIR).display()
+                    state.join(SESSION_RECORD_DIR).display()
                 )
                 .map_err(|e| Failure::io(1, "writing stdout", e))?;
                 return Ok(0);
@@ -400,7 +399,7 @@ pub fn list(
             out,
             format!(
                 "no session snapshots in {}",
-                state.join(SNAPSHOT_DIR).display()
+                state.join(SESSION_RECORD_DIR).display()
             ),
         )?;
         return Ok(0);

@@ -166,7 +166,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     if let Err(e) = ledger::append(&state, &entry) {
         warnings.warn(format!(
             "cannot append to {}: {e}",
-            state.join(ledger::LEDGER).display()
+            state
+                .join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER)
+                .display()
         ));
     }
     Some(answer)

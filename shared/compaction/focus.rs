@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::repository::head_branch;
 use crate::pipeline::{self, IssueNumber, Normalized, PipelineFile};
-use crate::registry::db::{chats_read_only, DB_FILE};
+use crate::registry::db::chats_read_only;
 use crate::resolved_path::resolve;
 use crate::session_id::SessionId;
+use crate::state_dir::layout::CHAT_DB;
 use crate::state_dir::root;
 use crate::state_dir::StateDir;
 
@@ -42,7 +43,7 @@ pub struct Focus {
 /// This chat's work (see the module documentation): `session` is the
 /// chat, `start` the directory it runs in.
 pub fn find(state: &StateDir, session: Option<&SessionId>, start: &Path) -> Option<Focus> {
-    let db = state.join(DB_FILE);
+    let db = state.join(CHAT_DB);
     if db.exists() {
         if let Some(focus) = from_registry(&db, session, start) {
             return Some(focus);

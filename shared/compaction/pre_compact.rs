@@ -87,7 +87,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let session = session_id(event.as_ref(), warnings);
     let root = state_root(&state, warnings);
     let now = Utc::now();
-    let name = snapshot::snapshot_name(now, std::process::id());
+    let name = crate::state_dir::layout::snapshot_name(now, std::process::id());
     let created_at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let nudge = CompactionNudge {
         at: &created_at,
@@ -108,7 +108,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             Err(e) => {
                 warnings.warn(format!(
                     "reading {}: {e}",
-                    state.join(pipeline::PIPELINE_DIR).display()
+                    state.join(crate::state_dir::layout::PIPELINE_DIR).display()
                 ));
                 Vec::new()
             }
@@ -157,7 +157,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             .filter(|f| !candidates.has(&f.issue))
             .and_then(|f| focus::load(&state, &f.issue));
         let digest = candidates.digest(
-            &state.join(pipeline::PIPELINE_DIR),
+            &state.join(crate::state_dir::layout::PIPELINE_DIR),
             git.clone(),
             focus,
             focused,
@@ -282,7 +282,7 @@ fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> 
 /// The session's record, its directory made when missing; none when the
 /// state directory is not there.
 fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>, String> {
-    match state.ensure_subdir(session_record::SESSION_SNAPSHOT_DIR) {
+    match state.ensure_subdir(crate::state_dir::layout::SESSION_RECORD_DIR) {
         Ok(Some(_)) => Ok(Some(session_record::record_path(state, session))),
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),

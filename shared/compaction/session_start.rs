@@ -234,7 +234,7 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
 /// it: thousands of files, the newest few kept); an error when the pipeline
 /// directory cannot be listed.
 fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
-    let dir = state.join(pipeline::PIPELINE_DIR);
+    let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
     let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let mut all = Candidates::default();
     pipeline::visit_in_order(
@@ -271,7 +271,7 @@ fn live_file(state: &StateDir, issue: &str) -> LiveFile {
     let loaded = pipeline::load_all(std::slice::from_ref(&file));
     match loaded.into_iter().next().map(|l| l.view) {
         Some(Ok(view)) => {
-            let dir = state.join(pipeline::PIPELINE_DIR);
+            let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
             let plan = pipeline::approved_plan(&dir, &view.issue, Some(&view));
             let digest = PipelineDigest::of(&view, plan);
             LiveFile::Read(Box::new(digest), view.is_active())

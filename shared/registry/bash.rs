@@ -1013,7 +1013,7 @@ fn program_writes(code: &str, cwd: Option<PathBuf>, depth: usize, out: &mut Vec<
         if !text.contains(char::is_whitespace) {
             // Only what looks like a path: `'w'`, `'{}'` are not files.
             let path_like = text.contains('/')
-                || text.starts_with(super::db::DB_FILE)
+                || text.starts_with(crate::state_dir::layout::CHAT_DB)
                 || text.starts_with(|c: char| c.is_ascii_digit())
                     && (text.ends_with(".json") || text.contains('-'));
             if !path_like {

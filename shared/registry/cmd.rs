@@ -254,7 +254,7 @@ pub fn chat_json(
 pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let writing = |e| Failure::io(1, "writing stdout", e);
     let now = now();
-    let listed = if state.join(super::db::DB_FILE).exists() {
+    let listed = if state.join(crate::state_dir::layout::CHAT_DB).exists() {
         let root = root_of(state)?;
         let (listed, note) = with_registry(&root, deadline(), |r| r.chats())
             .map_err(|e| Failure::new(1, e.to_string()))?;

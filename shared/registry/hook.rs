@@ -23,13 +23,14 @@ use serde_json::{json, Value};
 
 use super::chat::{client, Place};
 use super::clock::now;
-use super::db::{with_registry, Holder, Registry, DB_FILE};
+use super::db::{with_registry, Holder, Registry};
 use super::decision::refusal;
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::json_file::HOOK_LOCK_WAIT;
 use crate::session_id::{process_env, resolve_raw, SessionId};
+use crate::state_dir::layout::CHAT_DB;
 use crate::state_dir::StateDir;
 
 /// The one-line summary of `jkz-chat --help`.
@@ -141,7 +142,7 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         }
         "SessionEnd" => with_registry(&root, deadline, |r| r.end(session, now)).map(|(_, n)| n),
         "PreToolUse" => {
-            if !root.join(DB_FILE).exists() {
+            if !root.join(CHAT_DB).exists() {
                 return None;
             }
             let guarded = guarded();

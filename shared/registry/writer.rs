@@ -20,10 +20,11 @@ use super::acting::{enclosing_chat, REFUSED};
 use super::chat::Liveness;
 use super::clock::{ago, now};
 use super::cmd::{deadline, here, holder_words};
-use super::db::{with_registry, Claimed, Holder, DB_FILE};
+use super::db::{with_registry, Claimed, Holder};
 use super::STALE_AFTER;
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
+use crate::state_dir::layout::CHAT_DB;
 
 /// May this process write issue `issue`'s pipeline state (in `root`, the
 /// state directory, which exists)? `Ok` with lines to show on stderr (a
@@ -33,7 +34,7 @@ pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<St
     let now = now();
     let chat = enclosing_chat()?;
     let Some(chat) = chat else {
-        if !root.join(DB_FILE).exists() {
+        if !root.join(CHAT_DB).exists() {
             return Ok(Vec::new());
         }
         return match with_registry(root, deadline(), |r| r.holder_of(issue.as_str())) {

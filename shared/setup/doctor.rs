@@ -247,7 +247,7 @@ pub fn doctor(
             )?;
         }
     }
-    for (path, why) in pipeline::misnamed_in(&state.join(pipeline::PIPELINE_DIR)) {
+    for (path, why) in pipeline::misnamed_in(&state.join(crate::state_dir::layout::PIPELINE_DIR)) {
         bad += 1;
         report.line(Status::Fail, format_args!("{}: {why}", path.display()))?;
     }

@@ -679,7 +679,7 @@ proptest! {
         let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning, &mut None)
             .unwrap();
         prop_assert!(warnings.is_empty(), "{}", String::from_utf8_lossy(&warnings));
-        let offload = dir.path().join("state").join(full_output::SUBDIR);
+        let offload = dir.path().join("state").join(crate::state_dir::layout::OFFLOAD_DIR);
         if input.len() as u64 <= cap {
             prop_assert_eq!(summary.full_output, None);
             prop_assert!(!offload.exists());

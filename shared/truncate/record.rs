@@ -78,7 +78,7 @@ pub fn truncate_and_record(
 /// state directory, or (with a one-line warning from `program`) when
 /// `context-offload/` cannot be made.
 pub fn response_keep(state: &StateDir, program: &str) -> Option<Keep> {
-    match state.ensure_subdir(crate::compress::OFFLOAD_DIR) {
+    match state.ensure_subdir(crate::state_dir::layout::OFFLOAD_DIR) {
         Ok(offload) => offload.map(|offload| Keep::Response {
             offload,
             inline_max: INLINE_MAX,
@@ -86,7 +86,7 @@ pub fn response_keep(state: &StateDir, program: &str) -> Option<Keep> {
         Err(e) => {
             eprintln!(
                 "{program}: warning: {}: {e}; the full response cannot be kept",
-                state.join(crate::compress::OFFLOAD_DIR).display()
+                state.join(crate::state_dir::layout::OFFLOAD_DIR).display()
             );
             None
         }
@@ -106,7 +106,7 @@ pub fn set_response(record: &mut Record, kept: Option<KeptResponse>, program: &s
             record.response_file = kept.file.as_deref().and_then(Path::file_name).map(|name| {
                 format!(
                     "{}/{}",
-                    crate::compress::OFFLOAD_DIR,
+                    crate::state_dir::layout::OFFLOAD_DIR,
                     name.to_string_lossy()
                 )
             });
