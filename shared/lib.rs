@@ -34,6 +34,7 @@ pub mod state_dir;
 // Plumbing: byte-level and file-level building blocks.
 pub mod atomic;
 pub mod blocks;
+pub mod byte_cap;
 pub mod closed_stdout;
 pub mod cut;
 pub mod exit;

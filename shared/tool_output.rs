@@ -83,19 +83,11 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 /// turns the guard off. An invalid value gives `Err` with the default and
 /// a one-line warning naming the variable.
 pub fn resolve_cap(env: Option<&OsStr>) -> Result<u64, (u64, String)> {
-    let Some(value) = env.filter(|v| !v.is_empty()) else {
-        return Ok(DEFAULT_CAP);
-    };
-    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(cap) => Ok(cap),
-        None => Err((
-            DEFAULT_CAP,
-            format!(
-                "{CAP_VARIABLE}={:?} is not a byte count (a whole number, 0 to turn the guard off); using {DEFAULT_CAP}",
-                value.to_string_lossy()
-            ),
-        )),
-    }
+    let default_words = format!(
+        "the default cap of {} bytes",
+        crate::thousands::thousands(DEFAULT_CAP)
+    );
+    crate::byte_cap::byte_cap(CAP_VARIABLE, env, DEFAULT_CAP, &default_words)
 }
 
 /// The hook: reads the event from `stdin`, returns the answer to print
@@ -382,7 +374,7 @@ mod tests {
         let (cap, warning) = resolve_cap(Some(OsStr::new("20k"))).unwrap_err();
         assert_eq!(cap, DEFAULT_CAP);
         assert!(
-            warning.starts_with("JKZ_TOOL_OUTPUT_BYTES=\"20k\""),
+            warning.starts_with("JKZ_TOOL_OUTPUT_BYTES='20k' is not a byte count"),
             "{warning}"
         );
     }

@@ -153,22 +153,12 @@ pub fn resolve_cap(
     if let Some(cap) = flag {
         return Ok(cap);
     }
-    let Some(value) = env.filter(|v| !v.is_empty()) else {
-        return Ok(mode.cap());
-    };
-    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(cap) => Ok(cap),
-        None => Err((
-            mode.cap(),
-            format!(
-                "{CAP_VARIABLE}={} is not a byte count (a whole number, 0 for no limit); \
-                 using the {} mode's cap of {} bytes",
-                shell_quote(&value.to_string_lossy()),
-                mode.name(),
-                thousands(mode.cap())
-            ),
-        )),
-    }
+    let default_words = format!(
+        "the {} mode's cap of {} bytes",
+        mode.name(),
+        thousands(mode.cap())
+    );
+    crate::byte_cap::byte_cap(CAP_VARIABLE, env, mode.cap(), &default_words)
 }
 
 /// The cap [`resolve_cap`] picks from the flag and the process environment;
@@ -182,13 +172,6 @@ pub fn cap_from_env(flag: Option<u64>, mode: Mode, program: &str, stderr: &mut d
             cap
         }
     }
-}
-
-/// `'value'` with any `'` escaped, so a warning shows the value exactly.
-fn shell_quote(value: &str) -> String {
-    let short: String = value.chars().take(64).collect();
-    let more = if short.len() < value.len() { "…" } else { "" };
-    format!("'{}'{more}", short.replace('\'', "'\\''"))
 }
 
 /// How a run truncates.
