@@ -7,6 +7,7 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `jkz events`: [`crate::events::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -68,6 +69,8 @@ pub enum Command {
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
     #[cfg(feature = "ui")]
     Ui(crate::ui::UiArgs),
+    /// Show the event log (state/events/): what happened, when, to which issue.
+    Events(crate::events::cmd::EventsArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -124,6 +127,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Ui(args) => (
             "jkz ui",
             crate::ui::run(&args, &state, &mut std::io::stdout()),
+        ),
+        Command::Events(args) => (
+            "jkz events",
+            crate::events::cmd::run(&args, &state, &mut std::io::stdout().lock()),
         ),
         Command::Claim(args) => (
             "jkz claim",

@@ -15,6 +15,8 @@
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
@@ -47,14 +49,21 @@ pub const WATCH_LIST: &str = "watch-list.json";
 /// port, URL without the token, and start.
 pub const LIVE_SESSION: &str = "live-session.json";
 
+/// `state/events/`: the event log's segments (the audit trail: `jkz gc`
+/// never removes one) and its index, `index.db`.
+pub const EVENTS_DIR: &str = "events";
+/// `state/metrics.db`: pipeline metrics, derived from the event log.
+pub const METRICS_DB: &str = "metrics.db";
+
 /// The subdirectories of `state/` that jkz reads files in.
-pub const SUBDIRS: [&str; 6] = [
+pub const SUBDIRS: [&str; 7] = [
     PIPELINE_DIR,
     SESSION_RECORD_DIR,
     OFFLOAD_DIR,
     DELIBERATIONS_DIR,
     CIRCUIT_DIR,
     LOCKS_DIR,
+    EVENTS_DIR,
 ];
 
 /// The start of every pre-compact snapshot's name.
