@@ -152,6 +152,64 @@ impl Index {
         }
     }
 
+    /// Opens the index for a hook, which must stay fast: `None` when the
+    /// index is missing or would have to be rebuilt, or when more than
+    /// `max_backlog` bytes of the log are not indexed yet (a later reader
+    /// catches up).
+    pub fn open_in_hook(dir: &Path, max_backlog: u64) -> io::Result<Option<Index>> {
+        let path = dir.join(INDEX_FILE);
+        if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            return Ok(None);
+        }
+        let lock = lock_file(dir, false)?;
+        let Opened::Ok(conn) = open_db(&path)? else {
+            return Ok(None);
+        };
+        let mut index = Index {
+            conn,
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        };
+        if index.backlog()? > max_backlog {
+            return Ok(None);
+        }
+        index.catch_up()?;
+        Ok(Some(index))
+    }
+
+    /// Bytes of the log not indexed yet (a closed segment not known to be
+    /// indexed counts its compressed size, times ten).
+    fn backlog(&self) -> io::Result<u64> {
+        let known = self.segment_rows()?;
+        let mut total = 0u64;
+        for (name, path) in segment::list(&self.dir)? {
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            total = total.saturating_add(match (name.gz, known.get(&name.file_name())) {
+                (_, Some(&(_, _, true))) => 0,
+                (false, Some(&(ino, indexed, false))) if ino == meta.ino() as i64 => {
+                    meta.len().saturating_sub(indexed as u64)
+                }
+                (false, _) => meta.len(),
+                (true, _) => meta.len().saturating_mul(10),
+            });
+        }
+        Ok(total)
+    }
+
+    /// The index's progress per segment: name → (inode, bytes indexed, complete).
+    fn segment_rows(&self) -> io::Result<HashMap<String, (i64, i64, bool)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, ino, indexed, complete FROM segments")
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+            .map_err(sql)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(sql)
+    }
+
     /// Removes the index and builds it anew from every segment.
     pub fn rebuild(dir: &Path) -> io::Result<Index> {
         let mut index = Index::rebuild_only(dir)?;
@@ -202,16 +260,7 @@ impl Index {
     /// events were added.
     pub fn catch_up(&mut self) -> io::Result<u64> {
         let segments = segment::list(&self.dir)?;
-        let known: HashMap<String, (i64, i64, bool)> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT name, ino, indexed, complete FROM segments")
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
-                .map_err(sql)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(sql)?
-        };
+        let known = self.segment_rows()?;
         let mut added = 0;
         for (name, path) in &segments {
             let file_name = name.file_name();

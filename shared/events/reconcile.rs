@@ -94,6 +94,26 @@ pub fn reconcile(state: &StateDir, index: &mut Index) -> io::Result<u64> {
     Ok(logged)
 }
 
+/// The most bytes of the log a hook indexes before it reconciles; with
+/// more, it leaves both to the next reader.
+const HOOK_BACKLOG: u64 = 1024 * 1024;
+
+/// [`reconcile`] from a hook: only with an index that exists and is nearly
+/// up to date (a hook never rebuilds one); a failure is one warning.
+pub fn in_hook(state: &StateDir, warnings: &mut crate::hook::Warnings) {
+    let dir = state.join(super::EVENTS_DIR);
+    let done = Index::open_in_hook(&dir, HOOK_BACKLOG).and_then(|index| match index {
+        Some(mut index) => reconcile(state, &mut index).map(|_| ()),
+        None => Ok(()),
+    });
+    if let Err(e) = done {
+        warnings.warn(format!(
+            "reconciling pipeline files with the event log in {}: {e}",
+            dir.display()
+        ));
+    }
+}
+
 /// The tracked fields of `file` whose value differs from the log's: (field,
 /// the log's value, the file's). A file that cannot be read or parsed has
 /// none (`jkz state validate` reports it).

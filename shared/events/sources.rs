@@ -28,7 +28,12 @@ pub fn pipeline_field_set(
     if from == Some(to) || crate::pipeline::SIBLINGS.contains(&field) {
         return;
     }
-    let Some(root) = path.parent().and_then(Path::parent) else {
+    // Only a pipeline file in a state directory has a log beside it.
+    let pipeline_dir = path.parent().filter(|d| {
+        d.file_name()
+            .is_some_and(|n| n == crate::pipeline::PIPELINE_DIR)
+    });
+    let Some(root) = pipeline_dir.and_then(Path::parent) else {
         return;
     };
     emit_at(root, field_change(issue.as_str(), field, from, to, false));
@@ -64,7 +69,10 @@ pub fn field_change(
 /// (`state/deliberations/`): `agent.finished`, and `verdict.recorded`
 /// when the answer carried a verdict.
 pub fn agent_finished(records_dir: &Path, id: &str, record: &Record) {
-    let Some(root) = records_dir.parent() else {
+    let records = records_dir
+        .file_name()
+        .is_some_and(|n| n == crate::state_dir::DELIBERATIONS_DIR);
+    let Some(root) = records_dir.parent().filter(|_| records) else {
         return;
     };
     let issue = record.issue.map(|n| n.to_string());

@@ -84,7 +84,13 @@ pub fn set_field(
             "{field}: the value nests {depth} levels; at most {max} fit in a pipeline file jkz can read back"
         )));
     }
+    let logged = value.clone();
     json_file::update_object(path, |object| {
+        let previous = match sibling {
+            true => object.get(field),
+            false => object.get(issue.as_str()).and_then(|d| d.get(field)),
+        }
+        .cloned();
         let data = object
             .entry(issue.as_str())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -118,6 +124,8 @@ pub fn set_field(
                 "the file breaks the contract elsewhere, nothing was changed: {first}{more}; fix those fields first (jkz state validate lists them)"
             )));
         }
+        // Under the file's lock, before the rename: see events::reconcile.
+        crate::events::sources::pipeline_field_set(path, issue, field, previous.as_ref(), &logged);
         Ok(())
     })
 }
