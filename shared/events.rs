@@ -57,9 +57,14 @@ use crate::state_dir::StateDir;
 pub use crate::state_dir::layout::EVENTS_DIR;
 
 /// Appends `event` to the log of `state`. Never fails: an error is one
-/// warning line on stderr (once per process), and a project without a
-/// state directory logs nothing.
+/// warning line on stderr (once per process). Nothing is logged where the
+/// state directory is not there (not opted in, or not a directory: the
+/// writer that needed it says so), so the log never adds a second warning
+/// to a hook's.
 pub fn emit(state: &StateDir, event: Event) {
+    if !state.path().is_dir() {
+        return;
+    }
     if let Err(e) = try_emit(state, &event) {
         warn_once(
             "append",

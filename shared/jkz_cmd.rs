@@ -7,7 +7,7 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
-//! `jkz events`: [`crate::events::cmd`].
+//! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -71,6 +71,9 @@ pub enum Command {
     Ui(crate::ui::UiArgs),
     /// Show the event log (state/events/): what happened, when, to which issue.
     Events(crate::events::cmd::EventsArgs),
+    /// Pipeline metrics from the event log: completion rate, iterations,
+    /// phase durations, agent runs (a table, JSON or Prometheus' format).
+    Metrics(crate::metrics::cmd::MetricsArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -131,6 +134,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Events(args) => (
             "jkz events",
             crate::events::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Metrics(args) => (
+            "jkz metrics",
+            crate::metrics::cmd::run(&args, &state, &mut std::io::stdout().lock()),
         ),
         Command::Claim(args) => (
             "jkz claim",

@@ -13,6 +13,7 @@ pub mod events;
 pub mod gc;
 pub mod jkz_cmd;
 pub mod lock_cmd;
+pub mod metrics;
 pub mod registry;
 pub mod run;
 pub mod session;
