@@ -7,7 +7,8 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
-//! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`].
+//! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`];
+//! `jkz slo`: [`crate::slo::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -74,6 +75,8 @@ pub enum Command {
     /// Pipeline metrics from the event log: completion rate, iterations,
     /// phase durations, agent runs (a table, JSON or Prometheus' format).
     Metrics(crate::metrics::cmd::MetricsArgs),
+    /// Check the service-level objectives of jkz.toml against the metrics.
+    Slo(crate::slo::cmd::SloArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -138,6 +141,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Metrics(args) => (
             "jkz metrics",
             crate::metrics::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Slo(args) => (
+            "jkz slo",
+            crate::slo::cmd::run(&args, &state, &mut std::io::stdout().lock()),
         ),
         Command::Claim(args) => (
             "jkz claim",

@@ -18,6 +18,7 @@ pub mod registry;
 pub mod run;
 pub mod session;
 pub mod setup;
+pub mod slo;
 pub mod state_cmd;
 pub mod tool_output;
 pub mod truncate;
