@@ -124,6 +124,19 @@ pub fn warn_once(key: &'static str, message: String) {
     warn(message);
 }
 
+/// Writes `program: warning: message` on stderr unless this process said
+/// exactly that already (a torn tail seen by two catch-ups is one warning).
+pub fn warn_once_text(message: String) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.contains(&message) {
+        return;
+    }
+    said.push(message.clone());
+    drop(said);
+    warn(message);
+}
+
 /// Writes `program: warning: message` on stderr, one line.
 pub fn warn(message: impl AsRef<str>) {
     let program = std::env::args_os()

@@ -11,7 +11,7 @@
 //! renamed into place before the open file is removed, so a crash at any
 //! point leaves the lines in one of the two (or both: readers then see each
 //! event twice, and the index keeps it once). Closing runs from `jkz
-//! events`, `jkz metrics`, `jkz slo`, the observer and `jkz gc`, never from
+//! events`, `jkz metrics`, `jkz slo` and the observer, never from
 //! a hook (compressing megabytes is not a hook's business).
 
 use std::fs;

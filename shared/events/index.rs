@@ -398,7 +398,7 @@ impl Index {
             return Err(sql(e));
         }
         if let Some(w) = scanned.warning(path) {
-            super::warn(w);
+            super::warn_once_text(w);
         }
         tx.execute(
             "INSERT OR REPLACE INTO segments (name, ino, indexed, complete) VALUES (?1, ?2, ?3, ?4)",

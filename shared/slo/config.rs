@@ -89,6 +89,18 @@ pub fn load(root: &Path) -> Result<Objectives, ConfigError> {
         key: key.map(str::to_string),
         why,
     };
+    match std::fs::metadata(&file) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(error(None, "unreadable: a directory, not a file".into()))
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(error(
+                None,
+                "unreadable: not a regular file (a FIFO, device or socket)".into(),
+            ))
+        }
+        _ => {}
+    }
     let bytes = match crate::state_dir::read_user_file(&file) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Objectives::defaults(None)),

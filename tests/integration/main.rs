@@ -5,6 +5,7 @@
 mod audit;
 mod client;
 mod compress;
+mod events;
 mod faults;
 mod hooks;
 mod hooks_disagreed_on_the_session;
