@@ -12,10 +12,11 @@
 //! changes nothing. Only files whose size or modification time changed
 //! since they were last compared are read again.
 //!
-//! Races: `jkz state set` appends its event while it holds the pipeline
-//! file's lock, before the new file is renamed into place. A file that
-//! differs from the log is compared again under that lock (after catching
-//! up the index), so a write in progress is never taken for a direct one.
+//! Races: `jkz state set` appends its event while it still holds the
+//! pipeline file's lock, right after the new file is renamed into place. A
+//! file that differs from the log is compared again under that lock (after
+//! catching up the index), so a write in progress is never taken for a
+//! direct one.
 //! One reconciler runs at a time (`events/.reconcile.lock`); another that
 //! finds it busy leaves the work to it.
 
