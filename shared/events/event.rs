@@ -43,6 +43,30 @@ pub struct Event {
     pub payload: Value,
 }
 
+/// What the index needs of an event: everything but the payload, which is
+/// checked to be JSON but not kept (reading a million events, most of the
+/// time would go to building payloads nobody asked for).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct EventHead {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub timestamp: String,
+    #[serde(default, deserialize_with = "issue_text")]
+    pub issue: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+impl EventHead {
+    /// Parses one line (without its newline) as [`Event::parse`] does.
+    pub fn parse(line: &[u8]) -> Option<EventHead> {
+        let head: EventHead = serde_json::from_slice(line).ok()?;
+        (!head.id.is_empty() && !head.kind.is_empty()).then_some(head)
+    }
+}
+
 /// An issue written as a number (by hand) or as a string (by jkz).
 fn issue_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Option::<Value>::deserialize(d)? {

@@ -45,7 +45,7 @@ pub const INDEX_FILE: &str = "index.db";
 /// The lock every index user holds (see the module documentation).
 const LOCK_FILE: &str = ".index.lock";
 /// The schema's version (`PRAGMA user_version`); any other is rebuilt.
-const VERSION: i64 = 1;
+const VERSION: i64 = 2;
 /// How long a user waits for a rebuild by another process (or a rebuild
 /// for the users) before it gives up.
 const LOCK_WAIT: Duration = Duration::from_secs(60);
@@ -57,12 +57,16 @@ CREATE TABLE segments (name TEXT PRIMARY KEY, ino INTEGER NOT NULL, indexed INTE
                        complete INTEGER NOT NULL);
 CREATE TABLE events (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
                      ts TEXT NOT NULL, issue TEXT, session TEXT, line TEXT NOT NULL);
-CREATE INDEX events_by_issue ON events (issue, id) WHERE issue IS NOT NULL;
-CREATE INDEX events_by_type ON events (type, id);
 CREATE TABLE fields (issue TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL,
                      id TEXT NOT NULL, PRIMARY KEY (issue, field)) WITHOUT ROWID;
 CREATE TABLE pipeline_seen (issue TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
                             len INTEGER NOT NULL) WITHOUT ROWID;
+";
+
+/// The indexes queries use; a rebuild creates them after the bulk load.
+const QUERY_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS events_by_issue ON events (issue, id, type) WHERE issue IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_type ON events (type, id);
 ";
 
 /// The fields of a pipeline file whose changes are events: the phase, the
@@ -134,6 +138,10 @@ impl Index {
     /// Opens without catching up (a rebuild or a caller that catches up
     /// itself).
     fn open_only(dir: &Path) -> io::Result<Index> {
+        if !dir.join(INDEX_FILE).exists() {
+            // The first reader builds it in bulk (one at a time).
+            return Index::build(dir, true);
+        }
         let lock = lock_file(dir, false)?;
         match open_db(&dir.join(INDEX_FILE))? {
             Opened::Ok(conn) => Ok(Index {
@@ -147,7 +155,7 @@ impl Index {
                     "{}: {why}: rebuilding it from the log",
                     dir.join(INDEX_FILE).display()
                 ));
-                Index::rebuild_only(dir)
+                Index::build(dir, false)
             }
         }
     }
@@ -212,14 +220,28 @@ impl Index {
 
     /// Removes the index and builds it anew from every segment.
     pub fn rebuild(dir: &Path) -> io::Result<Index> {
-        let mut index = Index::rebuild_only(dir)?;
-        index.catch_up()?;
-        Ok(index)
+        Index::build(dir, false)
     }
 
-    fn rebuild_only(dir: &Path) -> io::Result<Index> {
+    /// The rebuild, under the exclusive lock from start to end (nobody
+    /// reads a half-built index): a bulk load without a journal, the query
+    /// indexes made afterwards, then WAL as usual.
+    /// `if_missing`: another process may have built it while this one
+    /// waited for the lock: then it is opened as it is.
+    fn build(dir: &Path, if_missing: bool) -> io::Result<Index> {
         let lock = lock_file(dir, true)?;
         let path = dir.join(INDEX_FILE);
+        if if_missing && path.exists() {
+            lock.lock_shared()?;
+            if let Opened::Ok(conn) = open_db(&path)? {
+                return Ok(Index {
+                    conn,
+                    dir: dir.to_path_buf(),
+                    _lock: lock,
+                });
+            }
+            lock.lock()?;
+        }
         for suffix in ["", "-wal", "-shm", "-journal"] {
             match fs::remove_file(format!("{}{suffix}", path.display())) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -230,13 +252,30 @@ impl Index {
             Opened::Ok(conn) => conn,
             Opened::Rebuild(why) => return Err(io::Error::other(why)),
         };
-        // Back to shared: the others may read while it fills.
-        lock.lock_shared()?;
-        Ok(Index {
+        conn.execute_batch(
+            "DROP INDEX events_by_issue; DROP INDEX events_by_type;
+             PRAGMA synchronous = OFF; PRAGMA cache_size = -16000;",
+        )
+        .map_err(sql)?;
+        conn.query_row("PRAGMA journal_mode = OFF", [], |r| r.get::<_, String>(0))
+            .map_err(sql)?;
+        let mut index = Index {
             conn,
             dir: dir.to_path_buf(),
             _lock: lock,
-        })
+        };
+        index.catch_up()?;
+        index.conn.execute_batch(QUERY_INDEXES).map_err(sql)?;
+        index
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            .map_err(sql)?;
+        index
+            .conn
+            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -2000;")
+            .map_err(sql)?;
+        index._lock.lock_shared()?;
+        Ok(index)
     }
 
     /// An id that changes whenever the index is rebuilt: what is derived
@@ -364,6 +403,9 @@ impl Index {
                 if failed.is_some() {
                     return;
                 }
+                let tracked = matches!(event.kind.as_str(), "phase.changed" | "state.changed")
+                    .then(|| Event::parse(line))
+                    .flatten();
                 let line = String::from_utf8_lossy(line);
                 let inserted = insert.execute(params![
                     event.id,
@@ -376,7 +418,7 @@ impl Index {
                 match inserted {
                     Ok(1) => {
                         added += 1;
-                        if let Some((issue, f, value)) = tracked_change(&event) {
+                        if let Some((issue, f, value)) = tracked.as_ref().and_then(tracked_change) {
                             if let Err(e) = field.execute(params![issue, f, value, event.id]) {
                                 failed = Some(e);
                             }
@@ -562,6 +604,7 @@ fn open_db(path: &Path) -> io::Result<Opened> {
         let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version == 0 {
             tx.execute_batch(SCHEMA)?;
+            tx.execute_batch(QUERY_INDEXES)?;
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('generation', ?1)",
                 [generation()],

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
-use super::event::{Event, LINE_START};
+use super::event::{EventHead, LINE_START};
 use super::lines::{Item, LineReader};
 
 /// Lines longer than this are skipped (writers write at most
@@ -70,7 +70,7 @@ pub fn scan(
     path: &Path,
     gz: bool,
     start: u64,
-    each: &mut dyn FnMut(Event, &[u8]),
+    each: &mut dyn FnMut(EventHead, &[u8]),
 ) -> io::Result<Scanned> {
     let mut file = crate::state_dir::open_state_file(path)?;
     if gz {
@@ -90,7 +90,7 @@ pub fn scan(
 fn scan_lines(
     reader: impl Read,
     start: u64,
-    each: &mut dyn FnMut(Event, &[u8]),
+    each: &mut dyn FnMut(EventHead, &[u8]),
 ) -> (Scanned, io::Result<()>) {
     let mut lines = LineReader::new(reader, 256 * 1024, MAX_READ_LINE);
     let mut scanned = Scanned {
@@ -130,17 +130,17 @@ fn scan_lines(
 /// The event on `line`, with its text, and whether anything was skipped:
 /// a line that is not an event, or the torn line an event was glued to.
 /// A blank line is neither.
-pub fn events_in(line: &[u8]) -> (Option<(Event, &[u8])>, bool) {
+pub fn events_in(line: &[u8]) -> (Option<(EventHead, &[u8])>, bool) {
     let line = line.trim_ascii();
     if line.is_empty() {
         return (None, false);
     }
-    if let Some(event) = Event::parse(line) {
+    if let Some(event) = EventHead::parse(line) {
         return (Some((event, line)), false);
     }
     let glued = memchr::memmem::rfind(&line[1..], LINE_START)
         .map(|i| &line[i + 1..])
-        .and_then(|rest| Event::parse(rest).map(|e| (e, rest)));
+        .and_then(|rest| EventHead::parse(rest).map(|e| (e, rest)));
     (glued, true)
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, Transaction};
 
 use super::derive::{self, IssueFacts};
-use crate::events::index::{sql, Filter, Index};
+use crate::events::index::{sql, Index};
 use crate::events::Event;
 
 const VERSION: i64 = 1;
@@ -160,6 +160,10 @@ impl MetricsDb {
     }
 }
 
+/// The types of event an issue's facts come from ([`derive::derive`]).
+const DERIVED_FROM: &str =
+    "'phase.changed', 'state.changed', 'agent.finished', 'claim.taken', 'claim.released'";
+
 /// Derives the facts of the `touched` issues again from their events (all
 /// issues' events in one pass when `everything`).
 fn rederive(
@@ -175,10 +179,16 @@ fn rederive(
         Ok(())
     };
     if everything || touched.len() > 500 {
-        // One pass over the index, issue by issue.
-        let mut stmt = index
-            .connection()
-            .prepare("SELECT issue, line FROM events WHERE issue IS NOT NULL ORDER BY issue, id")
+        // One pass over the index, issue by issue: only the events the
+        // facts come from (the index holds the type, so the others are
+        // never read), the database mapped rather than copied page by page.
+        let conn = index.connection();
+        conn.query_row("PRAGMA mmap_size = 1073741824", [], |_| Ok(()))
+            .map_err(sql)?;
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT issue, line FROM events WHERE issue IS NOT NULL AND type IN ({DERIVED_FROM}) ORDER BY issue, id"
+            ))
             .map_err(sql)?;
         let mut rows = stmt.query([]).map_err(sql)?;
         let mut current: Option<String> = None;
@@ -200,18 +210,20 @@ fn rederive(
         }
         return Ok(());
     }
+    let mut stmt = index
+        .connection()
+        .prepare(&format!(
+            "SELECT line FROM events WHERE issue = ?1 AND type IN ({DERIVED_FROM}) ORDER BY id"
+        ))
+        .map_err(sql)?;
     for issue in touched {
+        let lines = stmt
+            .query_map([issue], |r| r.get::<_, String>(0))
+            .map_err(sql)?;
         let mut events = Vec::new();
-        index.query(
-            &Filter {
-                issue: Some(issue.clone()),
-                ..Filter::default()
-            },
-            &mut |row| {
-                events.extend(row.event());
-                true
-            },
-        )?;
+        for line in lines {
+            events.extend(Event::parse(line.map_err(sql)?.as_bytes()));
+        }
         store(issue, &events)?;
     }
     Ok(())
