@@ -720,7 +720,7 @@ mod tests {
             .payload(json!({"from": null, "to": "plan"}));
         emit(dir, &a);
         let mut index = Index::open(dir).unwrap();
-        assert_eq!(ids(&index), [a.id.clone()]);
+        assert_eq!(ids(&index), std::slice::from_ref(&a.id));
         let b = Event::new("phase.changed")
             .issue(Some("4".into()))
             .payload(json!({"from": "plan", "to": "build"}));
@@ -756,12 +756,12 @@ mod tests {
             b"this is not a database, not at all.....",
         )
         .unwrap();
-        assert_eq!(ids(&Index::open(dir).unwrap()), [a.id.clone()]);
+        assert_eq!(ids(&Index::open(dir).unwrap()), std::slice::from_ref(&a.id));
         {
             let conn = Connection::open(dir.join(INDEX_FILE)).unwrap();
             conn.pragma_update(None, "user_version", 99).unwrap();
         }
-        assert_eq!(ids(&Index::open(dir).unwrap()), [a.id.clone()]);
+        assert_eq!(ids(&Index::open(dir).unwrap()), std::slice::from_ref(&a.id));
     }
 
     #[test]
@@ -784,6 +784,6 @@ mod tests {
             )
             .unwrap();
         assert_eq!(complete, 1);
-        assert_eq!(ids(&index), [a.id.clone()]);
+        assert_eq!(ids(&index), std::slice::from_ref(&a.id));
     }
 }

@@ -102,8 +102,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Lines (a long one as its length), the partial tail, bytes consumed.
+    type Read = (Vec<Result<Vec<u8>, u64>>, Option<u64>, u64);
+
     /// The oracle: split on newlines, whole lines only, the rest partial.
-    fn naive(bytes: &[u8], max: usize) -> (Vec<Result<Vec<u8>, u64>>, Option<u64>, u64) {
+    fn naive(bytes: &[u8], max: usize) -> Read {
         let mut items = Vec::new();
         let mut rest = bytes;
         let mut consumed = 0;
@@ -120,11 +123,7 @@ mod tests {
         (items, partial, consumed)
     }
 
-    fn read_all(
-        bytes: &[u8],
-        cap: usize,
-        max: usize,
-    ) -> (Vec<Result<Vec<u8>, u64>>, Option<u64>, u64) {
+    fn read_all(bytes: &[u8], cap: usize, max: usize) -> Read {
         let mut r = LineReader::new(bytes, cap, max);
         let mut items = Vec::new();
         let mut partial = None;

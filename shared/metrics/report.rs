@@ -76,6 +76,16 @@ pub struct RoleStat {
     pub tokens_out: Option<i64>,
 }
 
+/// Agent runs of one role, as they are counted.
+#[derive(Default)]
+struct RoleTally {
+    runs: u64,
+    failed: u64,
+    seconds: Vec<f64>,
+    tokens_in: Option<i64>,
+    tokens_out: Option<i64>,
+}
+
 /// One issue's metrics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IssueStat {
@@ -318,8 +328,7 @@ impl MetricsDb {
             })
             .collect();
 
-        let mut roles: BTreeMap<String, (u64, u64, Vec<f64>, Option<i64>, Option<i64>)> =
-            BTreeMap::new();
+        let mut roles: BTreeMap<String, RoleTally> = BTreeMap::new();
         {
             let mut stmt = c
                 .prepare(
@@ -341,32 +350,30 @@ impl MetricsDb {
             for row in rows {
                 let (role, status, ms, tin, tout) = row.map_err(sql)?;
                 let e = roles.entry(role).or_default();
-                e.0 += 1;
-                e.1 += u64::from(status != "ok");
+                e.runs += 1;
+                e.failed += u64::from(status != "ok");
                 if let Some(ms) = ms {
-                    e.2.push(ms.max(0) as f64 / 1000.0);
+                    e.seconds.push(ms.max(0) as f64 / 1000.0);
                 }
                 let add = |acc: &mut Option<i64>, v: Option<i64>| {
                     if let Some(v) = v {
                         *acc = Some(acc.unwrap_or(0).saturating_add(v));
                     }
                 };
-                add(&mut e.3, tin);
-                add(&mut e.4, tout);
+                add(&mut e.tokens_in, tin);
+                add(&mut e.tokens_out, tout);
             }
         }
         let roles = roles
             .into_iter()
-            .map(
-                |(role, (runs, failed, secs, tokens_in, tokens_out))| RoleStat {
-                    role,
-                    runs,
-                    failed,
-                    seconds: Spread::of(secs),
-                    tokens_in,
-                    tokens_out,
-                },
-            )
+            .map(|(role, t)| RoleStat {
+                role,
+                runs: t.runs,
+                failed: t.failed,
+                seconds: Spread::of(t.seconds),
+                tokens_in: t.tokens_in,
+                tokens_out: t.tokens_out,
+            })
             .collect();
 
         let compactions = match issue {

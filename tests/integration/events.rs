@@ -404,15 +404,12 @@ fn thirty_two_concurrent_appenders_lose_nothing_and_never_interleave() {
                 .unwrap_or_else(|e| panic!("{e}: {}", &line[..200.min(line.len())]));
             let to = e["payload"]["to"].as_str().unwrap();
             let w: usize = e["issue"].as_str().unwrap().parse::<usize>().unwrap() - 1;
+            // Exactly what writer w set: its letter, its length, a run number.
             let c = char::from(b'a' + (w % 26) as u8);
-            assert!(to
-                .trim_end_matches(|c: char| c.is_ascii_digit())
-                .chars()
-                .all(|x| x == c));
-            assert_eq!(
-                to.len() - to.trim_end_matches(|c: char| c.is_ascii_digit()).len() >= 1,
-                true
-            );
+            let letters = to.trim_end_matches(|c: char| c.is_ascii_digit());
+            assert!(letters.len() == 20_000 + w * 200 && letters.chars().all(|x| x == c));
+            let run: usize = to[letters.len()..].parse().unwrap();
+            assert!((1..=EACH).contains(&run));
             *per_issue
                 .entry(e["issue"].as_str().unwrap().to_string())
                 .or_default() += 1;
