@@ -369,6 +369,46 @@ fn a_direct_write_becomes_one_event_when_jkz_next_looks() {
 }
 
 #[test]
+fn readers_reconciling_while_jkz_writes_never_take_its_writes_for_direct_ones() {
+    let dir = Dir::new();
+    jkz(&dir)
+        .args(["state", "set", "1", "current_phase", "p0"])
+        .run()
+        .success();
+    let writers: Vec<_> = (1..=4)
+        .map(|issue| {
+            let script = format!(
+                "for i in $(seq 1 15); do \"$0\" --state-dir st state set {issue} current_phase \"p$i\" || exit 1; done"
+            );
+            scrubbed("sh", dir.path())
+                .args(["-c", &script])
+                .arg(crate::util::bin("jkz"))
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            scrubbed("sh", dir.path())
+                .args(["-c", "for i in $(seq 1 15); do \"$0\" --state-dir st events > /dev/null || exit 1; done"])
+                .arg(crate::util::bin("jkz"))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in writers.into_iter().chain(readers) {
+        assert!(c.wait().unwrap().success());
+    }
+    let log = events(&dir, &[]);
+    assert_eq!(log.len(), 1 + 4 * 15);
+    assert!(
+        log.iter().all(|e| e["payload"].get("direct").is_none()),
+        "{log:#?}"
+    );
+}
+
+#[test]
 fn thirty_two_concurrent_appenders_lose_nothing_and_never_interleave() {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("st/pipeline")).unwrap();
