@@ -37,7 +37,7 @@ shm="$(mktemp -d /dev/shm/jkz-bench.XXXXXX)"
 trap 'rm -rf "$work" "$shm"' EXIT
 unset CLAUDE_PROJECT_DIR JKZ_STATE_DIR CLAUDE_CODE_SESSION_ID CLAUDE_SESSION_ID
 
-echo "== jkz state set, with the event log (this version) and without ($base_rev), $runs runs each (p50 p90, ms)"
+echo "== jkz state set, with the event log (this version) and without ($(git rev-parse --short "$base_rev")), $runs runs each (p50 p90, ms)"
 for where in "$work/set" "$shm/set"; do
   mkdir -p "$where"
   mapfile -t lines < <("$out/events_runs" "$runs" "$where" "$jkz" "$base")

@@ -181,11 +181,9 @@ fn rederive(
     if everything || touched.len() > 500 {
         // One pass over the index, issue by issue: only the events the
         // facts come from (the index holds the type, so the others are
-        // never read), the database mapped rather than copied page by page.
-        let conn = index.connection();
-        conn.query_row("PRAGMA mmap_size = 1073741824", [], |_| Ok(()))
-            .map_err(sql)?;
-        let mut stmt = conn
+        // never read).
+        let mut stmt = index
+            .connection()
             .prepare(&format!(
                 "SELECT issue, line FROM events WHERE issue IS NOT NULL AND type IN ({DERIVED_FROM}) ORDER BY issue, id"
             ))
