@@ -147,6 +147,7 @@ pub fn events_in(line: &[u8]) -> (Option<(EventHead, &[u8])>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::io::Write;
 
     fn collect(path: &Path, gz: bool, start: u64) -> (Vec<String>, Scanned) {
@@ -220,6 +221,73 @@ mod tests {
         std::fs::write(&path, b"not gzip at all").unwrap();
         let (ids, s) = collect(&path, true, 0);
         assert!(ids.is_empty() && s.broken.is_some());
+    }
+
+    /// What a segment holds, line by line: an event, garbage, or an event
+    /// torn by a crash (cut short, the next line glued behind it).
+    #[derive(Clone, Debug)]
+    enum Piece {
+        Event(u32),
+        Garbage(Vec<u8>),
+        Torn(u32, usize),
+    }
+
+    fn piece() -> impl Strategy<Value = Piece> {
+        prop_oneof![
+            4 => (0u32..1000).prop_map(Piece::Event),
+            1 => proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..40)
+                .prop_map(Piece::Garbage),
+            1 => ((0u32..1000), 1usize..60).prop_map(|(n, cut)| Piece::Torn(n, cut)),
+        ]
+    }
+
+    proptest! {
+        /// Against the oracle: every whole event comes back, in order, and
+        /// nothing else; each torn line or garbage line is one skip (a torn
+        /// line at the very end is the partial tail instead).
+        #[test]
+        fn recovers_every_whole_event_and_only_those(pieces in proptest::collection::vec(piece(), 0..30)) {
+            let tmp = tempfile::tempdir().unwrap();
+            let path = tmp.path().join("s.jsonl");
+            let mut bytes = Vec::new();
+            let mut want = Vec::new();
+            let mut skips = 0u64;
+            for (i, p) in pieces.iter().enumerate() {
+                match p {
+                    Piece::Event(n) => {
+                        let id = format!("e{i}-{n}");
+                        bytes.extend(line(&id).as_bytes());
+                        want.push(id);
+                    }
+                    Piece::Garbage(g) => {
+                        let is_event = super::events_in(g).0.is_some();
+                        let blank = g.trim_ascii().is_empty();
+                        bytes.extend(g);
+                        bytes.push(b'\n');
+                        if is_event || blank {
+                            prop_assume!(false);
+                        }
+                        skips += 1;
+                    }
+                    Piece::Torn(n, cut) => {
+                        let full = line(&format!("t{i}-{n}"));
+                        bytes.extend(&full.as_bytes()[..(*cut).min(full.len() - 2)]);
+                        // Glued to the next line, or the partial tail at the end.
+                        if i + 1 < pieces.len() {
+                            skips += 1;
+                        }
+                    }
+                }
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let (ids, s) = collect(&path, false, 0);
+            // A torn line followed by garbage is one skip, not two.
+            let merged = pieces.windows(2).filter(|w| matches!((&w[0], &w[1]), (Piece::Torn(..), Piece::Garbage(_)))).count() as u64;
+            // A torn line followed by a torn line: the glued text is one line.
+            let torn_runs = pieces.windows(2).filter(|w| matches!((&w[0], &w[1]), (Piece::Torn(..), Piece::Torn(..)))).count() as u64;
+            prop_assert_eq!(ids, want);
+            prop_assert_eq!(s.skipped, skips - merged - torn_runs);
+        }
     }
 
     #[test]
