@@ -86,64 +86,55 @@ pub fn set_field(
         )));
     }
     let logged = value.clone();
-    let wait = json_file::lock_wait();
-    let (previous, pending) = json_file::prepare_update_within(
-        path,
-        Durability::Full,
-        wait,
-        |object| {
-            let previous = match sibling {
-                true => object.get(field),
-                false => object.get(issue.as_str()).and_then(|d| d.get(field)),
-            }
-            .cloned();
-            let data = object
-                .entry(issue.as_str())
-                .or_insert_with(|| Value::Object(Map::new()));
-            let Value::Object(data) = data else {
-                return Err(SetError::Refused(format!(
+    let edit = |object: &mut Map<String, Value>| {
+        let previous = match sibling {
+            true => object.get(field),
+            false => object.get(issue.as_str()).and_then(|d| d.get(field)),
+        }
+        .cloned();
+        let data = object
+            .entry(issue.as_str())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(data) = data else {
+            return Err(SetError::Refused(format!(
                 "{}: {issue}: expected an object, found {}; fix the file first (jkz state validate)",
                 path.display(),
                 type_name(data)
             )));
+        };
+        data.insert("last_updated".into(), Value::String(now.into()));
+        object.insert("lastActivity".into(), Value::String(now.into()));
+        match sibling {
+            true => object.insert(field.into(), value),
+            false => match object.get_mut(issue.as_str()) {
+                Some(Value::Object(data)) => data.insert(field.into(), value),
+                _ => unreachable!("checked to be an object above"),
+            },
+        };
+        let doc = PipelineDoc {
+            issue: issue.clone(),
+            object: object.clone(),
+        };
+        let left = validate_doc(&path.display().to_string(), &doc);
+        if let Some(first) = left.first() {
+            let more = match left.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
             };
-            data.insert("last_updated".into(), Value::String(now.into()));
-            object.insert("lastActivity".into(), Value::String(now.into()));
-            match sibling {
-                true => object.insert(field.into(), value),
-                false => match object.get_mut(issue.as_str()) {
-                    Some(Value::Object(data)) => data.insert(field.into(), value),
-                    _ => unreachable!("checked to be an object above"),
-                },
-            };
-            let doc = PipelineDoc {
-                issue: issue.clone(),
-                object: object.clone(),
-            };
-            let left = validate_doc(&path.display().to_string(), &doc);
-            if let Some(first) = left.first() {
-                let more = match left.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more)", n - 1),
-                };
-                return Err(SetError::Refused(format!(
+            return Err(SetError::Refused(format!(
                 "the file breaks the contract elsewhere, nothing was changed: {first}{more}; fix those fields first (jkz state validate lists them)"
             )));
-            }
-            Ok(previous)
-        },
-    )?;
+        }
+        Ok(previous)
+    };
+    let wait = json_file::lock_wait();
+    let (previous, pending) = json_file::prepare_update_within(path, Durability::Full, wait, edit)?;
     // Logged once the new file is in place, under its lock: see events::reconcile.
+    let log = || {
+        crate::events::sources::pipeline_field_set(path, issue, field, previous.as_ref(), &logged)
+    };
     pending
-        .commit_then(|| {
-            crate::events::sources::pipeline_field_set(
-                path,
-                issue,
-                field,
-                previous.as_ref(),
-                &logged,
-            )
-        })
+        .commit_then(log)
         .map_err(|e| SetError::Update(UpdateError::Io(e)))
 }
 
