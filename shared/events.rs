@@ -99,6 +99,12 @@ pub fn try_emit(state: &StateDir, event: &Event) -> io::Result<bool> {
 /// every event indexed, direct writes to pipeline files reconciled. `None`
 /// when there is no state directory. Warnings go to stderr.
 pub fn up_to_date(state: &StateDir) -> io::Result<Option<index::Index>> {
+    up_to_date_for(state, None)
+}
+
+/// [`up_to_date`] for a reader of one issue's events: only that issue's
+/// pipeline file is reconciled.
+pub fn up_to_date_for(state: &StateDir, only: Option<&str>) -> io::Result<Option<index::Index>> {
     let Some(dir) = state.ensure_subdir(EVENTS_DIR)? else {
         return Ok(None);
     };
@@ -107,7 +113,7 @@ pub fn up_to_date(state: &StateDir) -> io::Result<Option<index::Index>> {
         warn(problem);
     }
     let mut index = index::Index::open(&dir)?;
-    reconcile::reconcile(state, &mut index)?;
+    reconcile::reconcile(state, &mut index, only)?;
     Ok(Some(index))
 }
 

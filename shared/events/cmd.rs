@@ -89,7 +89,8 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
         ),
         None => None,
     };
-    let Some(mut index) = super::up_to_date(state).map_err(failed)? else {
+    let only = args.issue.as_ref().map(IssueNumber::as_str);
+    let Some(mut index) = super::up_to_date_for(state, only).map_err(failed)? else {
         return Err(no_state_dir(state));
     };
     let mut filter = Filter {
@@ -124,7 +125,7 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
     loop {
         std::thread::sleep(FOLLOW_EVERY);
         index.catch_up().map_err(failed)?;
-        super::reconcile::reconcile(state, &mut index).map_err(failed)?;
+        super::reconcile::reconcile(state, &mut index, only).map_err(failed)?;
         let now = index.last_seq().map_err(failed)?;
         if now > last_seq {
             filter.after_seq = Some(last_seq);

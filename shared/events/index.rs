@@ -516,18 +516,6 @@ impl Index {
         rows.collect::<rusqlite::Result<_>>().map_err(sql)
     }
 
-    /// When the pipeline file of `issue` was last compared: its modification
-    /// time (ns) and size.
-    pub fn seen(&self, issue: &str) -> io::Result<Option<(i64, i64)>> {
-        self.conn
-            .prepare_cached("SELECT mtime_ns, len FROM pipeline_seen WHERE issue = ?1")
-            .and_then(|mut s| {
-                s.query_row([issue], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .map_err(sql)
-    }
-
     /// Every pipeline file compared so far, with its time and size.
     pub fn all_seen(&self) -> io::Result<HashMap<String, (i64, i64)>> {
         let mut stmt = self
@@ -540,16 +528,24 @@ impl Index {
         rows.collect::<rusqlite::Result<_>>().map_err(sql)
     }
 
-    /// Records that the pipeline file of `issue` was compared at this time
-    /// and size.
-    pub fn set_seen(&self, issue: &str, mtime_ns: i64, len: i64) -> io::Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO pipeline_seen (issue, mtime_ns, len) VALUES (?1, ?2, ?3)",
-            )
-            .and_then(|mut s| s.execute(params![issue, mtime_ns, len]))
-            .map(|_| ())
-            .map_err(sql)
+    /// Records that the pipeline files of these issues were compared at
+    /// these times and sizes (one transaction).
+    pub fn set_seen_all(&mut self, seen: &[(&str, (i64, i64))]) -> io::Result<()> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction().map_err(sql)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO pipeline_seen (issue, mtime_ns, len) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(sql)?;
+            for (issue, (mtime_ns, len)) in seen {
+                stmt.execute(params![issue, mtime_ns, len]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
     }
 
     /// The connection, for the readers derived from the index (metrics).

@@ -38,10 +38,11 @@ use crate::state_dir::StateDir;
 /// lock for milliseconds).
 const WRITER_WAIT: Duration = Duration::from_millis(500);
 
-/// Compares every pipeline file of `state` with what the log knows and
-/// appends an event for each difference; returns how many. `index` must be
-/// the index of `state`'s log; it is caught up afterwards.
-pub fn reconcile(state: &StateDir, index: &mut Index) -> io::Result<u64> {
+/// Compares every pipeline file of `state` (only issue `only`'s, when
+/// given) with what the log knows and appends an event for each
+/// difference; returns how many. `index` must be the index of `state`'s
+/// log; it is caught up afterwards.
+pub fn reconcile(state: &StateDir, index: &mut Index, only: Option<&str>) -> io::Result<u64> {
     let dir = state.join(super::EVENTS_DIR);
     let lock = crate::state_dir::open_lock_file(&dir.join(".reconcile.lock"))?;
     match lock.try_lock() {
@@ -49,50 +50,66 @@ pub fn reconcile(state: &StateDir, index: &mut Index) -> io::Result<u64> {
         Err(fs::TryLockError::WouldBlock) => return Ok(0),
         Err(fs::TryLockError::Error(e)) => return Err(e),
     }
-    let files = pipeline::list(state)?;
+    let mut files = pipeline::list(state)?;
+    if let Some(only) = only {
+        files.retain(|f| f.issue.as_str() == only);
+    }
     let seen = index.all_seen()?;
-    let mut logged = 0;
+    let mut stamps = Vec::new();
+    let mut differing = Vec::new();
     for file in &files {
-        let Ok(meta) = fs::symlink_metadata(&file.path) else {
+        let Some(stamp) = stamp_of(&file.path) else {
             continue;
         };
-        if !meta.is_file() {
-            continue;
-        }
-        let stamp = (
-            meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            meta.len() as i64,
-        );
         if seen.get(file.issue.as_str()) == Some(&stamp) {
             continue;
         }
-        let issue = file.issue.as_str();
-        let changes = differences(index, file)?;
-        let stamp = if changes.is_empty() {
-            stamp
-        } else {
-            // Compared again under the writer's lock (see the module docs).
-            let Ok(_writer) = crate::json_file::lock_within(&file.path, WRITER_WAIT) else {
-                continue; // a writer at it: next time
-            };
-            index.catch_up()?;
-            let Ok(meta) = fs::symlink_metadata(&file.path) else {
+        match differences(index, file)?.is_empty() {
+            true => stamps.push((file.issue.as_str(), stamp)),
+            false => differing.push(file),
+        }
+    }
+    // Compared again under their writers' locks (see the module docs), a
+    // batch at a time: one catch-up before, one after.
+    let mut logged = 0;
+    for batch in differing.chunks(BATCH) {
+        let locked: Vec<_> = batch
+            .iter()
+            .filter_map(|f| {
+                crate::json_file::lock_within(&f.path, WRITER_WAIT)
+                    .ok()
+                    .map(|l| (f, l))
+            })
+            .collect(); // a file whose writer is at it: next time
+        index.catch_up()?;
+        for (file, _) in &locked {
+            let Some(stamp) = stamp_of(&file.path) else {
                 continue;
             };
+            let issue = file.issue.as_str();
             for (field, from, to) in differences(index, file)? {
                 let event = field_change(issue, &field, from.as_ref(), &to, true);
                 super::try_emit(state, &event)?;
                 logged += 1;
             }
-            index.catch_up()?;
-            (
-                meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-                meta.len() as i64,
-            )
-        };
-        index.set_seen(issue, stamp.0, stamp.1)?;
+            stamps.push((issue, stamp));
+        }
+        index.catch_up()?;
     }
+    index.set_seen_all(&stamps)?;
     Ok(logged)
+}
+
+/// How many differing pipeline files are locked and compared at once.
+const BATCH: usize = 256;
+
+/// A file's modification time (ns) and size, when it is a regular file.
+fn stamp_of(path: &Path) -> Option<(i64, i64)> {
+    let meta = fs::symlink_metadata(path).ok().filter(|m| m.is_file())?;
+    Some((
+        meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        meta.len() as i64,
+    ))
 }
 
 /// The most bytes of the log a hook indexes before it reconciles; with
@@ -104,7 +121,7 @@ const HOOK_BACKLOG: u64 = 1024 * 1024;
 pub fn in_hook(state: &StateDir, warnings: &mut crate::hook::Warnings) {
     let dir = state.join(super::EVENTS_DIR);
     let done = Index::open_in_hook(&dir, HOOK_BACKLOG).and_then(|index| match index {
-        Some(mut index) => reconcile(state, &mut index).map(|_| ()),
+        Some(mut index) => reconcile(state, &mut index, None).map(|_| ()),
         None => Ok(()),
     });
     if let Err(e) = done {

@@ -28,7 +28,9 @@ pub fn timeline(
     issue: &IssueNumber,
     now: DateTime<Utc>,
 ) -> Result<Value, String> {
-    let Some(index) = crate::events::up_to_date(state).map_err(|e| e.to_string())? else {
+    let Some(index) =
+        crate::events::up_to_date_for(state, Some(issue.as_str())).map_err(|e| e.to_string())?
+    else {
         return Ok(
             json!({"issue": issue.as_str(), "now_ms": now.timestamp_millis(), "events": []}),
         );

@@ -369,6 +369,22 @@ fn a_direct_write_becomes_one_event_when_jkz_next_looks() {
 }
 
 #[test]
+fn a_reader_of_one_issue_reconciles_that_issues_file_only() {
+    let dir = Dir::new();
+    dir.write("st/pipeline/3.json", r#"{"3": {"current_phase": "plan"}}"#);
+    dir.write("st/pipeline/5.json", r#"{"5": {"current_phase": "qa"}}"#);
+    assert_eq!(events(&dir, &["--issue", "3"]).len(), 1);
+    let log = events(&dir, &["--type", "phase.changed"]);
+    assert_eq!(
+        log.len(),
+        2,
+        "issue 5's change, seen by the next reader of all"
+    );
+    assert!(log[0]["id"].as_str() < log[1]["id"].as_str());
+    assert_eq!(log[1]["issue"], "5");
+}
+
+#[test]
 fn readers_reconciling_while_jkz_writes_never_take_its_writes_for_direct_ones() {
     let dir = Dir::new();
     jkz(&dir)
