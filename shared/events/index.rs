@@ -516,6 +516,18 @@ impl Index {
         rows.collect::<rusqlite::Result<_>>().map_err(sql)
     }
 
+    /// When the pipeline file of `issue` was last compared: its
+    /// modification time (ns) and size.
+    pub fn seen(&self, issue: &str) -> io::Result<Option<(i64, i64)>> {
+        self.conn
+            .prepare_cached("SELECT mtime_ns, len FROM pipeline_seen WHERE issue = ?1")
+            .and_then(|mut s| {
+                s.query_row([issue], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(sql)
+    }
+
     /// Every pipeline file compared so far, with its time and size.
     pub fn all_seen(&self) -> io::Result<HashMap<String, (i64, i64)>> {
         let mut stmt = self

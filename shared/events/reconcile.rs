@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::index::{Index, TRACKED_FIELDS};
 use super::sources::field_change;
-use crate::pipeline::{self, PipelineDoc, PipelineFile};
+use crate::pipeline::{self, IssueNumber, PipelineDoc, PipelineFile};
 use crate::state_dir::StateDir;
 
 /// How long a reconciler waits for a pipeline file's writer (who holds its
@@ -50,11 +50,22 @@ pub fn reconcile(state: &StateDir, index: &mut Index, only: Option<&str>) -> io:
         Err(fs::TryLockError::WouldBlock) => return Ok(0),
         Err(fs::TryLockError::Error(e)) => return Err(e),
     }
-    let mut files = pipeline::list(state)?;
-    if let Some(only) = only {
-        files.retain(|f| f.issue.as_str() == only);
-    }
-    let seen = index.all_seen()?;
+    let (files, seen) = match only.and_then(|n| IssueNumber::parse(n).ok()) {
+        // One issue: its file alone, never the listing of thousands.
+        Some(issue) => {
+            let path = pipeline::pipeline_path(state, &issue);
+            let seen = index
+                .seen(issue.as_str())?
+                .map(|s| (issue.as_str().to_string(), s));
+            let file = PipelineFile {
+                issue,
+                path,
+                regular: false,
+            };
+            (vec![file], seen.into_iter().collect())
+        }
+        None => (pipeline::list(state)?, index.all_seen()?),
+    };
     let mut stamps = Vec::new();
     let mut differing = Vec::new();
     for file in &files {
