@@ -194,9 +194,11 @@ fn update<T>(
     let path = circuit_path(state, service)?;
     let _guard = lock_within(&path, lock_wait())?;
     let mut circuit = read(&path, service)?;
+    let before = circuit.state;
     let (out, changed) = edit(&mut circuit);
     if changed {
         write(&path, &circuit)?;
+        crate::events::sources::circuit_changed(state, before, &circuit);
     }
     Ok(out)
 }

@@ -81,6 +81,7 @@ pub fn keep_record(dir: Option<&Path>, id: &str, record: &Record, program: &str)
         if let Err(e) = write(dir, id, record) {
             eprintln!("{program}: warning: the deliberation record {id} could not be written: {e}");
         }
+        crate::events::sources::agent_finished(dir, id, record);
     }
 }
 

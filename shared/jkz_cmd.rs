@@ -10,6 +10,8 @@
 //! Every subcommand that uses the state directory stops, with its code for
 //! an I/O failure (`jkz state`: 2, `jkz run`: 125, the others 1), when the
 //! repository's layout cannot be read (see [`StateDir::check`]).
+//! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`];
+//! `jkz slo`: [`crate::slo::cmd`].
 //! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -73,6 +75,13 @@ pub enum Command {
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
     #[cfg(feature = "ui")]
     Ui(crate::ui::UiArgs),
+    /// Show the event log (state/events/): what happened, when, to which issue.
+    Events(crate::events::cmd::EventsArgs),
+    /// Pipeline metrics from the event log: completion rate, iterations,
+    /// phase durations, agent runs (a table, JSON or Prometheus' format).
+    Metrics(crate::metrics::cmd::MetricsArgs),
+    /// Check the service-level objectives of jkz.toml against the metrics.
+    Slo(crate::slo::cmd::SloArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -146,6 +155,18 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz ui",
             crate::ui::run(&args, &state, &mut std::io::stdout()),
         ),
+        Command::Events(args) => (
+            "jkz events",
+            crate::events::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Metrics(args) => (
+            "jkz metrics",
+            crate::metrics::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Slo(args) => (
+            "jkz slo",
+            crate::slo::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
         Command::Claim(args) => (
             "jkz claim",
             crate::registry::cmd::claim(&args, &state, &mut buffered()),
@@ -183,6 +204,9 @@ fn program(command: &Command) -> &'static str {
         Command::Claim(_) => "jkz claim",
         Command::Release(_) => "jkz release",
         Command::Chats(_) => "jkz chats",
+        Command::Events(_) => "jkz events",
+        Command::Metrics(_) => "jkz metrics",
+        Command::Slo(_) => "jkz slo",
     }
 }
 

@@ -192,9 +192,11 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
     let _guard = lock_within(&path, lock_wait())?;
     let now = Utc::now();
     let current = read(&path)?;
-    let renewed = match current {
+    let renewed = match &current {
         Some(held) if held.owner == req.owner => true,
-        Some(held) if held.state(now) == LockState::Held => return Ok(Acquired::Busy(held)),
+        Some(held) if held.state(now) == LockState::Held => {
+            return Ok(Acquired::Busy(held.clone()))
+        }
         _ => false,
     };
     let record = LockRecord {
@@ -209,6 +211,9 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
     let mut bytes = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
     bytes.push(b'\n');
     write_atomic(&path, &bytes)?;
+    if !renewed {
+        crate::events::sources::lock_acquired(state, &record, current.as_ref());
+    }
     Ok(Acquired::Taken { record, renewed })
 }
 
@@ -243,7 +248,10 @@ pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Res
         None if !path.exists() => Ok(Released::NotHeld),
         Some(held) if held.owner != owner => Ok(Released::Refused(held)),
         _ => match fs::remove_file(&path) {
-            Ok(()) => Ok(Released::Released),
+            Ok(()) => {
+                crate::events::sources::lock_released(state, kind, name, owner);
+                Ok(Released::Released)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Released::NotHeld),
             Err(e) => Err(e),
         },

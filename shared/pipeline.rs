@@ -36,7 +36,7 @@ pub use issue::{
     issue_of_file_name, list, list_in, misnamed, misnamed_in, pipeline_path, IssueNumber,
     PipelineFile,
 };
-pub(crate) use normalized::Field;
+pub(crate) use normalized::{coerce_count, Field};
 pub use normalized::{resolve_pr_number, Normalized, ParseError, PipelineDoc, Verdict};
 pub use plan::{approved_plan, read_bounded_text, ApprovedPlan};
 pub use read::{

@@ -163,6 +163,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
                 .display()
         ));
     }
+    crate::events::sources::tool_output_guarded(&state, None, &entry.tool, entry.full, entry.jkz);
     Some(answer)
 }
 

@@ -214,6 +214,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         if let Some(Ok(Some(w))) = pruned.map(|t| t.join()) {
             warnings.warn(w);
         }
+        let snapshot = written.as_ref().map(|_| name.as_str());
+        crate::events::sources::session_compacted(
+            &state,
+            session.as_ref().map(SessionId::as_str),
+            nudge.trigger,
+            snapshot,
+        );
         summarizer_instructions(&digest, written.as_deref())
     });
     hook::print(&instructions, warnings);

@@ -146,6 +146,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     });
     hook::print(&format!("{out}\n"), warnings);
+    crate::events::sources::session_started(
+        &state,
+        session.as_ref().map(SessionId::as_str),
+        source,
+    );
+    crate::events::reconcile::in_hook(&state, warnings);
 }
 
 /// The snapshot compared with: its name, its head, and whose it is.

@@ -342,7 +342,7 @@ pub(super) fn coerce_flag(v: Field) -> Option<bool> {
 
 /// A non-negative integer from a string of digits (surrounding blanks
 /// ignored) or a JSON integer; anything else → none.
-pub(super) fn coerce_count(v: Field) -> Option<u64> {
+pub(crate) fn coerce_count(v: Field) -> Option<u64> {
     match v {
         Field::Str(s) => {
             let s = s.trim();

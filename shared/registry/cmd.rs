@@ -120,6 +120,15 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         .as_deref()
         .map(|w| format!(" with worktree {w}"))
         .unwrap_or_default();
+    if let Claimed::Claimed | Claimed::Taken(_) = &outcome {
+        crate::events::sources::claim_taken(
+            state,
+            issue,
+            session.as_str(),
+            worktree.as_deref(),
+            &taken_from(&outcome),
+        );
+    }
     match outcome {
         Claimed::Claimed => {
             writeln!(out, "claimed issue {issue}{covering} for chat {session}").map_err(writing)?;
@@ -143,6 +152,14 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
             Ok(HELD)
         }
+    }
+}
+
+/// The chats a claim was taken over from.
+fn taken_from(outcome: &Claimed) -> Vec<String> {
+    match outcome {
+        Claimed::Taken(from) => from.iter().map(|h| h.claim.session_id.clone()).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -207,6 +224,7 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let writing = |e| Failure::io(1, "writing stdout", e);
     match outcome {
         Released::Released => {
+            crate::events::sources::claim_released(state, issue, session.as_str());
             writeln!(out, "released issue {issue}").map_err(writing)?;
             Ok(0)
         }

@@ -16,6 +16,8 @@
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
 //! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
 
 use std::path::Path;
 
@@ -70,14 +72,21 @@ pub fn settings_backup_name(root: &Path, checkout: &Path) -> String {
     format!("{SETTINGS_BACKUP}.{hex}")
 }
 
+/// `state/events/`: the event log's segments (the audit trail: `jkz gc`
+/// never removes one) and its index, `index.db`.
+pub const EVENTS_DIR: &str = "events";
+/// `state/metrics.db`: pipeline metrics, derived from the event log.
+pub const METRICS_DB: &str = "metrics.db";
+
 /// The subdirectories of `state/` that jkz reads files in.
-pub const SUBDIRS: [&str; 6] = [
+pub const SUBDIRS: [&str; 7] = [
     PIPELINE_DIR,
     SESSION_RECORD_DIR,
     OFFLOAD_DIR,
     DELIBERATIONS_DIR,
     CIRCUIT_DIR,
     LOCKS_DIR,
+    EVENTS_DIR,
 ];
 
 /// The start of every pre-compact snapshot's name.

@@ -865,7 +865,9 @@ fn a_state_that_cannot_be_written() {
     let e = event(&world, "s").to_string();
     let run = hook(&world, "jkz-pre-compact", e.as_bytes(), why);
     assert!(run.stdout_str().contains("decide"), "{}", run.report());
-    hook(&world, "jkz-session-start", e.as_bytes(), "");
+    // It reads the state, and appends session.started to the event log:
+    // that write is refused too, and said.
+    hook(&world, "jkz-session-start", e.as_bytes(), why);
     let before = world.outside_state();
     let run = world
         .cmd("jkz-truncate")

@@ -6,6 +6,7 @@ mod audit;
 mod client;
 mod compress;
 mod docs;
+mod events;
 mod faults;
 mod hooks;
 mod hooks_disagreed_on_the_session;

@@ -197,11 +197,40 @@ fn survey(state: &Path, mut valid: impl FnMut(&Path) -> Result<(), String>) -> u
         } else if is_lock(&name) {
             let len = fs::metadata(&path).unwrap().len();
             assert_eq!(len, 0, "lock file {} holds data", path.display());
+        } else if path.parent().map(name_of).as_deref() == Some("events") {
+            if let Err(why) = valid_event_log_file(&path) {
+                panic!("{}: {why}", path.display());
+            }
         } else if let Err(why) = valid(&path) {
             panic!("{}: {why}", path.display());
         }
     }
     temps
+}
+
+/// A file of the event log (`state/events/`), whatever the writer: a
+/// segment is whole lines of events (a writer killed mid-line may leave a
+/// torn last line, which readers skip); the index is derived (SQLite).
+fn valid_event_log_file(path: &Path) -> Result<(), String> {
+    let name = name_of(path);
+    if name.starts_with("index.db") {
+        return Ok(());
+    }
+    if !name.ends_with(".jsonl") {
+        return Err("unexpected file in the event log".into());
+    }
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+        return Ok(()); // empty, or one torn line
+    };
+    for line in bytes[..end].split(|&b| b == b'\n') {
+        let v: Value =
+            serde_json::from_slice(line).map_err(|e| format!("a line that is not JSON ({e})"))?;
+        if !(v["id"].is_string() && v["type"].is_string()) {
+            return Err(format!("a line that is not an event: {v}"));
+        }
+    }
+    Ok(())
 }
 
 fn parse_json(path: &Path) -> Result<Value, String> {
