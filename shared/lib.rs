@@ -51,5 +51,5 @@ pub mod lines;
 pub mod process;
 pub mod resolved_path;
 pub mod thousands;
-pub mod user_file;
 pub mod time_span;
+pub mod user_file;
