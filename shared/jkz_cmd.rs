@@ -5,6 +5,7 @@
 //! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz findings`: [`crate::findings::cli`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
@@ -63,6 +64,10 @@ pub enum Command {
     Deliberations(crate::deliberation::show::DeliberationsArgs),
     /// Show or reset the circuit breakers of external services.
     Circuit(crate::circuit_cmd::CircuitArgs),
+    /// Review findings across iterations (state/cr-history.db): import them,
+    /// list an issue's with their status (new, open, resolved,
+    /// reintroduced, dismissed), dismiss one.
+    Findings(crate::findings::cli::FindingsArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(crate::lock_cmd::LockArgs),
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
@@ -115,6 +120,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Circuit(args) => (
             "jkz circuit",
             crate::circuit_cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Findings(args) => (
+            "jkz findings",
+            crate::findings::cli::run(&args, &state, &mut buffered()),
         ),
         Command::Lock(args) => (
             "jkz lock",

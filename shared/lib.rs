@@ -9,6 +9,7 @@ pub mod circuit_cmd;
 pub mod compaction;
 pub mod compress;
 pub mod deliberation;
+pub mod findings;
 pub mod gc;
 pub mod jkz_cmd;
 pub mod lock_cmd;

@@ -336,8 +336,10 @@ fn invoke(
         "CMD's stdout",
         &mut stderr,
     );
-    record.verdict = output.verdict();
+    let verdict = output.verdict_object();
     drop(output);
+    record.verdict = verdict.as_ref().map(deliberation::verdict::verdict_of);
+    crate::findings::run_import::import_verdict(state, &args.context, verdict.as_ref(), PROGRAM);
 
     let status = match wait(&child, watchdog.is_some()) {
         Ok(status) => status,

@@ -162,6 +162,10 @@ pub struct Digest {
     /// How many other active pipelines there are.
     pub other_active_count: usize,
     pub git: GitState,
+    /// The review findings of the detailed pipelines' issues
+    /// ([`crate::findings::compaction`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::findings::compaction::IssueFindings>,
 }
 
 impl Digest {
@@ -201,6 +205,7 @@ impl Digest {
             other_active: other.iter().map(|i| i.to_string()).collect(),
             other_active_count: total.saturating_sub(MAX_DETAILED),
             git,
+            findings: Vec::new(),
         }
     }
 }
@@ -277,6 +282,8 @@ struct Limits {
     decision: usize,
     decisions: usize,
     dirty: usize,
+    findings: usize,
+    finding: usize,
 }
 
 impl Limits {
@@ -288,6 +295,8 @@ impl Limits {
             decision: (share / 16).max(40),
             decisions: 8,
             dirty: 10,
+            findings: 10,
+            finding: (share / 12).max(40),
         }
     }
 
@@ -298,6 +307,8 @@ impl Limits {
             decision: (self.decision / 2).max(24),
             decisions: (self.decisions / 2).max(1),
             dirty: (self.dirty / 2).max(1),
+            findings: (self.findings / 2).max(1),
+            finding: (self.finding / 2).max(40),
         }
     }
 }
@@ -550,6 +561,13 @@ fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) 
     }
     for p in &digest.pipelines {
         out.push_str(&render_pipeline(p, limits));
+        if let Some(f) = digest.findings.iter().find(|f| f.issue == p.issue) {
+            out.push_str(&crate::findings::compaction::render(
+                f,
+                limits.findings,
+                limits.finding,
+            ));
+        }
     }
     if digest.other_active_count > 0 {
         let named: Vec<_> = digest
@@ -687,6 +705,7 @@ mod tests {
                 dirty_count: 1,
                 error: None,
             },
+            findings: Vec::new(),
         }
     }
 

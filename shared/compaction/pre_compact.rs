@@ -34,6 +34,7 @@ use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Candidates};
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -140,7 +141,8 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             let (state, nudge) = (&state, &nudge);
             s.spawn(move || prepare_nudge(state, session, nudge))
         });
-        let digest = candidates.digest(&state.join(pipeline::PIPELINE_DIR), git.clone());
+        let mut digest = candidates.digest(&state.join(pipeline::PIPELINE_DIR), git.clone());
+        crate::findings::compaction::attach(&state, &mut digest, Audience::Summarizer, warnings);
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),

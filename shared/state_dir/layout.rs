@@ -15,6 +15,7 @@
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
+//! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
@@ -41,6 +42,8 @@ pub const CHAT_DB: &str = "chat.db";
 /// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
 /// when it was rebuilt empty (kept for a look; the next one replaces it).
 pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
+/// `state/cr-history.db`: review findings across iterations (SQLite, WAL).
+pub const FINDINGS_DB: &str = "cr-history.db";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
 /// `state/live-session.json`: the running observer (`jkz ui`): its pid,

@@ -1,0 +1,206 @@
+//! What the compaction hooks say of findings.
+//!
+//! Open findings are decision-critical ("what is still wrong"); resolved
+//! ones are what the summarizer may drop. For each pipeline the digest
+//! details, `jkz-pre-compact` lists the issue's new, open and reintroduced
+//! findings — most severe first, as many as its budget holds — and names
+//! the resolved ones as safe to drop; `jkz-session-start` re-injects the
+//! standing ones (the resolved are counted only). Both read the history
+//! read-only: a hook never creates it, and a history that cannot be read
+//! costs one line on stderr, never the hook's answer.
+
+use serde::{Deserialize, Serialize};
+
+use super::finding::bounded;
+use super::status::Status;
+use super::store::{FindingRow, Store, DB_FILE};
+use crate::compaction::Digest;
+use crate::hook::Warnings;
+use crate::state_dir::StateDir;
+
+/// The most standing findings a digest keeps per issue.
+pub const MAX_STANDING: usize = 20;
+/// The most resolved findings a digest names per issue.
+pub const MAX_RESOLVED: usize = 20;
+/// The most bytes of one finding's message a digest keeps.
+pub const MAX_MESSAGE: usize = 400;
+
+/// The statuses that must survive a compaction.
+pub const STANDING: [Status; 3] = [Status::Reintroduced, Status::New, Status::Open];
+
+/// Who the digest is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// PreCompact's instructions: standing findings, and the resolved named
+    /// as safe to drop.
+    Summarizer,
+    /// SessionStart's re-injection: standing findings only.
+    Reinjection,
+}
+
+/// One finding as a digest shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingLine {
+    pub id: i64,
+    pub status: String,
+    pub severity: Option<String>,
+    pub file: String,
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+impl FindingLine {
+    fn of(r: &FindingRow) -> FindingLine {
+        FindingLine {
+            id: r.id,
+            status: r.status.name().to_string(),
+            severity: r.severity.map(|s| s.name().to_string()),
+            file: r.file.clone(),
+            line: r.line,
+            message: bounded(&one_line(&r.message), MAX_MESSAGE),
+        }
+    }
+
+    fn place(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{l}", self.file),
+            None => self.file.clone(),
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The findings of one issue a digest carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueFindings {
+    pub issue: String,
+    pub latest_iteration: Option<u32>,
+    /// New, open and reintroduced findings, most severe first.
+    pub standing: Vec<FindingLine>,
+    pub standing_count: usize,
+    /// Resolved findings, most recently seen first (none for SessionStart).
+    pub resolved: Vec<FindingLine>,
+    pub resolved_count: usize,
+}
+
+/// Adds to `digest` the findings of the issues it details (none when there
+/// is no history). A history that cannot be read is one warning.
+pub fn attach(state: &StateDir, digest: &mut Digest, audience: Audience, warnings: &mut Warnings) {
+    if digest.pipelines.is_empty() {
+        return;
+    }
+    let path = state.join(DB_FILE);
+    let read = || -> Result<Vec<IssueFindings>, super::StoreError> {
+        let Some(store) = Store::open_read_only(&path)? else {
+            return Ok(Vec::new());
+        };
+        let mut all = Vec::new();
+        for p in &digest.pipelines {
+            if let Some(f) = issue_findings(&store, &p.issue, audience)? {
+                all.push(f);
+            }
+        }
+        Ok(all)
+    };
+    match read() {
+        Ok(found) => digest.findings = found,
+        Err(e) => warnings.warn(format!("review findings not read: {e}")),
+    }
+}
+
+fn issue_findings(
+    store: &Store,
+    issue: &str,
+    audience: Audience,
+) -> Result<Option<IssueFindings>, super::StoreError> {
+    let (counts, iterations) = store.summary(issue)?;
+    if iterations.is_empty() {
+        return Ok(None);
+    }
+    let count = |wanted: &[Status]| -> usize {
+        counts
+            .iter()
+            .filter(|(s, _)| wanted.contains(s))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let standing = store.most_severe(issue, &STANDING, MAX_STANDING)?;
+    let resolved = match audience {
+        Audience::Summarizer => store.most_severe(issue, &[Status::Resolved], MAX_RESOLVED)?,
+        Audience::Reinjection => Vec::new(),
+    };
+    Ok(Some(IssueFindings {
+        issue: issue.to_string(),
+        latest_iteration: iterations.last().copied(),
+        standing: standing.iter().map(FindingLine::of).collect(),
+        standing_count: count(&STANDING),
+        resolved: resolved.iter().map(FindingLine::of).collect(),
+        resolved_count: count(&[Status::Resolved]),
+    }))
+}
+
+/// The findings of one issue as lines of a digest's pipeline section:
+/// at most `items` findings of each list, each message cut to `chars`
+/// characters.
+pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
+    let cut = |s: &str, max: usize| {
+        let head = crate::compaction::digest::head_units(s, max);
+        if head.len() < s.len() {
+            format!("{head}…")
+        } else {
+            head.to_string()
+        }
+    };
+    let mut out = String::new();
+    let it = f
+        .latest_iteration
+        .map(|k| format!("iteration {k}"))
+        .unwrap_or_default();
+    let whole = format!("`jkz findings --issue {}`", f.issue);
+    if f.standing_count == 0 {
+        out.push_str(&format!("- Review findings ({it}): none standing\n"));
+    } else {
+        out.push_str(&format!(
+            "- Review findings still to fix ({it}; {} standing, most severe first; all: {whole}):\n",
+            f.standing_count
+        ));
+        for (i, l) in f.standing.iter().take(items).enumerate() {
+            let severity = l.severity.as_deref().unwrap_or("unrated");
+            out.push_str(&format!(
+                "    {}. [{severity}, {}] {} — {} (#{})\n",
+                i + 1,
+                l.status,
+                l.place(),
+                cut(&l.message, chars),
+                l.id
+            ));
+        }
+        let more = f.standing_count.saturating_sub(items.min(f.standing.len()));
+        if more > 0 {
+            out.push_str(&format!("    (+{more} more: {whole})\n"));
+        }
+    }
+    if f.resolved_count > 0 && !f.resolved.is_empty() {
+        let named: Vec<String> = f
+            .resolved
+            .iter()
+            .take(items)
+            .map(|l| format!("#{} {} ({})", l.id, l.place(), cut(&l.message, chars.min(60))))
+            .collect();
+        let more = f.resolved_count.saturating_sub(named.len());
+        let more = if more > 0 {
+            format!(", +{more} more")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "- Resolved review findings, safe to drop ({}): {}{more}\n",
+            f.resolved_count,
+            named.join("; ")
+        ));
+    }
+    out
+}
