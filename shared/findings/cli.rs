@@ -157,7 +157,10 @@ pub fn run(args: &FindingsArgs, state: &StateDir, out: &mut dyn Write) -> Result
 
 fn store_failure(e: StoreError) -> Failure {
     match e {
-        StoreError::Refused(why) => Failure::new(EXIT_REFUSED, format!("refused: {why}; nothing stored changed")),
+        StoreError::Refused(why) => Failure::new(
+            EXIT_REFUSED,
+            format!("refused: {why}; nothing stored changed"),
+        ),
         StoreError::Unavailable(why) => Failure::new(1, why),
     }
 }
@@ -184,7 +187,12 @@ fn state_root(state: &StateDir) -> Result<PathBuf, Failure> {
 
 /// Reads the input named `file` (`-`: stdin) within [`import::MAX_INPUT`].
 fn read_input(file: &Path) -> Result<Vec<u8>, Failure> {
-    let refused = |why: String| Failure::new(EXIT_REFUSED, format!("refused: {why}; nothing stored changed"));
+    let refused = |why: String| {
+        Failure::new(
+            EXIT_REFUSED,
+            format!("refused: {why}; nothing stored changed"),
+        )
+    };
     if file == Path::new("-") {
         return import::read_bounded(std::io::stdin().lock(), "stdin").map_err(refused);
     }
@@ -209,7 +217,10 @@ fn import_cmd(args: &ImportArgs, state: &StateDir, out: &mut dyn Write) -> Resul
     let parsed = import::parse(args.source, &bytes).map_err(|why| {
         Failure::new(
             EXIT_REFUSED,
-            format!("refused {name} as {}: {why}; nothing stored changed", args.source.name()),
+            format!(
+                "refused {name} as {}: {why}; nothing stored changed",
+                args.source.name()
+            ),
         )
     })?;
     let root = state_root(state)?;
@@ -255,7 +266,13 @@ fn import_cmd(args: &ImportArgs, state: &StateDir, out: &mut dyn Write) -> Resul
         done.created
     )
     .map_err(writing)?;
-    writeln!(out, "issue {} now: {}", args.issue, counts_text(&done.counts)).map_err(writing)?;
+    writeln!(
+        out,
+        "issue {} now: {}",
+        args.issue,
+        counts_text(&done.counts)
+    )
+    .map_err(writing)?;
     for note in &parsed.notes {
         writeln!(out, "note: {note}").map_err(writing)?;
     }
@@ -269,7 +286,11 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
     if !path.exists() {
         return Err(Failure::new(
             1,
-            format!("no finding {}: nothing has been imported yet ({} does not exist)", args.id, path.display()),
+            format!(
+                "no finding {}: nothing has been imported yet ({} does not exist)",
+                args.id,
+                path.display()
+            ),
         ));
     }
     let mut store = Store::open(&path).map_err(store_failure)?;
@@ -279,7 +300,10 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
         .ok_or_else(|| {
             Failure::new(
                 1,
-                format!("no finding {}: see the ids in `jkz findings --issue N`", args.id),
+                format!(
+                    "no finding {}: see the ids in `jkz findings --issue N`",
+                    args.id
+                ),
             )
         })?;
     writeln!(
@@ -338,8 +362,12 @@ fn list_cmd(args: &ListArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8
                 ),
             ))
         }
-        Some(k) => store.findings_as_of(issue.as_str(), k).map_err(store_failure)?,
-        None => store.findings(issue.as_str(), None).map_err(store_failure)?,
+        Some(k) => store
+            .findings_as_of(issue.as_str(), k)
+            .map_err(store_failure)?,
+        None => store
+            .findings(issue.as_str(), None)
+            .map_err(store_failure)?,
     };
     let all = rows.clone();
     if let Some(s) = args.status {
@@ -377,7 +405,10 @@ fn list_or_none(its: &[u32]) -> String {
     if its.is_empty() {
         return "none".into();
     }
-    its.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    its.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn write_table(
@@ -411,7 +442,8 @@ fn write_table(
         return Ok(());
     }
     let places: Vec<String> = rows.iter().map(FindingRow::place).collect();
-    let wide = |f: &dyn Fn(usize) -> usize, min: usize| (0..rows.len()).map(f).max().unwrap_or(0).max(min);
+    let wide =
+        |f: &dyn Fn(usize) -> usize, min: usize| (0..rows.len()).map(f).max().unwrap_or(0).max(min);
     let id_w = wide(&|i| rows[i].id.to_string().len(), 2);
     let place_w = wide(&|i| places[i].chars().count(), 5).min(48);
     let src_w = wide(&|i| rows[i].sources.join(",").len(), 7);
@@ -508,7 +540,12 @@ impl Explained {
             .into();
     }
 
-    fn write(&self, out: &mut dyn Write, rows: &[FindingRow], all: &[FindingRow]) -> Result<(), Failure> {
+    fn write(
+        &self,
+        out: &mut dyn Write,
+        rows: &[FindingRow],
+        all: &[FindingRow],
+    ) -> Result<(), Failure> {
         writeln!(
             out,
             "\nHow findings were matched (same file and same normalized message; case, whitespace, punctuation, line references and code-span contents ignored):"

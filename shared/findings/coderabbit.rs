@@ -53,6 +53,9 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
     let mut parsed = Parsed::default();
     // Thread roots by comment id, and the replies to fold in after.
     let mut roots: HashMap<u64, usize> = HashMap::new();
+    // Thread starts that are not findings (addressed, or boilerplate only):
+    // their replies go with them.
+    let mut skipped: std::collections::HashSet<u64> = Default::default();
     let mut reply_to: HashMap<u64, u64> = HashMap::new();
     let mut replies: Vec<(usize, u64, String)> = Vec::new();
     let mut addressed = 0;
@@ -97,10 +100,12 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
         let cleaned = clean(body);
         if cleaned.addressed {
             addressed += 1;
+            skipped.extend(id);
             continue;
         }
         let Some(message) = cleaned.message else {
             empty += 1;
+            skipped.extend(id);
             continue;
         };
         if let Some(id) = id {
@@ -136,6 +141,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
                 parsed.findings[k].replies.push(text)
             }
             Some(_) => {}
+            None if skipped.contains(&root) => {}
             None => orphans += 1,
         }
     }
@@ -349,7 +355,9 @@ fn summary_of(block: &str) -> &str {
         return "";
     };
     let from = open + "<summary>".len();
-    let to = lower[from..].find("</summary>").map_or(block.len(), |i| from + i);
+    let to = lower[from..]
+        .find("</summary>")
+        .map_or(block.len(), |i| from + i);
     &block[from..to]
 }
 
@@ -407,7 +415,11 @@ fn fence_open(line: &str) -> Option<(String, String)> {
     if n < 3 {
         return None;
     }
-    let info = t[n..].split_whitespace().next().unwrap_or("").to_lowercase();
+    let info = t[n..]
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
     Some((t[..n].to_string(), info))
 }
 
@@ -437,7 +449,10 @@ mod tests {
         );
         let detail = c.detail.unwrap();
         assert!(detail.starts_with("`amount` is rounded"), "{detail}");
-        assert!(!detail.contains("Prompt for AI") && !detail.contains("<!--"), "{detail}");
+        assert!(
+            !detail.contains("Prompt for AI") && !detail.contains("<!--"),
+            "{detail}"
+        );
         assert!(!c.addressed);
     }
 
@@ -449,7 +464,10 @@ mod tests {
             Some(Some(Severity::Critical))
         );
         assert_eq!(badge_severity("**Fix this.**"), None);
-        assert_eq!(badge_severity("_💡 Verification agent_"), Some(Some(Severity::Minor)));
+        assert_eq!(
+            badge_severity("_💡 Verification agent_"),
+            Some(Some(Severity::Minor))
+        );
         assert_eq!(badge_severity("_see below_"), None);
         assert_eq!(badge_severity("Plain text"), None);
         let c = clean("_⚠️ Potential issue_\n\n**X.**\n\n✅ Addressed in commit abc1234");

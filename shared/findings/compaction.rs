@@ -188,7 +188,14 @@ pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
             .resolved
             .iter()
             .take(items)
-            .map(|l| format!("#{} {} ({})", l.id, l.place(), cut(&l.message, chars.min(60))))
+            .map(|l| {
+                format!(
+                    "#{} {} ({})",
+                    l.id,
+                    l.place(),
+                    cut(&l.message, chars.min(60))
+                )
+            })
             .collect();
         let more = f.resolved_count.saturating_sub(named.len());
         let more = if more > 0 {

@@ -13,7 +13,7 @@ use super::store::FindingRow;
 
 /// The least share of words two messages in one file must have in common to
 /// be shown as a near-miss.
-pub const SIMILAR: f64 = 0.5;
+pub const SIMILAR: f64 = 0.4;
 
 /// The most findings of one file compared pairwise (the rest are not).
 const MAX_PER_FILE: usize = 500;

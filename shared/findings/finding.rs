@@ -125,7 +125,10 @@ mod tests {
         assert_eq!(Severity::parse("🔴 Critical"), Some(Severity::Critical));
         assert_eq!(Severity::parse("BLOCKER"), Some(Severity::Critical));
         assert_eq!(Severity::parse("⚠️ Potential issue"), Some(Severity::Major));
-        assert_eq!(Severity::parse("Refactor suggestion"), Some(Severity::Minor));
+        assert_eq!(
+            Severity::parse("Refactor suggestion"),
+            Some(Severity::Minor)
+        );
         assert_eq!(Severity::parse("🧹 Nitpick"), Some(Severity::Nit));
         assert_eq!(Severity::parse("whatever"), None);
         assert!(Severity::rank(Some(Severity::Critical)) < Severity::rank(None));

@@ -257,13 +257,16 @@ fn without_line_references(tokens: &[Token<'_>]) -> Vec<bool> {
             continue;
         }
         // `path:42`, `path:42:7`
-        if t.kind == Kind::Mark && t.text == ":" && i > 0 && !t.spaced {
-            if at(i + 1).is_some_and(|n| is_number(n) && !n.spaced) {
-                keep[i] = false;
-                keep[i + 1] = false;
-                i += 2;
-                continue;
-            }
+        if t.kind == Kind::Mark
+            && t.text == ":"
+            && i > 0
+            && !t.spaced
+            && at(i + 1).is_some_and(|n| is_number(n) && !n.spaced)
+        {
+            keep[i] = false;
+            keep[i + 1] = false;
+            i += 2;
+            continue;
         }
         i += 1;
     }
@@ -431,7 +434,10 @@ mod tests {
         assert_eq!(n("L10-L12 and #L4 and l10n"), "and and l10n");
         assert_eq!(n("```rust\nfn x() {}\n``` here"), "` here");
         assert_eq!(n("a ` b"), "a b");
-        assert_eq!(n("**Fix the Off-by-one** error."), "fix the off by one error");
+        assert_eq!(
+            n("**Fix the Off-by-one** error."),
+            "fix the off by one error"
+        );
         assert_eq!(n(""), "");
     }
 

@@ -179,9 +179,7 @@ fn object_finding(
     failure: bool,
 ) -> Result<Reported, String> {
     let file = text_field(o, &["file", "path", "filename", "location"]);
-    let test = failure
-        .then(|| text_field(o, &["test", "name"]))
-        .flatten();
+    let test = failure.then(|| text_field(o, &["test", "name"])).flatten();
     let raw_message = text_field(
         o,
         &[
@@ -297,7 +295,10 @@ mod tests {
         assert_eq!((f.file.as_str(), f.line), ("src/a.rs", Some(42)));
         assert_eq!(f.message, "unwrap on None");
         let f = string_finding("`src/a.rs:42:7` — unwrap", "x", None).unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.message.as_str()), ("src/a.rs", Some(42), "unwrap"));
+        assert_eq!(
+            (f.file.as_str(), f.line, f.message.as_str()),
+            ("src/a.rs", Some(42), "unwrap")
+        );
         let f = string_finding("README.md: typo in heading", "x", None).unwrap();
         assert_eq!((f.file.as_str(), f.line), ("README.md", None));
         let e = string_finding("Consider adding docs", "concerns[0]", None).unwrap_err();
@@ -314,9 +315,17 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!((f.file.as_str(), f.line, f.severity), ("a.rs", Some(12), Some(Severity::Major)));
-        let e = object_finding(&o(serde_json::json!({"message": "x"})), "blockers[1]", None, false)
-            .unwrap_err();
+        assert_eq!(
+            (f.file.as_str(), f.line, f.severity),
+            ("a.rs", Some(12), Some(Severity::Major))
+        );
+        let e = object_finding(
+            &o(serde_json::json!({"message": "x"})),
+            "blockers[1]",
+            None,
+            false,
+        )
+        .unwrap_err();
         assert!(e.starts_with("blockers[1] has no file"), "{e}");
         let f = object_finding(
             &o(serde_json::json!({"test": "tests/t.py::test_total", "error": "expected 10, got 9"})),

@@ -217,10 +217,19 @@ mod tests {
         let imports = [imp(1, 1, "coderabbit"), imp(2, 2, "verdict")];
         assert_eq!(status(&imports, &[1], None), Some(Status::Open));
         // Then CodeRabbit's review of 2 lacks it: resolved.
-        let imports = [imp(1, 1, "coderabbit"), imp(2, 2, "verdict"), imp(3, 2, "coderabbit")];
+        let imports = [
+            imp(1, 1, "coderabbit"),
+            imp(2, 2, "verdict"),
+            imp(3, 2, "coderabbit"),
+        ];
         assert_eq!(status(&imports, &[1], None), Some(Status::Resolved));
         // Seen by both in 1; only the verdict repeats it in 2: open.
-        let imports = [imp(1, 1, "coderabbit"), imp(2, 1, "verdict"), imp(3, 2, "verdict"), imp(4, 2, "coderabbit")];
+        let imports = [
+            imp(1, 1, "coderabbit"),
+            imp(2, 1, "verdict"),
+            imp(3, 2, "verdict"),
+            imp(4, 2, "coderabbit"),
+        ];
         let sightings = [(7, 1), (7, 2), (7, 3)];
         let d = derive(&imports, &sightings, &|_| false, None);
         assert_eq!(d[&7].status, Status::Open);

@@ -171,6 +171,10 @@ pub struct FindingRow {
     pub dismissed_why: Option<String>,
 }
 
+/// How many findings of each status (statuses with none left out), in
+/// [`Status::ALL`]'s order.
+pub type StatusCounts = Vec<(Status, usize)>;
+
 /// One sighting, for `--explain` and the history views.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SightingRow {
@@ -210,7 +214,10 @@ fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<FindingRow> {
         line: r.get(4)?,
         message: r.get(5)?,
         detail: r.get(6)?,
-        severity: r.get::<_, Option<String>>(7)?.as_deref().and_then(Severity::parse),
+        severity: r
+            .get::<_, Option<String>>(7)?
+            .as_deref()
+            .and_then(Severity::parse),
         status: Status::parse(&status).unwrap_or(Status::Open),
         first_iteration: r.get(9)?,
         last_iteration: r.get(10)?,
@@ -462,7 +469,9 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
         let issue: Option<String> = tx
-            .query_row("SELECT issue FROM findings WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT issue FROM findings WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(sql)?;
         let Some(issue) = issue else {
@@ -531,7 +540,7 @@ impl Store {
     }
 
     /// The issue's findings by status, and its iterations imported.
-    pub fn summary(&self, issue: &str) -> Result<(Vec<(Status, usize)>, Vec<u32>), StoreError> {
+    pub fn summary(&self, issue: &str) -> Result<(StatusCounts, Vec<u32>), StoreError> {
         let counts = counts(&self.conn, issue).map_err(|e| self.err(e))?;
         let iterations = self.iterations(issue)?;
         Ok((counts, iterations))
@@ -560,7 +569,12 @@ impl Store {
                  WHERE i.issue = ?1 ORDER BY i.iteration, s.import_id, s.finding_id",
             )?;
             let rows = stmt.query_map([issue], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get(2)?, r.get(3)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                ))
             })?;
             let mut sightings = Vec::new();
             for row in rows {
@@ -660,13 +674,20 @@ fn as_of_rows(
         Status::Dismissed => 4,
     };
     out.sort_by(|a, b| {
-        (group(a.status), Severity::rank(a.severity), &a.file, a.line, a.id).cmp(&(
-            group(b.status),
-            Severity::rank(b.severity),
-            &b.file,
-            b.line,
-            b.id,
-        ))
+        (
+            group(a.status),
+            Severity::rank(a.severity),
+            &a.file,
+            a.line,
+            a.id,
+        )
+            .cmp(&(
+                group(b.status),
+                Severity::rank(b.severity),
+                &b.file,
+                b.line,
+                b.id,
+            ))
     });
     out
 }
@@ -772,11 +793,8 @@ fn refresh(conn: &Connection, issue: &str) -> rusqlite::Result<()> {
         })?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let dismissed: std::collections::HashSet<i64> = current
-        .iter()
-        .filter(|c| c.1)
-        .map(|c| c.0)
-        .collect();
+    let dismissed: std::collections::HashSet<i64> =
+        current.iter().filter(|c| c.1).map(|c| c.0).collect();
     let derived = derive(&imports, &sightings, &|id| dismissed.contains(&id), None);
     let mut remove = conn.prepare_cached("DELETE FROM findings WHERE id = ?1")?;
     let mut update = conn.prepare_cached(

@@ -6,6 +6,7 @@ mod audit;
 mod client;
 mod compress;
 mod faults;
+mod findings;
 mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;
