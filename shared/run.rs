@@ -8,7 +8,9 @@
 //! record is written per invocation ([`crate::deliberation`]). With
 //! `--service S` the service's circuit breaker ([`crate::circuit`]) decides
 //! whether CMD starts at all; with `--lock KIND:NAME` a lock
-//! ([`crate::lock`]) is held for the run.
+//! ([`crate::lock`]) is held for the run. With `--issue` and `--iteration`,
+//! the findings of the verdict it records go to the findings history
+//! ([`crate::findings::run_import`]).
 //!
 //! Exit codes (one table, also in `--help` and the README):
 //!

@@ -266,6 +266,17 @@ impl Candidates {
         self.newest.truncate(Self::KEEP);
     }
 
+    /// The issues the digest of the views offered so far would detail,
+    /// newest first.
+    pub fn newest_issues(&mut self) -> Vec<String> {
+        self.trim();
+        let n = self.newest.len().min(MAX_DETAILED);
+        self.newest[..n]
+            .iter()
+            .map(|v| v.issue.to_string())
+            .collect()
+    }
+
     /// The digest of every view offered (see [`Digest::build`]).
     pub fn digest(mut self, pipeline_dir: &Path, git: GitState) -> Digest {
         self.trim();

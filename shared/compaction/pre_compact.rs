@@ -34,7 +34,7 @@ use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Candidates};
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
-use crate::findings::compaction::Audience;
+use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -123,6 +123,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
         std::mem::forget(files);
+        // Review findings of the pipelines the digest will detail, read
+        // while git runs.
+        let issues = candidates.newest_issues();
+        let findings = s.spawn(|| {
+            let read = findings::read(&state, &issues, Audience::Summarizer);
+            (issues, read)
+        });
         let git = match git {
             Started::Running(mut probe) => {
                 // Git still running: sync what is written meanwhile, so
@@ -142,7 +149,8 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             s.spawn(move || prepare_nudge(state, session, nudge))
         });
         let mut digest = candidates.digest(&state.join(pipeline::PIPELINE_DIR), git.clone());
-        crate::findings::compaction::attach(&state, &mut digest, Audience::Summarizer, warnings);
+        let ahead = findings.join().ok();
+        findings::attach_read(&state, &mut digest, ahead, Audience::Summarizer, warnings);
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),

@@ -89,26 +89,62 @@ pub struct IssueFindings {
 /// Adds to `digest` the findings of the issues it details (none when there
 /// is no history). A history that cannot be read is one warning.
 pub fn attach(state: &StateDir, digest: &mut Digest, audience: Audience, warnings: &mut Warnings) {
-    if digest.pipelines.is_empty() {
-        return;
+    attach_read(state, digest, None, audience, warnings)
+}
+
+/// The findings of `issues`, read ahead (`jkz-pre-compact` reads them
+/// while git runs, for the issues its digest will most likely detail).
+pub fn read(
+    state: &StateDir,
+    issues: &[String],
+    audience: Audience,
+) -> Result<Vec<IssueFindings>, String> {
+    if issues.is_empty() {
+        return Ok(Vec::new());
     }
-    let path = state.join(DB_FILE);
     let read = || -> Result<Vec<IssueFindings>, super::StoreError> {
-        let Some(store) = Store::open_read_only(&path)? else {
+        let Some(store) = Store::open_read_only(&state.join(DB_FILE))? else {
             return Ok(Vec::new());
         };
-        let mut all = Vec::new();
-        for p in &digest.pipelines {
-            if let Some(f) = issue_findings(&store, &p.issue, audience)? {
-                all.push(f);
+        store.reading(|store| {
+            let mut all = Vec::new();
+            for issue in issues {
+                all.extend(issue_findings(store, issue, audience)?);
             }
-        }
-        Ok(all)
+            Ok(all)
+        })
     };
-    match read() {
-        Ok(found) => digest.findings = found,
-        Err(e) => warnings.warn(format!("review findings not read: {e}")),
+    read().map_err(|e| e.to_string())
+}
+
+/// [`attach`], using what was `read` ahead for the issues it covers (an
+/// issue without a history has no entry: covered all the same) and
+/// reading the rest.
+pub fn attach_read(
+    state: &StateDir,
+    digest: &mut Digest,
+    ahead: Option<(Vec<String>, Result<Vec<IssueFindings>, String>)>,
+    audience: Audience,
+    warnings: &mut Warnings,
+) {
+    let wanted: Vec<String> = digest.pipelines.iter().map(|p| p.issue.clone()).collect();
+    let (covered, mut found) = match ahead {
+        Some((covered, Ok(found))) => (covered, found),
+        Some((_, Err(e))) => return warnings.warn(format!("review findings not read: {e}")),
+        None => (Vec::new(), Vec::new()),
+    };
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|i| !covered.contains(i))
+        .cloned()
+        .collect();
+    match read(state, &missing, audience) {
+        Ok(more) => found.extend(more),
+        Err(e) => return warnings.warn(format!("review findings not read: {e}")),
     }
+    found.retain(|f| wanted.contains(&f.issue));
+    found.sort_by_key(|f| wanted.iter().position(|i| *i == f.issue));
+    digest.findings = found;
 }
 
 fn issue_findings(

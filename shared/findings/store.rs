@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS findings (
     replies         TEXT,
     UNIQUE (issue, file, identity)
 );
-CREATE INDEX IF NOT EXISTS findings_by_status ON findings (issue, status, rank);
+CREATE INDEX IF NOT EXISTS findings_by_status
+    ON findings (issue, status, rank, last_iteration DESC, file, line);
 CREATE TABLE IF NOT EXISTS sightings (
     import_id  INTEGER NOT NULL,
     finding_id INTEGER NOT NULL,
@@ -302,6 +303,18 @@ impl Store {
         }))
     }
 
+    /// Runs `read` in one read transaction: every query in it sees the
+    /// same state, and the WAL is consulted once, not per query.
+    pub fn reading<T>(
+        &self,
+        read: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let out = read(self)?;
+        tx.finish().map_err(|e| self.err(e))?;
+        Ok(out)
+    }
+
     fn err(&self, e: rusqlite::Error) -> StoreError {
         sql_error(&self.path, &e)
     }
@@ -514,29 +527,53 @@ impl Store {
         rows.map_err(|e| self.err(e))
     }
 
-    /// The issue's findings of the given statuses, most severe first, at
-    /// most `limit` (what the compaction hooks show).
+    /// The issue's findings of the given statuses, most severe first (then
+    /// in the order of `statuses`, the most recently seen, by place), at
+    /// most `limit`: what the compaction hooks show. One index walk of at
+    /// most `limit` rows per status, merged: no sort of all the issue's
+    /// findings.
     pub fn most_severe(
         &self,
         issue: &str,
         statuses: &[Status],
         limit: usize,
     ) -> Result<Vec<FindingRow>, StoreError> {
-        let names: Vec<String> = statuses.iter().map(|s| format!("'{}'", s.name())).collect();
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {ROW_COLUMNS} FROM findings WHERE issue = ?1 AND status IN ({})
-                 ORDER BY rank, CASE status WHEN 'reintroduced' THEN 0 WHEN 'new' THEN 1 ELSE 2 END,
-                          last_iteration DESC, file, line, id
-                 LIMIT ?2",
-                names.join(",")
+                "SELECT {ROW_COLUMNS} FROM findings WHERE issue = ?1 AND status = ?2
+                 ORDER BY rank, last_iteration DESC, file, line LIMIT ?3"
             ))
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![issue, limit as i64], row_of)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>());
-        rows.map_err(|e| self.err(e))
+        let mut all = Vec::new();
+        for status in statuses {
+            let rows = stmt
+                .query_map(params![issue, status.name(), limit as i64], row_of)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.err(e))?;
+            all.extend(rows);
+        }
+        let order = |s: Status| statuses.iter().position(|x| *x == s);
+        all.sort_by(|a, b| {
+            (
+                Severity::rank(a.severity),
+                order(a.status),
+                std::cmp::Reverse(a.last_iteration),
+                &a.file,
+                a.line,
+                a.id,
+            )
+                .cmp(&(
+                    Severity::rank(b.severity),
+                    order(b.status),
+                    std::cmp::Reverse(b.last_iteration),
+                    &b.file,
+                    b.line,
+                    b.id,
+                ))
+        });
+        all.truncate(limit);
+        Ok(all)
     }
 
     /// The issue's findings by status, and its iterations imported.
