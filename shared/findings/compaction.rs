@@ -127,10 +127,23 @@ pub fn attach_read(
     audience: Audience,
     warnings: &mut Warnings,
 ) {
+    match complete(state, digest, ahead, audience) {
+        Ok(found) => digest.findings = found,
+        Err(e) => warnings.warn(format!("review findings not read: {e}")),
+    }
+}
+
+/// The findings of the issues `digest` details: those read `ahead`, and
+/// the rest read now, in the digest's order.
+fn complete(
+    state: &StateDir,
+    digest: &Digest,
+    ahead: Option<(Vec<String>, Result<Vec<IssueFindings>, String>)>,
+    audience: Audience,
+) -> Result<Vec<IssueFindings>, String> {
     let wanted: Vec<String> = digest.pipelines.iter().map(|p| p.issue.clone()).collect();
     let (covered, mut found) = match ahead {
-        Some((covered, Ok(found))) => (covered, found),
-        Some((_, Err(e))) => return warnings.warn(format!("review findings not read: {e}")),
+        Some((covered, found)) => (covered, found?),
         None => (Vec::new(), Vec::new()),
     };
     let missing: Vec<String> = wanted
@@ -138,13 +151,10 @@ pub fn attach_read(
         .filter(|i| !covered.contains(i))
         .cloned()
         .collect();
-    match read(state, &missing, audience) {
-        Ok(more) => found.extend(more),
-        Err(e) => return warnings.warn(format!("review findings not read: {e}")),
-    }
+    found.extend(read(state, &missing, audience)?);
     found.retain(|f| wanted.contains(&f.issue));
     found.sort_by_key(|f| wanted.iter().position(|i| *i == f.issue));
-    digest.findings = found;
+    Ok(found)
 }
 
 fn issue_findings(
@@ -246,4 +256,65 @@ pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::PipelineDigest;
+    use crate::findings::store::Import;
+    use crate::findings::Reported;
+
+    fn digest_of(issues: &[&str]) -> Digest {
+        Digest {
+            pipelines: issues
+                .iter()
+                .map(|i| PipelineDigest {
+                    issue: i.to_string(),
+                    ..PipelineDigest::default()
+                })
+                .collect(),
+            ..Digest::default()
+        }
+    }
+
+    /// What was read ahead is used for the issues it covered; an issue the
+    /// digest details that was not read ahead is read then; one read ahead
+    /// that the digest does not detail is dropped.
+    #[test]
+    fn read_ahead_is_completed_and_trimmed_to_the_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::resolve(Some(dir.path()), None);
+        let mut store = Store::open(&dir.path().join(DB_FILE)).unwrap();
+        for issue in ["1", "2", "3"] {
+            let f = Reported {
+                file: "a.rs".into(),
+                message: format!("finding of {issue}"),
+                ..Reported::default()
+            };
+            store
+                .import(&Import {
+                    issue,
+                    iteration: 1,
+                    source: "verdict",
+                    role: "",
+                    input: "-",
+                    findings: &[f],
+                    now: 0,
+                })
+                .unwrap();
+        }
+        let ahead = read(&state, &["3".into(), "1".into()], Audience::Reinjection);
+        let digest = digest_of(&["1", "2"]);
+        let found = complete(
+            &state,
+            &digest,
+            Some((vec!["3".into(), "1".into()], ahead)),
+            Audience::Reinjection,
+        )
+        .unwrap();
+        let issues: Vec<&str> = found.iter().map(|f| f.issue.as_str()).collect();
+        assert_eq!(issues, ["1", "2"]);
+        assert_eq!(found[1].standing[0].message, "finding of 2");
+    }
 }

@@ -167,12 +167,20 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
         "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n",
     );
     let import = |iteration: u32| {
-        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("tests/integration/fixtures/findings/coderabbit-{iteration}.json"));
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/integration/fixtures/findings/coderabbit-{iteration}.json"
+        ));
         crate::util::Cmd::new("jkz", dir.path())
             .arg("--state-dir")
             .arg(dir.join("state"))
-            .args(["findings", "import", "--issue", "102", "--source", "coderabbit"])
+            .args([
+                "findings",
+                "import",
+                "--issue",
+                "102",
+                "--source",
+                "coderabbit",
+            ])
             .arg("--iteration")
             .arg(iteration.to_string())
             .arg(fixture)
