@@ -117,13 +117,16 @@ pub fn read(
     read().map_err(|e| e.to_string())
 }
 
+/// What was [`read`] ahead: the issues asked for, and their findings.
+pub type ReadAhead = (Vec<String>, Result<Vec<IssueFindings>, String>);
+
 /// [`attach`], using what was `read` ahead for the issues it covers (an
 /// issue without a history has no entry: covered all the same) and
 /// reading the rest.
 pub fn attach_read(
     state: &StateDir,
     digest: &mut Digest,
-    ahead: Option<(Vec<String>, Result<Vec<IssueFindings>, String>)>,
+    ahead: Option<ReadAhead>,
     audience: Audience,
     warnings: &mut Warnings,
 ) {
@@ -138,7 +141,7 @@ pub fn attach_read(
 fn complete(
     state: &StateDir,
     digest: &Digest,
-    ahead: Option<(Vec<String>, Result<Vec<IssueFindings>, String>)>,
+    ahead: Option<ReadAhead>,
     audience: Audience,
 ) -> Result<Vec<IssueFindings>, String> {
     let wanted: Vec<String> = digest.pipelines.iter().map(|p| p.issue.clone()).collect();
