@@ -5,6 +5,7 @@
 //! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz findings`: [`crate::findings::cli`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
 //! Every subcommand that uses the state directory stops, with its code for
@@ -70,6 +71,10 @@ pub enum Command {
     Deliberations(crate::deliberation::show::DeliberationsArgs),
     /// Show or reset the circuit breakers of external services.
     Circuit(crate::circuit_cmd::CircuitArgs),
+    /// Review findings across iterations (state/cr-history.db): import them,
+    /// list an issue's with their status (new, open, resolved,
+    /// reintroduced, dismissed), dismiss one.
+    Findings(crate::findings::cli::FindingsArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(crate::lock_cmd::LockArgs),
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
@@ -146,6 +151,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz circuit",
             crate::circuit_cmd::run(&args, &state, &mut buffered()),
         ),
+        Command::Findings(args) => (
+            "jkz findings",
+            crate::findings::cli::run(&args, &state, &mut buffered()),
+        ),
         Command::Lock(args) => (
             "jkz lock",
             crate::lock_cmd::run(&args, &state, &mut buffered()),
@@ -207,6 +216,7 @@ fn program(command: &Command) -> &'static str {
         Command::Events(_) => "jkz events",
         Command::Metrics(_) => "jkz metrics",
         Command::Slo(_) => "jkz slo",
+        Command::Findings(_) => "jkz findings",
     }
 }
 

@@ -10,6 +10,7 @@ pub mod compaction;
 pub mod compress;
 pub mod deliberation;
 pub mod events;
+pub mod findings;
 pub mod gc;
 pub mod jkz_cmd;
 pub mod lock_cmd;

@@ -8,7 +8,9 @@
 //! record is written per invocation ([`crate::deliberation`]). With
 //! `--service S` the service's circuit breaker ([`crate::circuit`]) decides
 //! whether CMD starts at all; with `--lock KIND:NAME` a lock
-//! ([`crate::lock`]) is held for the run.
+//! ([`crate::lock`]) is held for the run. With `--issue` and `--iteration`,
+//! the findings of the verdict it records go to the findings history
+//! ([`crate::findings::run_import`]).
 //!
 //! Exit codes (one table, also in `--help` and docs/exit-codes.md):
 //!
@@ -457,8 +459,10 @@ fn invoke(
     let read = cmd_output.bytes;
     // jkz's end of the pipe closes here: a CMD still writing gets EPIPE.
     drop(cmd_output);
-    record.verdict = output.verdict();
+    let verdict = output.verdict_object();
     drop(output);
+    record.verdict = verdict.as_ref().map(deliberation::verdict::verdict_of);
+    crate::findings::run_import::import_verdict(state, &args.context, verdict.as_ref(), PROGRAM);
 
     let end = watch
         .wait(&mut child)

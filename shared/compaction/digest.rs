@@ -167,6 +167,10 @@ pub struct Digest {
     /// How many other active pipelines there are.
     pub other_active_count: usize,
     pub git: GitState,
+    /// The review findings of the detailed pipelines' issues
+    /// ([`crate::findings::compaction`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::findings::compaction::IssueFindings>,
 }
 
 impl Digest {
@@ -212,6 +216,7 @@ impl Digest {
             other_active: other.iter().map(|i| i.to_string()).collect(),
             other_active_count: total.saturating_sub(room),
             git,
+            findings: Vec::new(),
         }
     }
 
@@ -290,6 +295,17 @@ impl Candidates {
         self.newest.iter().any(|n| n.issue.as_str() == issue)
     }
 
+    /// The issues the digest of the views offered so far would detail,
+    /// newest first.
+    pub fn newest_issues(&mut self) -> Vec<String> {
+        self.trim();
+        let n = self.newest.len().min(MAX_DETAILED);
+        self.newest[..n]
+            .iter()
+            .map(|v| v.issue.to_string())
+            .collect()
+    }
+
     /// The digest of every view offered (see [`Digest::build`]), with this
     /// chat's pipeline first when `focus` names one: its view among those
     /// kept, else `focused` (read on its own, active or not).
@@ -327,6 +343,8 @@ struct Limits {
     decision: usize,
     decisions: usize,
     dirty: usize,
+    findings: usize,
+    finding: usize,
 }
 
 impl Limits {
@@ -338,6 +356,8 @@ impl Limits {
             decision: (share / 16).max(40),
             decisions: 8,
             dirty: 10,
+            findings: 10,
+            finding: (share / 12).max(40),
         }
     }
 
@@ -348,6 +368,8 @@ impl Limits {
             decision: (self.decision / 2).max(24),
             decisions: (self.decisions / 2).max(1),
             dirty: (self.dirty / 2).max(1),
+            findings: (self.findings / 2).max(1),
+            finding: (self.finding / 2).max(40),
         }
     }
 }
@@ -618,6 +640,13 @@ fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) 
     for (i, p) in digest.pipelines.iter().enumerate() {
         let mine = i == 0 && digest.focus.as_ref().is_some_and(|f| f.issue == p.issue);
         out.push_str(&render_pipeline(p, limits, mine));
+        if let Some(f) = digest.findings.iter().find(|f| f.issue == p.issue) {
+            out.push_str(&crate::findings::compaction::render(
+                f,
+                limits.findings,
+                limits.finding,
+            ));
+        }
     }
     if digest.other_active_count > 0 {
         let named: Vec<_> = digest
@@ -756,6 +785,7 @@ mod tests {
                 dirty_count: 1,
                 error: None,
             },
+            findings: Vec::new(),
         }
     }
 

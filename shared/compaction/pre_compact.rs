@@ -37,6 +37,7 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -133,6 +134,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
         std::mem::forget(files);
+        // Review findings of the pipelines the digest will detail, read
+        // while git runs.
+        let issues = candidates.newest_issues();
+        let findings = s.spawn(|| {
+            let read = findings::read(&state, &issues, Audience::Summarizer);
+            (issues, read)
+        });
         let git = match git {
             Started::Running(mut probe) => {
                 // Git still running: sync what is written meanwhile, so
@@ -156,12 +164,14 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             .as_ref()
             .filter(|f| !candidates.has(&f.issue))
             .and_then(|f| focus::load(&state, &f.issue));
-        let digest = candidates.digest(
+        let mut digest = candidates.digest(
             &state.join(crate::state_dir::layout::PIPELINE_DIR),
             git.clone(),
             focus,
             focused,
         );
+        let ahead = findings.join().ok();
+        findings::attach_read(&state, &mut digest, ahead, Audience::Summarizer, warnings);
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),

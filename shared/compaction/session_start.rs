@@ -27,6 +27,7 @@ use super::digest::{head_units, reinjection_context, Candidates, Digest, Pipelin
 use super::focus::{self, Focus};
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
+use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -138,6 +139,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     };
     digest.git = current_git;
+    crate::findings::compaction::attach(&state, &mut digest, Audience::Reinjection, warnings);
     let context = reinjection_context(&digest, source, &origin, &notes);
     let out = json!({
         "hookSpecificOutput": {

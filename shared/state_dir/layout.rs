@@ -18,6 +18,7 @@
 //! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
 //! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
 //! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
+//! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
 
 use std::path::Path;
 
@@ -46,6 +47,8 @@ pub const CHAT_DB: &str = "chat.db";
 /// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
 /// when it was rebuilt empty (kept for a look; the next one replaces it).
 pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
+/// `state/cr-history.db`: review findings across iterations (SQLite, WAL).
+pub const FINDINGS_DB: &str = "cr-history.db";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
 /// `state/live-session.json`: the running observer (`jkz ui`): its pid,

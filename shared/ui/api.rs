@@ -225,6 +225,7 @@ pub fn issue(
         "deliberations": deliberations,
         "compactions": compactions,
         "locks": locks,
+        "findings": crate::findings::observer::issue_json(state, issue.as_str()),
     })
 }
 

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 
 use crate::pipeline::{self, IssueNumber, PipelineFile};
-use crate::state_dir::layout::{CHAT_DB, LIVE_SESSION, WATCH_LIST};
+use crate::state_dir::layout::{CHAT_DB, FINDINGS_DB, LIVE_SESSION, WATCH_LIST};
 use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// How often the state is polled: a change shows on the page well within 1 s.
@@ -169,6 +169,8 @@ impl Poller {
             s.join(LIVE_SESSION),
             s.join(CHAT_DB),
             s.join(format!("{CHAT_DB}-wal")),
+            s.join(FINDINGS_DB),
+            s.join(format!("{FINDINGS_DB}-wal")),
         ];
         paths.extend(crate::tool_output::ledger::files(s.path()));
         // The event log: its newest segment grows with every event.

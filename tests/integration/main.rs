@@ -8,6 +8,7 @@ mod compress;
 mod docs;
 mod events;
 mod faults;
+mod findings;
 mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;

@@ -2,8 +2,9 @@
 //! package, `/usr/bin/chromium`), driven over the DevTools protocol on a
 //! WebSocket. Loads the page against a fixture state directory, checks the
 //! pipelines table, pins an issue through the page, changes a pipeline file
-//! on disk and sees the change without a reload, and saves a screenshot
-//! (to `$JKZ_UI_SCREENSHOT` when set).
+//! on disk and sees the change without a reload, shows an issue's review
+//! findings by iteration (a new import shows without a reload too), and
+//! saves a screenshot (to `$JKZ_UI_SCREENSHOT` when set).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -163,6 +164,29 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
         "state/tool-output.jsonl",
         "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n",
     );
+    let import = |iteration: u32| {
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/integration/fixtures/findings/coderabbit-{iteration}.json"
+        ));
+        crate::util::Cmd::new("jkz", dir.path())
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args([
+                "findings",
+                "import",
+                "--issue",
+                "102",
+                "--source",
+                "coderabbit",
+            ])
+            .arg("--iteration")
+            .arg(iteration.to_string())
+            .arg(fixture)
+            .run()
+            .success();
+    };
+    import(1);
+    import(2);
     let server = Server::start(&dir.join("state"));
     let mut b = Browser::start();
     b.open(&server.url);
@@ -204,6 +228,30 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
     b.eval(&format!("{}.click(); true", row(102)));
     b.wait_for(
         "document.getElementById('issue').textContent.includes('#102')",
+        Duration::from_secs(5),
+    );
+    // Its review findings, by iteration, the newest open.
+    let findings = "(document.querySelector('#issue .findings') || {textContent: ''}).textContent";
+    b.wait_for(
+        &format!("{findings}.includes('Findings (3 standing)')"),
+        Duration::from_secs(5),
+    );
+    let text = b.eval(findings).as_str().unwrap().to_string();
+    for want in [
+        "iteration 2 · 1 new · 2 open · 2 resolved",
+        "iteration 1 · 4 new",
+        "resolved [major] src/pay.rs:88 — Round after converting to cents, not before.",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert_eq!(
+        b.eval("document.querySelector('#issue .findings details').open"),
+        json!(true)
+    );
+    // A new import shows on the open page, without a reload.
+    import(3);
+    b.wait_for(
+        &format!("{findings}.includes('iteration 3 · 1 open · 1 reintroduced · 2 resolved')"),
         Duration::from_secs(5),
     );
     dir.write(
