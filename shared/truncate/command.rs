@@ -228,7 +228,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             go(&mut UntilStdoutCloses::new(stdin, io::stdout()), "stdin")?;
         }
     }
-    Ok(0)
+    Ok(crate::exit::EXIT_OK)
 }
 
 #[cfg(test)]

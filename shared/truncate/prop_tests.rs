@@ -12,8 +12,12 @@ use std::io::{self, Read};
 
 use proptest::prelude::*;
 
+use super::marker::*;
+use super::select::*;
+use super::stream::{truncate_with, Tuning};
 use super::*;
-use crate::blocks::{BlockScanner, Event};
+use crate::blocks::{BlockScanner, Event, Kind};
+use crate::cut;
 use crate::state_dir::StateDir;
 
 const MAX_LINE: usize = 16;

@@ -19,7 +19,7 @@ use crate::compaction::snapshot::{self, SnapshotHead};
 use crate::deliberation::index::{load_read_only, read_record, Entry};
 use crate::pipeline::IssueNumber;
 use crate::process::{liveness, Liveness};
-use crate::state_dir::layout::{CHAT_DB, OFFLOAD_DIR};
+use crate::state_dir::layout::CHAT_DB;
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
 
 /// `GET /api/pipelines`: every pipeline's normalized view, in issue order,
@@ -284,15 +284,10 @@ pub fn deliberation(state: &StateDir, id: &str) -> Result<Value, (u16, String)> 
 /// The largest response shown on the page.
 const MAX_RESPONSE_SHOWN: u64 = 16 * 1024 * 1024;
 
-/// A response file named by a record: only `context-offload/<hex>.txt`.
+/// A response file named by a record, read when
+/// [`response_path`](crate::deliberation::response::response_path) accepts its name.
 fn offload_text(state: &StateDir, file: &str) -> Result<String, String> {
-    let name = file
-        .strip_prefix(OFFLOAD_DIR)
-        .and_then(|n| n.strip_prefix('/'))
-        .and_then(|n| n.strip_suffix(".txt"))
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| format!("the record names {file:?}, not a response file"))?;
-    let path = state.join(OFFLOAD_DIR).join(format!("{name}.txt"));
+    let path = crate::deliberation::response::response_path(state, file)?;
     crate::state_dir::read_state_file(&path, MAX_RESPONSE_SHOWN)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|e| format!("{file}: {e}"))
