@@ -30,7 +30,7 @@ pub(super) fn check(doc: &[u8], settings: Settings) -> Vec<u8> {
     let once = run_compress(doc, settings, &state);
     // A marker already in the input (outside any fence) is restored too:
     // for such input restore gives the fuller document, not the input.
-    let quoted = restore::find_markers(&Source::spool(doc).unwrap()).unwrap();
+    let quoted = marker_lines::find_markers(&Source::spool(doc).unwrap()).unwrap();
     let restored = if quoted.is_empty() {
         run_restore(&once, &state)
     } else {
