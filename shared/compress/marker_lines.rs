@@ -99,7 +99,10 @@ impl MarkerLines {
         let mut buf = vec![0; COPY_BUFFER.min(last as usize).max(1)];
         src.for_each_chunk(0, last, &mut buf, |chunk| {
             let mut from = 0;
-            while let Some(f) = found.get_mut(next).filter(|f| f.start < at + chunk.len() as u64) {
+            while let Some(f) = found
+                .get_mut(next)
+                .filter(|f| f.start < at + chunk.len() as u64)
+            {
                 let to = (f.start - at) as usize;
                 lines += memchr::memchr_iter(b'\n', &chunk[from..to]).count() as u64;
                 f.line = lines;

@@ -283,7 +283,10 @@ pub(super) fn refuse_unrestorable(
     match check(src, state, markers, Missing::Fail) {
         Ok(_) => Ok(()),
         Err(mut f) if f.code == RESTORE_FAILED => {
-            let why = f.message.strip_suffix("; nothing was written").unwrap_or(&f.message);
+            let why = f
+                .message
+                .strip_suffix("; nothing was written")
+                .unwrap_or(&f.message);
             f.message = format!(
                 "{}: {why}. --restore would refuse it, so nothing was compressed or written: \
                  fix the line or its file, remove the line, or put it in a fenced code block to \
