@@ -14,6 +14,7 @@ pub mod batch;
 pub mod budget;
 pub mod command;
 pub mod marker;
+pub mod marker_lines;
 pub mod offload;
 pub mod plan;
 pub mod restore;
@@ -155,8 +156,11 @@ pub fn compress(
         ..Summary::default()
     };
     let read_err = |name: &str, e| Failure::io(IO_FAILED, format!("reading {name}"), e);
+    let mut outline = plan::outline(src).map_err(|e| read_err(src.name(), e))?;
+    // Never write what restore would refuse: a line that looks like a
+    // marker in the input must be one that verifies.
+    restore::refuse_unrestorable(src, state, std::mem::take(&mut outline.markers))?;
     let Some(budget) = settings.budget else {
-        let outline = plan::outline(src).map_err(|e| read_err(src.name(), e))?;
         let plan = store
             .plan(src, &outline, settings.threshold, settings.excerpt)
             .map_err(|e| read_err(src.name(), e))?;
@@ -168,10 +172,14 @@ pub fn compress(
     let floor = settings.floor().min(settings.threshold);
     let mut doc = None::<Source>;
     let mut buf = vec![0; source::COPY_BUFFER];
+    let mut first = Some(outline);
     loop {
         let current = doc.as_ref().unwrap_or(src);
         let err = |e| read_err(current.name(), e);
-        let outline = plan::outline(current).map_err(err)?;
+        let outline = match first.take() {
+            Some(outline) => outline,
+            None => plan::outline(current).map_err(err)?,
+        };
         let mut counts = budget::LineCounts::default();
         let mut smallest: Option<(plan::Plan, u64)> = None;
         for threshold in budget::ladder(settings.threshold, floor) {

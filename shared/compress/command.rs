@@ -39,7 +39,9 @@ Exit codes:
   {STORE_FAILED}  the offload store could not be written, e.g. read-only (stdout empty)
   {RESTORE_FAILED}  --restore: a marker does not verify: its file is missing or altered, or a
      line starting with <!-- jkz:offload is not a marker or its attributes do
-     not match its file (stdout empty)
+     not match its file (stdout empty). Compressing refuses such a line too,
+     as --restore could not expand the output (stdout empty, nothing
+     offloaded; --partial is for --restore only)
   {RESTORE_PARTIAL}  --restore --partial: some markers could not be restored; each is named
      on stderr and kept as it is, everything else is restored on stdout"
     )
@@ -86,7 +88,7 @@ pub struct CompressCli {
 
     /// With --restore: restore what can be, keep each marker that does not
     /// verify (file missing or altered, attributes edited) as it is, named
-    /// on stderr, exit 6.
+    /// on stderr, exit 6. Not for compressing, which refuses such a line.
     #[arg(long, requires = "restore")]
     pub partial: bool,
 
@@ -103,6 +105,15 @@ pub struct CompressCli {
 
 /// Runs a parsed command line: the exit code, or why it failed.
 pub fn run(cli: CompressCli) -> Result<u8, Failure> {
+    // clap lets `--partial` through without `--restore` once a flag that
+    // conflicts with `--restore` is given: checked here.
+    if cli.partial && !cli.restore {
+        return Err(Failure::new(
+            USAGE,
+            "--partial applies to --restore only: compress refuses a line that looks like a \
+             marker but does not verify (exit 5), it never keeps one",
+        ));
+    }
     let state = cli.state.resolve();
     state
         .check()
@@ -155,6 +166,13 @@ mod tests {
     #[test]
     fn verify_cli() {
         CompressCli::command().debug_assert();
+    }
+
+    #[test]
+    fn partial_without_restore_is_a_usage_error() {
+        let cli =
+            CompressCli::try_parse_from([PROGRAM, "--threshold", "1024", "--partial"]).unwrap();
+        assert_eq!(run(cli).unwrap_err().code, USAGE);
     }
 
     #[test]
