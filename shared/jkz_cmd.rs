@@ -7,6 +7,7 @@
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `jkz registry`: [`crate::team::cmd`].
 //! `install`, `uninstall`, `doctor`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -75,6 +76,8 @@ pub enum Command {
     Release(crate::registry::cmd::ReleaseArgs),
     /// List the live and stale chats with their claims.
     Chats(crate::registry::cmd::ChatsArgs),
+    /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
+    Registry(crate::team::cmd::RegistryArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
@@ -136,6 +139,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Chats(args) => (
             "jkz chats",
             crate::registry::cmd::chats(&args, &state, &mut buffered()),
+        ),
+        Command::Registry(args) => (
+            "jkz registry",
+            crate::team::cmd::run(&args, &state, &mut buffered()),
         ),
     }
 }
