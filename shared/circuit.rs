@@ -142,13 +142,7 @@ pub enum Admission {
 /// A service name is `[A-Za-z0-9._-]`, at most 128 bytes, not starting
 /// with `.`: it names a file.
 pub fn validate(service: &str) -> Result<(), String> {
-    let ok = !service.is_empty()
-        && service.len() <= 128
-        && !service.starts_with('.')
-        && service
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    match ok {
+    match crate::file_name::is_safe_visible(service) {
         true => Ok(()),
         false => Err(format!(
             "service '{service}': use letters, digits, '.', '_' and '-' (e.g. codex, api-ollama-com)"
@@ -171,10 +165,7 @@ fn circuit_path(state: &StateDir, service: &str) -> io::Result<PathBuf> {
     let dir = state.ensure_subdir(CIRCUIT_DIR)?.ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} for the circuit of {service} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
+            format!("the circuit of {service}: {}", state.missing()),
         )
     })?;
     Ok(dir.join(format!("{service}.json")))
@@ -222,9 +213,11 @@ fn update<T: Send + 'static>(
     let path = circuit_path(state, service)?;
     let _guard = lock_within(&path, lock_wait())?;
     let mut circuit = read(&path, service)?;
+    let before = circuit.state;
     let (out, changed) = edit(&mut circuit);
     if changed {
         write(&path, &circuit)?;
+        crate::events::sources::circuit_changed(state, before, &circuit);
     }
     Ok(out)
 }

@@ -28,7 +28,7 @@ pub use plan::Excerpt;
 pub use source::Source;
 
 /// Where offloaded sections live, below the state directory.
-pub use crate::state_dir::layout::OFFLOAD_DIR;
+use crate::state_dir::layout::OFFLOAD_DIR;
 
 /// Default `--threshold`: 16 KiB, about 4,000 tokens — a few screens, past
 /// which a section stops being skimmable; eight times the default excerpt,
@@ -43,7 +43,7 @@ pub const DEFAULT_EXCERPT: u64 = 2 * 1024;
 /// excerpt stop being much smaller than what they replace.
 pub const MIN_THRESHOLD: u64 = 1024;
 
-/// Exit codes (one table, also in `--help` and the README).
+/// Exit codes (one table, also in `--help` and docs/exit-codes.md).
 pub const OK: u8 = 0;
 /// Reading the input or writing stdout failed.
 pub const IO_FAILED: u8 = 1;
@@ -303,10 +303,8 @@ impl<'a> Store<'a> {
             Ok(None) => Err(Failure::new(
                 NO_STATE_DIR,
                 format!(
-                    "{sections} section(s) are over the threshold but there is no state directory to \
-                     offload them to ({} does not exist and was not named explicitly); pass \
-                     --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
-                    self.state.path().display()
+                    "{sections} section(s) are over the threshold, nothing was written: {}",
+                    self.state.missing()
                 ),
             )),
             Err(e) => Err(Failure::io(

@@ -137,13 +137,7 @@ pub fn validate(kind: &str, name: &str) -> Result<(), String> {
             "lock kind '{kind}': use lower-case letters, digits and _ (e.g. pipeline, worktree)"
         ));
     }
-    let name_ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !name_ok {
+    if !crate::file_name::is_safe_visible(name) {
         return Err(format!(
             "lock name '{name}': use letters, digits, '.', '_' and '-' (at most 128, not starting with '.')"
         ));
@@ -167,15 +161,9 @@ pub fn read(path: &Path) -> io::Result<Option<LockRecord>> {
 }
 
 fn locks_dir(state: &StateDir) -> io::Result<PathBuf> {
-    state.ensure_subdir(LOCKS_DIR)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
-        )
-    })
+    state
+        .ensure_subdir(LOCKS_DIR)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, state.missing()))
 }
 
 fn stamp(t: DateTime<Utc>) -> String {
@@ -239,11 +227,15 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
     }
     let path = lock_file(&locks_dir(state)?, &req.kind, &req.name);
     let _guard = lock_within(&path, lock_wait())?;
-    let outcome = decide(read(&path)?, req, Utc::now());
-    if let Acquired::Taken { record, .. } = &outcome {
+    let current = read(&path)?;
+    let outcome = decide(current.clone(), req, Utc::now());
+    if let Acquired::Taken { record, renewed } = &outcome {
         let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
         bytes.push(b'\n');
         write_atomic(&path, &bytes)?;
+        if !renewed {
+            crate::events::sources::lock_acquired(state, record, current.as_ref());
+        }
     }
     Ok(outcome)
 }
@@ -295,7 +287,10 @@ pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Res
         None if !path.exists() => Ok(Released::NotHeld),
         Some(held) if held.owner != owner => Ok(Released::Refused(held)),
         _ => match fs::remove_file(&path) {
-            Ok(()) => Ok(Released::Released),
+            Ok(()) => {
+                crate::events::sources::lock_released(state, kind, name, owner);
+                Ok(Released::Released)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Released::NotHeld),
             Err(e) => Err(e),
         },

@@ -10,7 +10,7 @@
 //! whether CMD starts at all; with `--lock KIND:NAME` a lock
 //! ([`crate::lock`]) is held for the run.
 //!
-//! Exit codes (one table, also in `--help` and the README):
+//! Exit codes (one table, also in `--help` and docs/exit-codes.md):
 //!
 //! | code | meaning |
 //! |---|---|
@@ -21,7 +21,7 @@
 //! | 75 | the circuit of `--service` is open: CMD was not started |
 //! | 76 | the `--lock` is held by another owner: CMD was not started |
 //! | 124 | CMD ran past `--timeout` and its process group was ended |
-//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, an I/O error) |
+//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, a repository whose layout cannot be read, an I/O error) |
 //! | 126 | CMD could not be executed |
 //! | 127 | CMD was not found |
 //!
@@ -473,8 +473,8 @@ fn invoke(
     let code = exit_code(end.status);
     record.exit_code = Some(code);
     // Judged by what CMD wrote, whether or not it could be kept or passed on.
-    let empty = deliberation::is_empty(kept.as_ref(), Some(read));
-    deliberation::set_response(record, kept, PROGRAM);
+    let empty = truncate::record::is_empty(kept.as_ref(), Some(read));
+    truncate::record::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
             Ok(tokens) => record.tokens = tokens,
@@ -520,9 +520,10 @@ fn invoke(
 /// markers name.
 fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     Settings {
-        cap: truncate::cap_from_env(args.max_bytes, args.mode, &mut io::stderr()),
+        cap: truncate::cap_from_env(args.max_bytes, args.mode, PROGRAM, &mut io::stderr()),
         head_share: roles::resolve_head_share(None, args.context.role.as_deref()),
-        full_output: deliberation::response_keep(state, PROGRAM),
+        full_output: truncate::record::response_keep(state, PROGRAM),
+        program: PROGRAM,
     }
 }
 

@@ -28,6 +28,8 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::state_dir::layout::SESSION_RECORD_DIR;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
@@ -45,13 +47,10 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// The session id used when none is given or set.
 pub const ANONYMOUS: &str = "anonymous";
 
-/// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
-
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
-/// directory to save into);
+/// directory to save into, a repository whose layout cannot be read);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(
@@ -60,9 +59,8 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
     about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
 )]
 pub struct SessionCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
     /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
     /// 1 to 128 characters from A-Z a-z 0-9 . _ -
     #[arg(long, global = true, value_name = "ID")]
@@ -144,7 +142,8 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 /// Runs a parsed command line with the process environment.
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
     let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
+    state.check().map_err(|why| Failure::new(1, why))?;
     let now = Utc::now();
     let code = match &cli.command {
         SessionCommand::Save(args) => {
@@ -200,17 +199,15 @@ pub fn save(
 ) -> Result<u8, Failure> {
     let notes = notes::parse(text).map_err(|why| Failure::new(2, why))?;
     let dir = state
-        .ensure_subdir(SNAPSHOT_DIR)
-        .map_err(|e| Failure::io(1, format!("creating {}", state.join(SNAPSHOT_DIR).display()), e))?
-        .ok_or_else(|| {
-            Failure::new(
+        .ensure_subdir(SESSION_RECORD_DIR)
+        .map_err(|e| {
+            Failure::io(
                 1,
-                format!(
-                    "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
-                    state.path().display()
-                ),
+                format!("creating {}", state.join(SESSION_RECORD_DIR).display()),
+                e,
             )
-        })?;
+        })?
+        .ok_or_else(|| Failure::new(1, state.missing()))?;
     let path = crate::session_record::record_path(state, id);
     debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
@@ -282,7 +279,7 @@ impl Found {
 /// Every readable snapshot, newest first (by `saved_at`, else file time).
 fn snapshots(state: &StateDir) -> Vec<Found> {
     let mut found = Vec::new();
-    for e in fs::read_dir(state.join(SNAPSHOT_DIR))
+    for e in fs::read_dir(state.join(SESSION_RECORD_DIR))
         .into_iter()
         .flatten()
         .flatten()
@@ -365,7 +362,7 @@ pub fn load(
                 writeln!(
                     out,
                     "No saved jkz session snapshot to load (none in {}). Save one with /jkz:save (jkz-session save) first.",
-                    state.join(SNAPSHOT_DIR).display()
+                    state.join(SESSION_RECORD_DIR).display()
                 )
                 .map_err(|e| Failure::io(1, "writing stdout", e))?;
                 return Ok(0);
@@ -402,7 +399,7 @@ pub fn list(
             out,
             format!(
                 "no session snapshots in {}",
-                state.join(SNAPSHOT_DIR).display()
+                state.join(SESSION_RECORD_DIR).display()
             ),
         )?;
         return Ok(0);

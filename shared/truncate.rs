@@ -43,9 +43,12 @@
 //! once the input is longer than the cap) go to the full output's writer
 //! thread ([`full_output`]), and the rest of them at the end.
 
+pub use crate::thousands::thousands;
+
 pub mod command;
 pub mod full_output;
 pub mod head_tail;
+pub mod record;
 pub mod roles;
 pub mod select;
 
@@ -150,42 +153,25 @@ pub fn resolve_cap(
     if let Some(cap) = flag {
         return Ok(cap);
     }
-    let Some(value) = env.filter(|v| !v.is_empty()) else {
-        return Ok(mode.cap());
-    };
-    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(cap) => Ok(cap),
-        None => Err((
-            mode.cap(),
-            format!(
-                "{CAP_VARIABLE}={} is not a byte count (a whole number, 0 for no limit); \
-                 using the {} mode's cap of {} bytes",
-                shell_quote(&value.to_string_lossy()),
-                mode.name(),
-                thousands(mode.cap())
-            ),
-        )),
-    }
+    let default_words = format!(
+        "the {} mode's cap of {} bytes",
+        mode.name(),
+        thousands(mode.cap())
+    );
+    crate::byte_cap::byte_cap(CAP_VARIABLE, env, mode.cap(), &default_words)
 }
 
 /// The cap [`resolve_cap`] picks from the flag and the process environment;
 /// an invalid [`CAP_VARIABLE`] is one warning on `stderr`.
-pub fn cap_from_env(flag: Option<u64>, mode: Mode, stderr: &mut dyn Write) -> u64 {
+pub fn cap_from_env(flag: Option<u64>, mode: Mode, program: &str, stderr: &mut dyn Write) -> u64 {
     let env = std::env::var_os(CAP_VARIABLE);
     match resolve_cap(flag, env.as_deref(), mode) {
         Ok(cap) => cap,
         Err((cap, warning)) => {
-            warn(stderr, &warning);
+            warn(stderr, program, &warning);
             cap
         }
     }
-}
-
-/// `'value'` with any `'` escaped, so a warning shows the value exactly.
-fn shell_quote(value: &str) -> String {
-    let short: String = value.chars().take(64).collect();
-    let more = if short.len() < value.len() { "…" } else { "" };
-    format!("'{}'{more}", short.replace('\'', "'\\''"))
 }
 
 /// How a run truncates.
@@ -199,6 +185,8 @@ pub struct Settings {
     /// truncating (`jkz-truncate`), or always, as a response whose file the
     /// markers name (`jkz run`, `--record`). See [`full_output`].
     pub full_output: Option<Keep>,
+    /// The running program, named in the engine's warnings.
+    pub program: &'static str,
 }
 
 /// What a run did.
@@ -597,7 +585,7 @@ impl Streaming {
                     Ok(full) => self.full = full,
                     // A response's keeper reports it with the response.
                     Err(e) if matches!(keep, Keep::Response { .. }) => self.full_failed = Some(e),
-                    Err(e) => warn(warnings, &e),
+                    Err(e) => warn(warnings, settings.program, &e),
                 }
             }
         }
@@ -679,6 +667,7 @@ impl Streaming {
                     Some(Keep::Response { .. }) => *kept = Some(Err(why)),
                     _ => warn(
                         warnings,
+                        settings.program,
                         &format_args!("{why}; the truncated output is still printed"),
                     ),
                 }
@@ -746,10 +735,11 @@ impl Streaming {
     }
 }
 
-/// One warning line on `warnings` (stderr): `jkz-truncate: warning: …`.
-pub fn warn(warnings: &mut dyn Write, message: &dyn std::fmt::Display) {
+/// One warning line on `warnings` (stderr): `PROGRAM: warning: …`, PROGRAM
+/// being the program that is running (`jkz-truncate`, `jkz run`, …).
+pub fn warn(warnings: &mut dyn Write, program: &str, message: &dyn std::fmt::Display) {
     // Nothing sensible is left to do if stderr itself fails.
-    let _ = writeln!(warnings, "jkz-truncate: warning: {message}");
+    let _ = writeln!(warnings, "{program}: warning: {message}");
 }
 
 /// Counts `\n` bytes; every byte of the input passes here once. memchr's
@@ -1001,19 +991,6 @@ fn marker_floor() -> Markers {
     }
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
 /// Counts what passes through to a writer.
 struct Counter<W>(W, u64);
 
@@ -1074,15 +1051,6 @@ mod tests {
         );
         let file = tempfile::tempfile().unwrap();
         grow_pipe(&file); // not a pipe: nothing happens, nothing fails
-    }
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]

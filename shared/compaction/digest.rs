@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::focus::Focus;
 use crate::cut::{cut_str, Keep};
 use crate::git::GitState;
 use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
@@ -155,7 +156,11 @@ impl PipelineDigest {
 /// What must survive a compaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
-    /// The most recently updated active pipelines, newest first.
+    /// This chat's issue ([`Focus`]), when known: its pipeline comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Focus>,
+    /// This chat's pipeline first (when it has one), then the most recently
+    /// updated active pipelines, newest first.
     pub pipelines: Vec<PipelineDigest>,
     /// Other active pipelines' issue numbers (at most [`MAX_NAMED`]).
     pub other_active: Vec<String>,
@@ -175,33 +180,52 @@ impl Digest {
     ) -> Digest {
         let mut active: Vec<&Normalized> = views.into_iter().filter(|n| n.is_active()).collect();
         active.sort_by(|a, b| newest_first(a, b));
-        Digest::of_sorted(&active, active.len(), pipeline_dir, git)
+        Digest::of_sorted(None, &active, active.len(), pipeline_dir, git)
     }
 
-    /// The digest of the newest active pipelines, `active` sorted
-    /// [`newest_first`], when there are `total` active pipelines in all.
+    /// The digest of `focused` (this chat's pipeline, active or not) and of
+    /// the newest other active pipelines, `active` sorted [`newest_first`]
+    /// without it, when there are `total` of those in all: the focused one
+    /// first, within the same [`MAX_DETAILED`].
     fn of_sorted(
+        focused: Option<&Normalized>,
         active: &[&Normalized],
         total: usize,
         pipeline_dir: &Path,
         git: GitState,
     ) -> Digest {
-        let pipelines = active
-            .iter()
-            .take(MAX_DETAILED)
-            .map(|n| {
-                PipelineDigest::of(n, pipeline::approved_plan(pipeline_dir, &n.issue, Some(n)))
-            })
+        let detail = |n: &Normalized| {
+            PipelineDigest::of(n, pipeline::approved_plan(pipeline_dir, &n.issue, Some(n)))
+        };
+        let room = MAX_DETAILED - usize::from(focused.is_some());
+        let pipelines = focused
+            .into_iter()
+            .chain(active.iter().take(room).copied())
+            .map(detail)
             .collect();
-        let rest = active.get(MAX_DETAILED..).unwrap_or_default();
+        let rest = active.get(room..).unwrap_or_default();
         let mut other: Vec<&IssueNumber> = rest.iter().map(|n| &n.issue).collect();
         other.truncate(MAX_NAMED);
         Digest {
+            focus: None,
             pipelines,
             other_active: other.iter().map(|i| i.to_string()).collect(),
-            other_active_count: total.saturating_sub(MAX_DETAILED),
+            other_active_count: total.saturating_sub(room),
             git,
         }
+    }
+
+    /// Marks `focus` as this chat's issue and moves its pipeline, when the
+    /// digest details it, to the front (a snapshot's digest, re-injected
+    /// for another chat than the one that took it).
+    pub fn put_first(&mut self, focus: Option<Focus>) {
+        if let Some(f) = &focus {
+            if let Some(at) = self.pipelines.iter().position(|p| p.issue == f.issue) {
+                let p = self.pipelines.remove(at);
+                self.pipelines.insert(0, p);
+            }
+        }
+        self.focus = focus;
     }
 }
 
@@ -261,11 +285,37 @@ impl Candidates {
         self.newest.truncate(Self::KEEP);
     }
 
-    /// The digest of every view offered (see [`Digest::build`]).
-    pub fn digest(mut self, pipeline_dir: &Path, git: GitState) -> Digest {
+    /// True when the view of `issue` is among those kept.
+    pub fn has(&self, issue: &str) -> bool {
+        self.newest.iter().any(|n| n.issue.as_str() == issue)
+    }
+
+    /// The digest of every view offered (see [`Digest::build`]), with this
+    /// chat's pipeline first when `focus` names one: its view among those
+    /// kept, else `focused` (read on its own, active or not).
+    pub fn digest(
+        mut self,
+        pipeline_dir: &Path,
+        git: GitState,
+        focus: Option<Focus>,
+        focused: Option<Normalized>,
+    ) -> Digest {
         self.trim();
-        let sorted: Vec<&Normalized> = self.newest.iter().collect();
-        Digest::of_sorted(&sorted, self.active, pipeline_dir, git)
+        let mut sorted: Vec<&Normalized> = self.newest.iter().collect();
+        let mut total = self.active;
+        let mut first = None;
+        if let Some(f) = &focus {
+            if let Some(at) = sorted.iter().position(|n| n.issue.as_str() == f.issue) {
+                first = Some(sorted.remove(at));
+                total -= 1;
+            } else if let Some(view) = focused.as_ref().filter(|n| n.issue.as_str() == f.issue) {
+                total -= usize::from(view.is_active());
+                first = Some(view);
+            }
+        }
+        let mut digest = Digest::of_sorted(first, &sorted, total, pipeline_dir, git);
+        digest.focus = focus;
+        digest
     }
 }
 
@@ -412,13 +462,17 @@ fn count(v: Option<u64>) -> String {
 }
 
 /// The six kinds of item of one pipeline, as markdown lines.
-fn render_pipeline(p: &PipelineDigest, limits: Limits) -> String {
+fn render_pipeline(p: &PipelineDigest, limits: Limits, mine: bool) -> String {
     let mut out = String::new();
     let pr = p
         .pr_number
         .map(|n| format!(", PR #{n}"))
         .unwrap_or_default();
-    out.push_str(&format!("### Issue #{} ({}{pr})\n", p.issue, p.issue_type));
+    let mine = if mine { " — this chat's issue" } else { "" };
+    out.push_str(&format!(
+        "### Issue #{} ({}{pr}){mine}\n",
+        p.issue, p.issue_type
+    ));
     match &p.approved_plan {
         Some(plan) => {
             let whole = if plan.source == "approved_plan" {
@@ -545,11 +599,25 @@ fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) 
         out.push('\n');
     }
     out.push('\n');
+    if let Some(f) = &digest.focus {
+        let recorded = digest.pipelines.first().is_some_and(|p| p.issue == f.issue);
+        out.push_str(&format!(
+            "This chat's work first: issue #{} ({}){}\n",
+            f.issue,
+            f.why,
+            if recorded {
+                "; the other live pipelines follow."
+            } else {
+                ", which has no pipeline state recorded."
+            }
+        ));
+    }
     if digest.pipelines.is_empty() {
         out.push_str("No active pipeline (nothing in state/pipeline/ awaiting work).\n");
     }
-    for p in &digest.pipelines {
-        out.push_str(&render_pipeline(p, limits));
+    for (i, p) in digest.pipelines.iter().enumerate() {
+        let mine = i == 0 && digest.focus.as_ref().is_some_and(|f| f.issue == p.issue);
+        out.push_str(&render_pipeline(p, limits, mine));
     }
     if digest.other_active_count > 0 {
         let named: Vec<_> = digest
@@ -649,7 +717,7 @@ mod tests {
                 chunk.iter().cloned().for_each(|v| candidates.offer(v));
                 all.merge(candidates);
             }
-            prop_assert_eq!(all.digest(dir, GitState::default()), want);
+            prop_assert_eq!(all.digest(dir, GitState::default(), None, None), want);
         }
     }
 
@@ -677,6 +745,7 @@ mod tests {
             last_updated: None,
         };
         Digest {
+            focus: None,
             pipelines: vec![p.clone(), p.clone(), p],
             other_active: vec!["7".into()],
             other_active_count: 1,

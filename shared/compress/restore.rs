@@ -23,10 +23,11 @@ use sha2::{Digest, Sha256};
 
 use super::marker::{count_lines, looks_like_marker, Marker, PREFIX};
 use super::source::{for_each_chunk, Source, COPY_BUFFER};
-use super::{IO_FAILED, OFFLOAD_DIR, RESTORE_FAILED};
+use super::{IO_FAILED, RESTORE_FAILED};
 use crate::blocks::{BlockScanner, Event, Form};
 use crate::exit::Failure;
 use crate::lines::LineReader;
+use crate::state_dir::layout::OFFLOAD_DIR;
 use crate::state_dir::StateDir;
 
 /// A marker found in the input, with its verified file.

@@ -1,10 +1,18 @@
 //! The hash of a response, as records store it (lowercase hex sha256).
-//! Responses are kept by the truncation engine while they stream
-//! ([`crate::truncate::full_output::Keeper`]).
+//! Responses are kept, and hashed, by the truncation engine while they
+//! stream.
 
 use sha2::{Digest, Sha256};
 
-pub use crate::truncate::full_output::hex;
+/// Lowercase hex of a digest.
+pub fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
 
 /// The lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -149,7 +149,7 @@ pub fn list(
             opt(e.iteration),
             e.status.name().to_string(),
             e.verdict.clone().unwrap_or_else(dash),
-            crate::truncate::thousands(e.bytes),
+            crate::thousands::thousands(e.bytes),
             e.id.clone(),
         ]);
     }
@@ -259,7 +259,7 @@ pub fn show(
     };
     // Only a file in context-offload/ is ever named; anything else is refused.
     let name = file
-        .strip_prefix(&format!("{}/", crate::compress::OFFLOAD_DIR))
+        .strip_prefix(&format!("{}/", crate::state_dir::layout::OFFLOAD_DIR))
         .filter(|n| !n.contains('/') && !n.starts_with('.'))
         .ok_or_else(|| {
             Failure::new(
@@ -267,7 +267,7 @@ pub fn show(
                 format!("{id} names a response outside context-offload/: {file}"),
             )
         })?;
-    let path = state.join(crate::compress::OFFLOAD_DIR).join(name);
+    let path = state.join(crate::state_dir::layout::OFFLOAD_DIR).join(name);
     let open = || {
         open_state_file(&path).map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))
     };

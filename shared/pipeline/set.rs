@@ -7,8 +7,10 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::normalized::coerce_count;
-use super::validate::{field_problem, sibling_problem, type_name, validate_doc};
+use super::normalized::type_name;
+use super::validate::{field_problem, sibling_problem, validate_doc};
 use super::{IssueNumber, PipelineDoc};
+use crate::atomic::Durability;
 use crate::json_file::{self, UpdateError};
 
 /// Why `set` could not be done.
@@ -84,7 +86,13 @@ pub fn set_field(
             "{field}: the value nests {depth} levels; at most {max} fit in a pipeline file jkz can read back"
         )));
     }
-    json_file::update_object(path, |object| {
+    let logged = value.clone();
+    let edit = |object: &mut Map<String, Value>| {
+        let previous = match sibling {
+            true => object.get(field),
+            false => object.get(issue.as_str()).and_then(|d| d.get(field)),
+        }
+        .cloned();
         let data = object
             .entry(issue.as_str())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -118,8 +126,17 @@ pub fn set_field(
                 "the file breaks the contract elsewhere, nothing was changed: {first}{more}; fix those fields first (jkz state validate lists them)"
             )));
         }
-        Ok(())
-    })
+        Ok(previous)
+    };
+    let wait = json_file::lock_wait();
+    let (previous, pending) = json_file::prepare_update_within(path, Durability::Full, wait, edit)?;
+    // Logged once the new file is in place, under its lock: see events::reconcile.
+    let log = || {
+        crate::events::sources::pipeline_field_set(path, issue, field, previous.as_ref(), &logged)
+    };
+    pending
+        .commit_then(log)
+        .map_err(|e| SetError::Update(UpdateError::Io(e)))
 }
 
 #[cfg(test)]

@@ -83,13 +83,7 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(
-            1,
-            format!(
-                "no state directory at {}: run `jkz install` in the project, or set JKZ_STATE_DIR",
-                state.path().display()
-            ),
-        )),
+        Ok(None) => Err(Failure::new(1, state.missing())),
         Err(e) => Err(Failure::io(1, state.path().display(), e)),
     }
 }
@@ -127,6 +121,15 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         .as_deref()
         .map(|w| format!(" with worktree {w}"))
         .unwrap_or_default();
+    if let Claimed::Claimed | Claimed::Taken(_) = &outcome {
+        crate::events::sources::claim_taken(
+            state,
+            issue,
+            session.as_str(),
+            worktree.as_deref(),
+            &taken_from(&outcome),
+        );
+    }
     match outcome {
         Claimed::Claimed => {
             writeln!(out, "claimed issue {issue}{covering} for chat {session}").map_err(writing)?;
@@ -150,6 +153,14 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
             Ok(HELD)
         }
+    }
+}
+
+/// The chats a claim was taken over from.
+fn taken_from(outcome: &Claimed) -> Vec<String> {
+    match outcome {
+        Claimed::Taken(from) => from.iter().map(|h| h.claim.session_id.clone()).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -218,6 +229,7 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let writing = |e| Failure::io(1, "writing stdout", e);
     match outcome {
         Released::Released => {
+            crate::events::sources::claim_released(state, issue, session.as_str());
             writeln!(out, "released issue {issue}").map_err(writing)?;
             Ok(0)
         }

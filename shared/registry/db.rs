@@ -29,7 +29,7 @@ use super::chat::{Chat, Client, Liveness, Place};
 use super::store::{Store, StoreError};
 use super::HEARTBEAT_EVERY;
 
-pub use crate::state_dir::layout::{CHAT_DB as DB_FILE, CHAT_DB_CORRUPT as CORRUPT_FILE};
+use crate::state_dir::layout::{CHAT_DB, CHAT_DB_CORRUPT};
 
 /// The schema's version (`PRAGMA user_version`). 2 added the client's
 /// host and start time (`chats.host`, `chats.pid_start`).
@@ -229,7 +229,7 @@ pub fn with_local_registry<T>(
     deadline: Instant,
     mut op: impl FnMut(&mut dyn Store) -> Result<T, StoreError>,
 ) -> Result<(T, Option<String>), RegistryError> {
-    let path = root.join(DB_FILE);
+    let path = root.join(CHAT_DB);
     let failed = |e: StoreError| match e {
         StoreError::Sqlite(e) => Failed::Sql(e),
         StoreError::Team(e) => Failed::Refused(e.to_string()),
@@ -278,7 +278,7 @@ fn one_line(s: &str) -> String {
 /// so the next open starts empty. When another process has rebuilt it
 /// meanwhile (the file at `path` is no longer the corrupt one), leaves it.
 fn rebuild(root: &Path, path: &Path, e: &rusqlite::Error) -> Result<String, RegistryError> {
-    let aside = root.join(CORRUPT_FILE);
+    let aside = root.join(CHAT_DB_CORRUPT);
     let corrupt = fs::symlink_metadata(path).ok();
     let still_corrupt = match &corrupt {
         Some(meta) => {
@@ -814,7 +814,7 @@ mod tests {
     }
 
     fn open(dir: &Path) -> Registry {
-        Registry::open(&dir.join(DB_FILE), Instant::now() + Duration::from_secs(10))
+        Registry::open(&dir.join(CHAT_DB), Instant::now() + Duration::from_secs(10))
             .ok()
             .expect("open")
     }
@@ -906,7 +906,7 @@ mod tests {
     #[test]
     fn a_schema_1_registry_is_read_as_it_is_and_upgraded_by_a_writer() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(DB_FILE);
+        let path = dir.path().join(CHAT_DB);
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
@@ -945,7 +945,7 @@ mod tests {
     #[test]
     fn a_file_that_is_not_a_database_is_rebuilt_empty() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(DB_FILE), vec![b'x'; 8192]).unwrap();
+        fs::write(dir.path().join(CHAT_DB), vec![b'x'; 8192]).unwrap();
         let (n, note) = with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
             r.chats().map(|c| c.len())
         })
@@ -953,7 +953,7 @@ mod tests {
         assert_eq!(n, 0);
         let note = note.expect("a note");
         assert!(note.contains("rebuilt empty"), "{note}");
-        assert_eq!(fs::read(dir.path().join(CORRUPT_FILE)).unwrap().len(), 8192);
+        assert_eq!(fs::read(dir.path().join(CHAT_DB_CORRUPT)).unwrap().len(), 8192);
         let (_, note) = with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
             r.chats().map(|c| c.len())
         })

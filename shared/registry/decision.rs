@@ -105,7 +105,7 @@ pub fn refusal(
                 };
                 (
                     h,
-                    registry_words(&guarded.state_root.join(super::db::DB_FILE)),
+                    registry_words(&guarded.state_root.join(crate::state_dir::layout::CHAT_DB)),
                 )
             }
         };

@@ -60,9 +60,8 @@ them over. Anything else passes with no output.
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
-State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
-are used only if they exist (jkz install creates state/).
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md).
 
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
 then rebuilt empty, an unwritable state directory) is one line on stderr.";
@@ -117,11 +116,12 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
+    crate::hook::warn_state_problem(&state, warnings);
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
         Ok(None) => return None,
         Err(e) => {
-            warnings.warn(format!("state directory {}: {e}", state.path().display()));
+            warnings.warn(format!("state directory {}: {e}", state.describe()));
             return None;
         }
     };

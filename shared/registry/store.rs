@@ -11,7 +11,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::chat::{Chat, Client, Place};
-use super::db::{Claim, Claimed, Holder, Released, DB_FILE};
+use super::db::{Claim, Claimed, Holder, Released};
+use crate::state_dir::layout::CHAT_DB;
 use super::RegistryError;
 use crate::team::{Backend, Budget};
 
@@ -145,7 +146,7 @@ where
 /// may.
 pub fn may_hold_claims(root: &Path) -> bool {
     match crate::team::backend(root) {
-        Ok(Backend::Local) => root.join(DB_FILE).exists(),
+        Ok(Backend::Local) => root.join(CHAT_DB).exists(),
         _ => true,
     }
 }
@@ -160,7 +161,7 @@ pub fn chats_for_observer(
     match crate::team::backend(root) {
         Err(why) => (true, Err(RegistryError::Unavailable(why))),
         Ok(Backend::Local) => {
-            let path = root.join(DB_FILE);
+            let path = root.join(CHAT_DB);
             (path.is_file(), super::db::chats_read_only(&path))
         }
         Ok(Backend::Team(url, _)) => (

@@ -15,6 +15,11 @@
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
+//! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
+
+use std::path::Path;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
@@ -47,14 +52,41 @@ pub const WATCH_LIST: &str = "watch-list.json";
 /// port, URL without the token, and start.
 pub const LIVE_SESSION: &str = "live-session.json";
 
+/// `state/settings.json.jkz-backup`: the settings of the checkout whose
+/// top holds this `state/`, as they were before `jkz install` changed them.
+pub const SETTINGS_BACKUP: &str = "settings.json.jkz-backup";
+
+/// The name of the settings backup of `checkout` in the state root `root`:
+/// [`SETTINGS_BACKUP`] when the root is the checkout's own `state/`; for
+/// another checkout sharing the root (a linked worktree, an attached
+/// clone), that name with the first 16 hex digits of the sha256 of the
+/// checkout's path, so each checkout's backup has a name of its own.
+pub fn settings_backup_name(root: &Path, checkout: &Path) -> String {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if real(root) == real(&checkout.join("state")) {
+        return SETTINGS_BACKUP.to_string();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(real(checkout).as_os_str().as_encoded_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{SETTINGS_BACKUP}.{hex}")
+}
+
+/// `state/events/`: the event log's segments (the audit trail: `jkz gc`
+/// never removes one) and its index, `index.db`.
+pub const EVENTS_DIR: &str = "events";
+/// `state/metrics.db`: pipeline metrics, derived from the event log.
+pub const METRICS_DB: &str = "metrics.db";
+
 /// The subdirectories of `state/` that jkz reads files in.
-pub const SUBDIRS: [&str; 6] = [
+pub const SUBDIRS: [&str; 7] = [
     PIPELINE_DIR,
     SESSION_RECORD_DIR,
     OFFLOAD_DIR,
     DELIBERATIONS_DIR,
     CIRCUIT_DIR,
     LOCKS_DIR,
+    EVENTS_DIR,
 ];
 
 /// The start of every pre-compact snapshot's name.

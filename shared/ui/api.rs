@@ -1,5 +1,5 @@
 //! The JSON API behind the page: what each endpoint answers, built from the
-//! state directory with the project's readers (documented in the README).
+//! state directory with the project's readers (documented in docs/ui.md).
 //!
 //! Every part of the state that does not exist yet (no deliberations, no
 //! locks, no registry, no ledger) answers empty, never an error.
@@ -248,16 +248,11 @@ pub fn deliberations(state: &StateDir) -> (Vec<Entry>, Option<String>) {
     }
 }
 
-/// Whether `id` can name a deliberation record: the characters record ids
-/// are made of, no leading dot, no separator. Anything else (`..`, `/`) is
-/// refused before any path is built.
+/// Whether `id` can name a deliberation record: the one file-name rule
+/// (record ids are made of those characters), no leading dot. Anything
+/// else (`..`, `/`) is refused before any path is built.
 pub fn is_record_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 255
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
+    crate::file_name::is_safe_visible(id)
 }
 
 /// `GET /api/deliberations/ID`: the whole record with its full response

@@ -121,6 +121,15 @@ impl Poller {
             return None;
         }
         self.others = others;
+        if !changed.is_empty() && self.version > 0 {
+            // The observer's watcher: a change jkz did not write is logged.
+            if let Err(e) = crate::events::up_to_date(&self.state) {
+                crate::events::warn_once(
+                    "ui-reconcile",
+                    format!("reconciling pipeline files with the event log: {e}"),
+                );
+            }
+        }
         if !changed.is_empty() {
             let files: Vec<PipelineFile> = changed.iter().map(|(f, _)| f.clone()).collect();
             for ((_, stamp), loaded) in changed.iter().zip(pipeline::load_all(&files)) {
@@ -162,6 +171,15 @@ impl Poller {
             s.join(format!("{CHAT_DB}-wal")),
         ];
         paths.extend(crate::tool_output::ledger::files(s.path()));
+        // The event log: its newest segment grows with every event.
+        let events = s.join(crate::events::EVENTS_DIR);
+        paths.push(events.clone());
+        if let Some((_, newest)) = crate::events::segment::list(&events)
+            .ok()
+            .and_then(|mut l| l.pop())
+        {
+            paths.push(newest);
+        }
         paths.iter().map(|p| Stamp::of_path(p)).collect()
     }
 }

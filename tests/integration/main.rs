@@ -5,6 +5,8 @@
 mod audit;
 mod client;
 mod compress;
+mod docs;
+mod events;
 mod faults;
 mod hooks;
 mod hooks_disagreed_on_the_session;
@@ -23,3 +25,4 @@ mod truncate;
 mod ui;
 mod ui_browser;
 mod util;
+mod worktrees;

@@ -362,7 +362,7 @@ fn a_corrupt_chat_db_is_rebuilt_empty_and_said_so() {
 fn a_read_only_state_directory_never_breaks_a_hook() {
     let p = Project::new();
     let Some(_guard) = Immutable::set(&p.dir.join("state")) else {
-        eprintln!("chattr +i is not supported here: read-only state/ not tested");
+        crate::util::cannot_run("chattr +i is not supported here: read-only state/ not tested");
         return;
     };
     assert!(std::fs::write(p.dir.join("state/probe"), "x").is_err());
