@@ -946,18 +946,23 @@ mod tests {
     fn a_file_that_is_not_a_database_is_rebuilt_empty() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(CHAT_DB), vec![b'x'; 8192]).unwrap();
-        let (n, note) = with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
-            r.chats().map(|c| c.len())
-        })
-        .unwrap();
+        let (n, note) =
+            with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+                r.chats().map(|c| c.len())
+            })
+            .unwrap();
         assert_eq!(n, 0);
         let note = note.expect("a note");
         assert!(note.contains("rebuilt empty"), "{note}");
-        assert_eq!(fs::read(dir.path().join(CHAT_DB_CORRUPT)).unwrap().len(), 8192);
-        let (_, note) = with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
-            r.chats().map(|c| c.len())
-        })
-        .unwrap();
+        assert_eq!(
+            fs::read(dir.path().join(CHAT_DB_CORRUPT)).unwrap().len(),
+            8192
+        );
+        let (_, note) =
+            with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+                r.chats().map(|c| c.len())
+            })
+            .unwrap();
         assert_eq!(note, None);
     }
 }

@@ -139,12 +139,9 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             .map(|(_, n)| n)
         }
         "UserPromptSubmit" | "PostToolUse" => {
-            with_registry(&root, bound, move |r| r.heartbeat(&session, &place, now))
-                .map(|(_, n)| n)
+            with_registry(&root, bound, move |r| r.heartbeat(&session, &place, now)).map(|(_, n)| n)
         }
-        "SessionEnd" => {
-            with_registry(&root, bound, move |r| r.end(&session, now)).map(|(_, n)| n)
-        }
+        "SessionEnd" => with_registry(&root, bound, move |r| r.end(&session, now)).map(|(_, n)| n),
         "PreToolUse" => {
             if !may_hold_claims(&root) {
                 return None;

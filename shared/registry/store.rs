@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use super::chat::{Chat, Client, Place};
 use super::db::{Claim, Claimed, Holder, Released};
-use crate::state_dir::layout::CHAT_DB;
 use super::RegistryError;
+use crate::state_dir::layout::CHAT_DB;
 use crate::team::{Backend, Budget};
 
 /// What the registry stores, and every transaction on it.
@@ -127,16 +127,22 @@ impl Bound {
 /// Runs `op` on the registry of the state directory `root`: `state/chat.db`
 /// (created when missing, rebuilt when corrupt: the note says so), or the
 /// team registry. An unusable team URL is an error, never the local file.
-pub fn with_registry<T, F>(root: &Path, bound: Bound, op: F) -> Result<(T, Option<String>), RegistryError>
+pub fn with_registry<T, F>(
+    root: &Path,
+    bound: Bound,
+    op: F,
+) -> Result<(T, Option<String>), RegistryError>
 where
     T: Send + 'static,
     F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
 {
     match crate::team::backend(root).map_err(RegistryError::Unavailable)? {
         Backend::Local => super::db::with_local_registry(root, bound.deadline(), op),
-        Backend::Team(url, _) => crate::team::registry::with_team_registry(&url, bound.budget(), op)
-            .map(|t| (t, None))
-            .map_err(|e| RegistryError::Unavailable(e.to_string())),
+        Backend::Team(url, _) => {
+            crate::team::registry::with_team_registry(&url, bound.budget(), op)
+                .map(|t| (t, None))
+                .map_err(|e| RegistryError::Unavailable(e.to_string()))
+        }
     }
 }
 
@@ -151,13 +157,16 @@ pub fn may_hold_claims(root: &Path) -> bool {
     }
 }
 
+/// Every chat not gone, with its claims.
+pub type ChatsAndClaims = Vec<(Chat, Vec<Claim>)>;
+
 /// Every chat not gone, with its claims, for observers that must leave the
 /// state as they found it: `state/chat.db` read-only, or the team registry
 /// without migrating it. `present` says whether there is a registry at all.
 pub fn chats_for_observer(
     root: &Path,
     bound: Bound,
-) -> (bool, Result<Vec<(Chat, Vec<Claim>)>, RegistryError>) {
+) -> (bool, Result<ChatsAndClaims, RegistryError>) {
     match crate::team::backend(root) {
         Err(why) => (true, Err(RegistryError::Unavailable(why))),
         Ok(Backend::Local) => {

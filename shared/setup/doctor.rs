@@ -311,7 +311,9 @@ fn check_registry<W: Write>(report: &mut Report<W>, state: &StateDir) -> Result<
             }
             Err(e) => report.line(
                 Status::Fail,
-                format_args!("registry: {e} (from {origin}); hooks let every call through meanwhile"),
+                format_args!(
+                    "registry: {e} (from {origin}); hooks let every call through meanwhile"
+                ),
             ),
         },
     }

@@ -253,7 +253,10 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             if url.has_password() {
                 return Err(Failure::new(
                     2,
-                    format!("--registry: {}", crate::team::config::password_refusal(&url)),
+                    format!(
+                        "--registry: {}",
+                        crate::team::config::password_refusal(&url)
+                    ),
                 ));
             }
             Some(url)

@@ -87,18 +87,24 @@ pub struct Probe {
 /// Connects (changing nothing), reads the schema version and times a
 /// round trip.
 pub fn probe(url: &RegistryUrl) -> Result<Probe, TeamError> {
-    with_conn(url, Budget::command(), Schema::ReadOnly, Some(Duration::ZERO), |conn| {
-        let mut best = Duration::MAX;
-        for _ in 0..3 {
-            let started = Instant::now();
-            conn.client
-                .simple_query("SELECT 1")
-                .map_err(|e| conn.err(e))?;
-            best = best.min(started.elapsed());
-        }
-        Ok(Probe {
-            version: conn.version,
-            round_trip: best,
-        })
-    })
+    with_conn(
+        url,
+        Budget::command(),
+        Schema::ReadOnly,
+        Some(Duration::ZERO),
+        |conn| {
+            let mut best = Duration::MAX;
+            for _ in 0..3 {
+                let started = Instant::now();
+                conn.client
+                    .simple_query("SELECT 1")
+                    .map_err(|e| conn.err(e))?;
+                best = best.min(started.elapsed());
+            }
+            Ok(Probe {
+                version: conn.version,
+                round_trip: best,
+            })
+        },
+    )
 }

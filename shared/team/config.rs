@@ -130,7 +130,8 @@ fn file_url(file: &Path) -> Result<Option<RegistryUrl>, String> {
             file.display()
         ));
     };
-    let url = RegistryUrl::parse(raw).map_err(|why| format!("{}: registry.url: {why}", file.display()))?;
+    let url = RegistryUrl::parse(raw)
+        .map_err(|why| format!("{}: registry.url: {why}", file.display()))?;
     if url.has_password() {
         return Err(format!(
             "{}: registry.url holds a password, in a file that is committed: remove it from the URL and put it in PGPASSWORD or ~/.pgpass",
@@ -166,10 +167,7 @@ pub fn record(project: &Path, url: &RegistryUrl) -> Result<(PathBuf, Recorded), 
     let file = project.join(CONFIG_FILE);
     let wanted = url.expose().to_string();
     let quoted = format!("\"{}\"", wanted.replace('\\', "\\\\").replace('"', "\\\""));
-    let old = match read_table(&file)? {
-        None => None,
-        Some(t) => Some(t),
-    };
+    let old = read_table(&file)?;
     let (text, mode) = match &old {
         None => (
             format!(
@@ -181,13 +179,16 @@ pub fn record(project: &Path, url: &RegistryUrl) -> Result<(PathBuf, Recorded), 
             0o644,
         ),
         Some(t) => {
-            if t.get("registry").and_then(|r| r.get("url")).and_then(Value::as_str)
+            if t.get("registry")
+                .and_then(|r| r.get("url"))
+                .and_then(Value::as_str)
                 == Some(wanted.as_str())
             {
                 return Ok((file, Recorded::Unchanged));
             }
             let current = String::from_utf8(
-                crate::state_dir::read_user_file(&file).map_err(|e| format!("{}: {e}", file.display()))?,
+                crate::state_dir::read_user_file(&file)
+                    .map_err(|e| format!("{}: {e}", file.display()))?,
             )
             .map_err(|_| format!("{}: not UTF-8 text", file.display()))?;
             let mode = std::fs::metadata(&file)
@@ -229,7 +230,9 @@ fn with_url(text: &str, quoted: &str) -> String {
     let header = |l: &str| l.trim_start().starts_with('[');
     let is_registry = |l: &str| {
         let t = l.trim();
-        t == "[registry]" || (t.starts_with("[registry]") && t["[registry]".len()..].trim_start().starts_with('#'))
+        t == "[registry]"
+            || (t.starts_with("[registry]")
+                && t["[registry]".len()..].trim_start().starts_with('#'))
     };
     let mut out: Vec<String> = Vec::new();
     let mut done = false;
@@ -293,7 +296,9 @@ mod tests {
         let state = dir.path().join("state");
         let none = |_: &str| None;
         match choose(&state, none).unwrap() {
-            Backend::Team(url, Origin::File(_)) => assert_eq!(url.expose(), "postgres://jkz@file/jkz"),
+            Backend::Team(url, Origin::File(_)) => {
+                assert_eq!(url.expose(), "postgres://jkz@file/jkz")
+            }
             other => panic!("{other:?}"),
         }
         let env = |n: &str| (n == REGISTRY_URL_ENV).then(|| "postgres://u:pw@env/jkz".to_string());
@@ -302,17 +307,29 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let empty = project_with(Some("[slo]\nwindow = \"7d\"\n"));
-        assert_eq!(choose(&empty.path().join("state"), none).unwrap(), Backend::Local);
+        assert_eq!(
+            choose(&empty.path().join("state"), none).unwrap(),
+            Backend::Local
+        );
         let bare = project_with(None);
-        assert_eq!(choose(&bare.path().join("state"), none).unwrap(), Backend::Local);
+        assert_eq!(
+            choose(&bare.path().join("state"), none).unwrap(),
+            Backend::Local
+        );
     }
 
     #[test]
     fn a_bad_or_secret_bearing_file_is_an_error_never_the_local_backend() {
         let none = |_: &str| None;
         for (text, says) in [
-            ("[registry]\nurl = \"postgres://u:pw@h/d\"\n", "holds a password"),
-            ("[registry]\nurl = \"mysql://h/d\"\n", "not a PostgreSQL URL"),
+            (
+                "[registry]\nurl = \"postgres://u:pw@h/d\"\n",
+                "holds a password",
+            ),
+            (
+                "[registry]\nurl = \"mysql://h/d\"\n",
+                "not a PostgreSQL URL",
+            ),
             ("[registry]\nurl = 5\n", "must be a string"),
             ("[registry]\nuri = \"postgres://h/d\"\n", "unknown key"),
             ("registry = 1\n", "must be a table"),
@@ -327,7 +344,10 @@ mod tests {
             (n == REGISTRY_URL_ENV).then(|| "postgres://u:hunter2@h:port/d".to_string())
         })
         .unwrap_err();
-        assert!(e.starts_with(REGISTRY_URL_ENV) && !e.contains("hunter2"), "{e}");
+        assert!(
+            e.starts_with(REGISTRY_URL_ENV) && !e.contains("hunter2"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -337,7 +357,10 @@ mod tests {
         assert_eq!(record(fresh.path(), &url).unwrap().1, Recorded::Written);
         assert_eq!(record(fresh.path(), &url).unwrap().1, Recorded::Unchanged);
         let none = |_: &str| None;
-        assert!(matches!(choose(&fresh.path().join("state"), none).unwrap(), Backend::Team(..)));
+        assert!(matches!(
+            choose(&fresh.path().join("state"), none).unwrap(),
+            Backend::Team(..)
+        ));
         for before in [
             "# mine\n[slo]\nwindow = \"7d\"\n",
             "[registry] # team\nurl = \"postgres://old@h/d\" # old\n\n[slo]\nwindow = \"1d\"\n",
@@ -346,7 +369,10 @@ mod tests {
             let dir = project_with(Some(before));
             record(dir.path(), &url).unwrap();
             let after = std::fs::read_to_string(dir.path().join(CONFIG_FILE)).unwrap();
-            assert!(after.contains("url = \"postgres://jkz@db:5432/jkz\""), "{after}");
+            assert!(
+                after.contains("url = \"postgres://jkz@db:5432/jkz\""),
+                "{after}"
+            );
             assert!(after.contains("window"), "{after}");
             assert!(!after.contains("old@"), "{after}");
         }

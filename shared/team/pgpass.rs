@@ -18,10 +18,7 @@ const MAX_PGPASS: u64 = 1024 * 1024;
 
 /// The password the file gives for `config`'s first host, port, database
 /// and user, if any.
-pub fn lookup(
-    config: &postgres::Config,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<String> {
+pub fn lookup(config: &postgres::Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let path = match env("PGPASSFILE") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(env("HOME")?).join(".pgpass"),
@@ -35,7 +32,12 @@ pub fn lookup(
         Host::Tcp(h) => h.clone(),
         Host::Unix(_) => "localhost".to_string(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
     let user = config
         .get_user()
         .map(str::to_string)
@@ -106,7 +108,10 @@ mod tests {
             find(text, ["elsewhere", "1", "x", "y"]).as_deref(),
             Some("fallback")
         );
-        assert_eq!(find("db:5432:jkz:jkz\n", ["db", "5432", "jkz", "jkz"]), None);
+        assert_eq!(
+            find("db:5432:jkz:jkz\n", ["db", "5432", "jkz", "jkz"]),
+            None
+        );
     }
 
     #[test]

@@ -31,33 +31,52 @@ pub struct TeamRegistry<'a> {
 
 /// Runs `op` on the team registry at `url` within `budget` (the schema is
 /// brought up to date first).
-pub fn with_team_registry<T, F>(url: &RegistryUrl, budget: Budget, mut op: F) -> Result<T, TeamError>
+pub fn with_team_registry<T, F>(
+    url: &RegistryUrl,
+    budget: Budget,
+    mut op: F,
+) -> Result<T, TeamError>
 where
     T: Send + 'static,
     F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
 {
-    with_conn(url, budget, Schema::Migrate, Some(Duration::ZERO), move |conn| {
-        let shown = conn.url.clone();
-        let mut reg = TeamRegistry { conn };
-        op(&mut reg).map_err(|e| match e {
-            StoreError::Team(t) => t,
-            StoreError::Sqlite(e) => TeamError::new(Kind::Query, &shown, e.to_string()),
-        })
-    })
+    with_conn(
+        url,
+        budget,
+        Schema::Migrate,
+        Some(Duration::ZERO),
+        move |conn| {
+            let shown = conn.url.clone();
+            let mut reg = TeamRegistry { conn };
+            op(&mut reg).map_err(|e| match e {
+                StoreError::Team(t) => t,
+                StoreError::Sqlite(e) => TeamError::new(Kind::Query, &shown, e.to_string()),
+            })
+        },
+    )
 }
 
 /// Every chat not gone, with its claims, changing nothing (no migration):
 /// for the observer. A database jkz never used lists nothing.
-pub fn chats_read_only(url: &RegistryUrl, budget: Budget) -> Result<Vec<(Chat, Vec<Claim>)>, TeamError> {
-    with_conn(url, budget, Schema::ReadOnly, Some(Duration::ZERO), |conn| {
-        if conn.version == 0 {
-            return Ok(Vec::new());
-        }
-        TeamRegistry { conn }.chats().map_err(|e| match e {
-            StoreError::Team(t) => t,
-            StoreError::Sqlite(e) => TeamError::new(Kind::Query, "", e.to_string()),
-        })
-    })
+pub fn chats_read_only(
+    url: &RegistryUrl,
+    budget: Budget,
+) -> Result<Vec<(Chat, Vec<Claim>)>, TeamError> {
+    with_conn(
+        url,
+        budget,
+        Schema::ReadOnly,
+        Some(Duration::ZERO),
+        |conn| {
+            if conn.version == 0 {
+                return Ok(Vec::new());
+            }
+            TeamRegistry { conn }.chats().map_err(|e| match e {
+                StoreError::Team(t) => t,
+                StoreError::Sqlite(e) => TeamError::new(Kind::Query, "", e.to_string()),
+            })
+        },
+    )
 }
 
 const CHAT_COLUMNS: &str =
@@ -244,7 +263,8 @@ impl Store for TeamRegistry<'_> {
                 "UPDATE jkz_chats SET ended = $2 WHERE session_id = $1",
                 &[&session, &now],
             )?;
-            let released = tx.execute("DELETE FROM jkz_claims WHERE session_id = $1", &[&session])?;
+            let released =
+                tx.execute("DELETE FROM jkz_claims WHERE session_id = $1", &[&session])?;
             tx.commit()?;
             Ok(released as usize)
         };
@@ -371,8 +391,12 @@ impl Store for TeamRegistry<'_> {
     }
 
     fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError> {
-        holders(&mut self.conn.client, "WHERE c.session_id != $1", &[&session])
-            .map_err(|e| self.err(e))
+        holders(
+            &mut self.conn.client,
+            "WHERE c.session_id != $1",
+            &[&session],
+        )
+        .map_err(|e| self.err(e))
     }
 
     fn claims_covering(

@@ -102,11 +102,7 @@ pub fn check(client: &mut postgres::Client, url: &str) -> Result<i32, TeamError>
 /// Brings the schema to [`SCHEMA_VERSION`] when it is older (the first use
 /// by a writer); `repair` re-applies every migration even when it is
 /// current (`jkz registry migrate`). Returns the version found before.
-pub fn migrate(
-    client: &mut postgres::Client,
-    url: &str,
-    repair: bool,
-) -> Result<i32, TeamError> {
+pub fn migrate(client: &mut postgres::Client, url: &str, repair: bool) -> Result<i32, TeamError> {
     let sql = |e: postgres::Error| TeamError::of(url, &e, false);
     let found = version(client).map_err(sql)?;
     if found > SCHEMA_VERSION {

@@ -213,10 +213,8 @@ impl RegistryUrl {
 
 /// True when the URL's query string sets `key`.
 fn query_names(raw: &str, key: &str) -> bool {
-    raw.split_once('?').is_some_and(|(_, q)| {
-        q.split('&')
-            .any(|pair| pair.split('=').next() == Some(key))
-    })
+    raw.split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|pair| pair.split('=').next() == Some(key)))
 }
 
 /// `raw` with the password of its credentials (up to the first `@`, as the
@@ -294,14 +292,19 @@ mod tests {
     fn a_url_is_checked_before_any_connection() {
         assert!(RegistryUrl::parse("postgres://jkz@127.0.0.1:5432/jkz").is_ok());
         let e = RegistryUrl::parse("mysql://u:hunter2@h/d").unwrap_err();
-        assert!(e.contains("not a PostgreSQL URL") && !e.contains("hunter2"), "{e}");
+        assert!(
+            e.contains("not a PostgreSQL URL") && !e.contains("hunter2"),
+            "{e}"
+        );
         let e = RegistryUrl::parse("postgres://u:hunter2@h:notaport/d").unwrap_err();
         assert!(e.contains("not a valid") && !e.contains("hunter2"), "{e}");
         let e = RegistryUrl::parse("postgres://h/d?sslmode=require").unwrap_err();
         assert!(e.contains("TLS"), "{e}");
         let u = RegistryUrl::parse("postgres://u:pw@h/d").unwrap();
         assert!(u.has_password());
-        assert!(!RegistryUrl::parse("postgres://u@h/d").unwrap().has_password());
+        assert!(!RegistryUrl::parse("postgres://u@h/d")
+            .unwrap()
+            .has_password());
     }
 
     #[test]

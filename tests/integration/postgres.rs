@@ -201,6 +201,9 @@ impl Server {
             data = self.dir.join("data").display(),
             dir = self.dir.display(),
         );
+        // The watcher outlives this process by design: it is what stops the
+        // server once the tests are gone, so nothing here waits for it.
+        #[allow(clippy::zombie_processes)]
         Command::new("sh")
             .args(["-c", &script])
             .stdin(Stdio::null())
