@@ -8,6 +8,7 @@
 //! `jkz findings`: [`crate::findings::cli`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `jkz registry`: [`crate::team::cmd`].
 //! Every subcommand that uses the state directory stops, with its code for
 //! an I/O failure (`jkz state`: 2, `jkz run`: 125, the others 1), when the
 //! repository's layout cannot be read (see [`StateDir::check`]).
@@ -94,6 +95,8 @@ pub enum Command {
     Release(crate::registry::cmd::ReleaseArgs),
     /// List the live and stale chats with their claims.
     Chats(crate::registry::cmd::ChatsArgs),
+    /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
+    Registry(crate::team::cmd::RegistryArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
@@ -188,6 +191,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz chats",
             crate::registry::cmd::chats(&args, &state, &mut buffered()),
         ),
+        Command::Registry(args) => (
+            "jkz registry",
+            crate::team::cmd::run(&args, &state, &mut buffered()),
+        ),
         Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
         Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
     }
@@ -217,6 +224,7 @@ fn program(command: &Command) -> &'static str {
         Command::Metrics(_) => "jkz metrics",
         Command::Slo(_) => "jkz slo",
         Command::Findings(_) => "jkz findings",
+        Command::Registry(_) => "jkz registry",
     }
 }
 

@@ -34,6 +34,7 @@ pub mod pipeline;
 pub mod session_id;
 pub mod session_record;
 pub mod state_dir;
+pub mod team;
 
 // Plumbing: byte-level and file-level building blocks.
 pub mod atomic;

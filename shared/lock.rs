@@ -14,6 +14,10 @@
 //! exactly one finds the lock free and writes itself in; the others find it
 //! held. Release by anyone but the owner is refused. An owner acquiring its
 //! own lock again renews it (a new expiry).
+//!
+//! In team mode ([`crate::team`]) the locks live in PostgreSQL instead
+//! ([`crate::team::locks`]), shared by every machine, with the same rules
+//! ([`decide`]) and the same records; `state/locks/` is then not used.
 
 use std::fs;
 use std::io;
@@ -27,6 +31,7 @@ use crate::atomic::write_atomic;
 use crate::json_file::{lock_wait, lock_within};
 use crate::process::Holder;
 use crate::state_dir::{read_whole_state_file, StateDir, LOCKS_DIR};
+use crate::team::{Backend, RegistryUrl};
 
 /// Default TTL: 30 minutes, longer than an agent call, short enough that a
 /// crashed run on another host stops blocking its issue within the hour.
@@ -185,18 +190,21 @@ fn expiry(now: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> {
         .map_or(latest, |t| t.min(latest))
 }
 
-/// Tries once to take the lock.
-pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
-    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let path = lock_file(&locks_dir(state)?, &req.kind, &req.name);
-    let _guard = lock_within(&path, lock_wait())?;
-    let now = Utc::now();
-    let current = read(&path)?;
-    let renewed = match &current {
+/// The team registry's URL when team mode is on; an unusable one is an
+/// error, never the local files.
+fn team_url(state: &StateDir) -> io::Result<Option<RegistryUrl>> {
+    match crate::team::backend(state.path()).map_err(io::Error::other)? {
+        Backend::Local => Ok(None),
+        Backend::Team(url, _) => Ok(Some(url)),
+    }
+}
+
+/// What an acquire at `now` does with the lock as found (`current`): the
+/// one rule both backends apply. `Taken` carries the record to write.
+pub fn decide(current: Option<LockRecord>, req: &Request, now: DateTime<Utc>) -> Acquired {
+    let renewed = match current {
         Some(held) if held.owner == req.owner => true,
-        Some(held) if held.state(now) == LockState::Held => {
-            return Ok(Acquired::Busy(held.clone()))
-        }
+        Some(held) if held.state(now) == LockState::Held => return Acquired::Busy(held),
         _ => false,
     };
     let record = LockRecord {
@@ -208,22 +216,50 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
         expires: stamp(expiry(now, req.ttl)),
         ttl_s: req.ttl.as_secs(),
     };
-    let mut bytes = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    write_atomic(&path, &bytes)?;
-    if !renewed {
-        crate::events::sources::lock_acquired(state, &record, current.as_ref());
+    Acquired::Taken { record, renewed }
+}
+
+/// Tries once to take the lock.
+pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
+    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::acquire(&url, req, Duration::ZERO)?);
     }
-    Ok(Acquired::Taken { record, renewed })
+    let path = lock_file(&locks_dir(state)?, &req.kind, &req.name);
+    let _guard = lock_within(&path, lock_wait())?;
+    let current = read(&path)?;
+    let outcome = decide(current.clone(), req, Utc::now());
+    if let Acquired::Taken { record, renewed } = &outcome {
+        let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes)?;
+        if !renewed {
+            crate::events::sources::lock_acquired(state, record, current.as_ref());
+        }
+    }
+    Ok(outcome)
 }
 
 /// Takes the lock, retrying while it is busy for at most `wait`.
 pub fn acquire(state: &StateDir, req: &Request, wait: Duration) -> io::Result<Acquired> {
+    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::acquire(&url, req, wait)?);
+    }
+    retry(wait, || try_acquire(state, req))
+}
+
+/// Calls `attempt` until it does not find the lock busy, for at most `wait`
+/// (pausing 2 ms, doubling up to 50 ms, between attempts).
+pub fn retry<E>(
+    wait: Duration,
+    mut attempt: impl FnMut() -> Result<Acquired, E>,
+) -> Result<Acquired, E> {
     // A wait past what the clock can count (`--wait inf`) has no deadline.
     let deadline = Instant::now().checked_add(wait);
     let mut pause = Duration::from_millis(2);
     loop {
-        let outcome = try_acquire(state, req)?;
+        let outcome = attempt()?;
         let now = Instant::now();
         match outcome {
             Acquired::Busy(_) if deadline.is_none_or(|d| now < d) => {
@@ -239,6 +275,9 @@ pub fn acquire(state: &StateDir, req: &Request, wait: Duration) -> io::Result<Ac
 /// Releases the lock if `owner` holds it.
 pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Result<Released> {
     validate(kind, name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::release(&url, kind, name, owner)?);
+    }
     let path = lock_file(&state.join(LOCKS_DIR), kind, name);
     if !state.join(LOCKS_DIR).is_dir() {
         return Ok(Released::NotHeld);
@@ -258,8 +297,16 @@ pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Res
     }
 }
 
+/// Every lock (in `state/locks/`, or the team registry's), sorted by name.
+pub fn list(state: &StateDir) -> io::Result<Vec<LockRecord>> {
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::list(&url)?);
+    }
+    Ok(list_files(state)?.into_iter().map(|(_, r)| r).collect())
+}
+
 /// Every lock file in `state/locks/` (path and record), sorted by name.
-pub fn list(state: &StateDir) -> io::Result<Vec<(PathBuf, LockRecord)>> {
+pub fn list_files(state: &StateDir) -> io::Result<Vec<(PathBuf, LockRecord)>> {
     let dir = state.join(LOCKS_DIR);
     if !dir.is_dir() {
         return Ok(Vec::new());
@@ -326,7 +373,7 @@ mod tests {
         let me = std::process::id();
         try_acquire(&state, &req("a", me, 0)).unwrap();
         let list = list(&state).unwrap();
-        assert_eq!(list[0].1.state(Utc::now()), LockState::Expired);
+        assert_eq!(list[0].state(Utc::now()), LockState::Expired);
         assert!(matches!(
             try_acquire(&state, &req("b", me, 60)).unwrap(),
             Acquired::Taken { renewed: false, .. }

@@ -218,7 +218,10 @@ pub fn doctor(
         )?;
     }
 
-    // 5. Pipeline files, against the contract (as `jkz state validate`).
+    // 5. The registry, locks and circuits: local, or the team's database.
+    check_registry(&mut report, &state)?;
+
+    // 6. Pipeline files, against the contract (as `jkz state validate`).
     let files = pipeline::list(&state).unwrap_or_default();
     let mut bad = 0;
     for file in &files {
@@ -271,6 +274,49 @@ pub fn doctor(
         .flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Which backend holds the registry, locks and circuits; for a team
+/// registry, its URL (password masked), schema version and round trip,
+/// read without changing anything.
+fn check_registry<W: Write>(report: &mut Report<W>, state: &StateDir) -> Result<(), Failure> {
+    use crate::team::schema::SCHEMA_VERSION;
+    use crate::team::Backend;
+    match crate::team::backend(state.path()) {
+        Ok(Backend::Local) => report.line(
+            Status::Note,
+            format_args!(
+                "registry: local ({}, locks/, circuit/); team mode: set {} (docs/worktrees.md)",
+                state.join(crate::state_dir::layout::CHAT_DB).display(),
+                crate::team::config::REGISTRY_URL_ENV
+            ),
+        ),
+        Err(why) => report.line(Status::Fail, format_args!("registry: {why}")),
+        Ok(Backend::Team(url, origin)) => match crate::team::cmd::probe(&url) {
+            Ok(p) => {
+                let schema = match p.version {
+                    0 => "no tables yet (created on first use, or by `jkz registry migrate`)".to_string(),
+                    v if v < SCHEMA_VERSION => format!(
+                        "schema version {v} (upgraded to {SCHEMA_VERSION} on first use, or by `jkz registry migrate`)"
+                    ),
+                    v => format!("schema version {v}"),
+                };
+                report.line(
+                    Status::Ok,
+                    format_args!(
+                        "registry: PostgreSQL {url} (from {origin}), {schema}, round trip {:.2} ms",
+                        p.round_trip.as_secs_f64() * 1000.0
+                    ),
+                )
+            }
+            Err(e) => report.line(
+                Status::Fail,
+                format_args!(
+                    "registry: {e} (from {origin}); hooks let every call through meanwhile"
+                ),
+            ),
+        },
+    }
 }
 
 /// Names every stray `state/` of the repository (see

@@ -32,6 +32,12 @@ pub struct InstallArgs {
     /// instead; no `state/` or `.gitignore` is touched.
     #[arg(long)]
     pub user: bool,
+    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `[registry] url` in
+    /// the project's jkz.toml, so every machine of the team shares its chats, claims, locks
+    /// and circuits. A URL holding a password is refused: put the password in PGPASSWORD
+    /// or ~/.pgpass. JKZ_REGISTRY_URL, when set, wins over the file.
+    #[arg(long, value_name = "URL", conflicts_with = "user")]
+    pub registry: Option<String>,
 }
 
 /// `jkz uninstall`: remove exactly what `jkz install` added.
@@ -239,6 +245,23 @@ fn hook_command(bin_dir: &Path, program: &str) -> String {
 
 /// Runs `jkz install`; prints one line per change (or that nothing changed).
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    let registry = match &args.registry {
+        None => None,
+        Some(raw) => {
+            let url = crate::team::RegistryUrl::parse(raw)
+                .map_err(|why| Failure::new(2, format!("--registry: {why}")))?;
+            if url.has_password() {
+                return Err(Failure::new(
+                    2,
+                    format!(
+                        "--registry: {}",
+                        crate::team::config::password_refusal(&url)
+                    ),
+                ));
+            }
+            Some(url)
+        }
+    };
     let target = Target::resolve(args.project.as_deref(), args.user)?;
     if let Some(note) = target.moved_note() {
         say(out, note)?;
@@ -314,6 +337,21 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         )?;
     } else {
         changes += register(&target, root.as_ref(), &file, &bin_dir, out)?;
+    }
+
+    if let (Some(url), Some(project)) = (&registry, &target.project) {
+        let (file, recorded) =
+            crate::team::config::record(project, url).map_err(|why| Failure::new(1, why))?;
+        if recorded == crate::team::config::Recorded::Written {
+            say(
+                out,
+                format_args!(
+                    "team registry {url} recorded in {} (commit it; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
+                    file.display()
+                ),
+            )?;
+            changes += 1;
+        }
     }
 
     if changes == 0 {

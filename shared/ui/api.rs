@@ -17,6 +17,7 @@ use super::own_files::{read_live_session, read_watch_list};
 use super::poll::{Row, Table};
 use crate::compaction::snapshot::{self, SnapshotHead};
 use crate::deliberation::index::{load_read_only, read_record, Entry};
+use crate::json_file::HOOK_LOCK_WAIT;
 use crate::pipeline::IssueNumber;
 use crate::process::{liveness, Liveness};
 use crate::state_dir::layout::CHAT_DB;
@@ -212,8 +213,8 @@ pub fn issue(
     let locks: Vec<Value> = crate::lock::list(state)
         .unwrap_or_default()
         .into_iter()
-        .filter(|(_, l)| l.name == issue.as_str() || l.name == format!("issue-{issue}"))
-        .map(|(_, l)| lock_json(&l, now))
+        .filter(|l| l.name == issue.as_str() || l.name == format!("issue-{issue}"))
+        .map(|l| lock_json(&l, now))
         .collect();
     json!({
         "issue": issue.as_str(),
@@ -309,8 +310,8 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
     let locks: Vec<Value> = crate::lock::list(state)
         .unwrap_or_default()
         .into_iter()
-        .filter(|(_, l)| l.state(now) == crate::lock::LockState::Held)
-        .map(|(_, l)| lock_json(&l, now))
+        .filter(|l| l.state(now) == crate::lock::LockState::Held)
+        .map(|l| lock_json(&l, now))
         .collect();
     let savings = match crate::tool_output::stats::summarize(state.path()) {
         Ok(s) => json!(s),
@@ -333,11 +334,17 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
 /// The live chats and their claims, read-only; empty without a registry.
 fn registry(state: &StateDir) -> Value {
     use crate::registry::clock::{now, timestamp};
-    let path = state.join(CHAT_DB);
-    let present = path.is_file();
-    let (listed, error) = match crate::registry::db::chats_read_only(&path) {
+    // A page refresh waits no longer than a hook on a team registry.
+    let bound = crate::registry::Bound::Hook(std::time::Instant::now() + HOOK_LOCK_WAIT);
+    let (present, listed) = crate::registry::store::chats_for_observer(state.path(), bound);
+    let (listed, error) = match listed {
         Ok(listed) => (listed, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let backend = match crate::team::backend(state.path()) {
+        Ok(crate::team::Backend::Team(url, _)) => json!({"kind": "team", "url": url.masked()}),
+        Ok(crate::team::Backend::Local) => json!({"kind": "local", "path": state.join(CHAT_DB)}),
+        Err(e) => json!({"kind": "unusable", "error": e}),
     };
     let now = now();
     let mut claims = Vec::new();
@@ -349,13 +356,14 @@ fn registry(state: &StateDir) -> Value {
                     "issue": k.issue,
                     "session_id": k.session_id,
                     "worktree": k.worktree,
+                    "host": k.host,
                     "acquired": timestamp(k.acquired),
                 }));
             }
             crate::registry::cmd::chat_json(c, held, now)
         })
         .collect();
-    json!({"present": present, "error": error, "chats": chats, "claims": claims})
+    json!({"present": present, "backend": backend, "error": error, "chats": chats, "claims": claims})
 }
 
 #[cfg(test)]
