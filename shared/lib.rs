@@ -39,6 +39,7 @@ pub mod state_dir;
 pub mod atomic;
 pub mod blocks;
 pub mod byte_cap;
+pub mod client_text;
 pub mod closed_stdout;
 pub mod cut;
 pub mod exit;
