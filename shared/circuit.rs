@@ -34,8 +34,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::atomic::write_atomic;
+use crate::events::{emit, Event};
 use crate::json_file::{lock_wait, lock_within};
 use crate::process::Holder;
 use crate::state_dir::{read_whole_state_file, StateDir, CIRCUIT_DIR};
@@ -217,9 +219,25 @@ fn update<T: Send + 'static>(
     let (out, changed) = edit(&mut circuit);
     if changed {
         write(&path, &circuit)?;
-        crate::events::sources::circuit_changed(state, before, &circuit);
+        log_change(state, before, &circuit);
     }
     Ok(out)
+}
+
+/// Logs that a circuit changed state from `before`: `circuit.opened` when it opened,
+/// `circuit.closed` when it closed; half-opening is not an event (the
+/// probe's outcome is).
+fn log_change(state: &StateDir, before: State, after: &Circuit) {
+    let kind = match (before, after.state) {
+        (b, State::Open) if b != State::Open => "circuit.opened",
+        (b, State::Closed) if b != State::Closed => "circuit.closed",
+        _ => return,
+    };
+    let event = Event::new(kind).payload(json!({
+        "service": after.service,
+        "failures": after.consecutive_failures,
+    }));
+    emit(state, event);
 }
 
 /// Decides whether the run `me` may start its command now.

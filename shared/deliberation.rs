@@ -45,7 +45,10 @@ pub mod verdict;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
+
 use crate::atomic::{AtomicFile, Durability};
+use crate::events::{emit_at, Event};
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
 
 pub use record::{Context, Record, Status, INLINE_MAX, MAX_RECORD};
@@ -81,7 +84,41 @@ pub fn keep_record(dir: Option<&Path>, id: &str, record: &Record, program: &str)
         if let Err(e) = write(dir, id, record) {
             eprintln!("{program}: warning: the deliberation record {id} could not be written: {e}");
         }
-        crate::events::sources::agent_finished(dir, id, record);
+        log_finished(dir, id, record);
+    }
+}
+
+/// Logs that a deliberation record `id` was kept in `records_dir`
+/// (`state/deliberations/`): `agent.finished`, and `verdict.recorded`
+/// when the answer carried a verdict.
+fn log_finished(records_dir: &Path, id: &str, record: &Record) {
+    let records = records_dir
+        .file_name()
+        .is_some_and(|n| n == DELIBERATIONS_DIR);
+    let Some(root) = records_dir.parent().filter(|_| records) else {
+        return;
+    };
+    let issue = record.issue.map(|n| n.to_string());
+    let finished = Event::new("agent.finished")
+        .issue(issue.clone())
+        .payload(json!({
+            "role": record.role,
+            "status": record.status.name(),
+            "duration_ms": record.duration_ms,
+            "record": id,
+            "phase": record.phase,
+            "iteration": record.iteration,
+            "exit_code": record.exit_code,
+            "tokens": record.tokens,
+        }));
+    emit_at(root, finished);
+    if let Some(verdict) = &record.verdict {
+        let recorded = Event::new("verdict.recorded").issue(issue).payload(json!({
+            "role": record.role,
+            "verdict": verdict,
+            "record": id,
+        }));
+        emit_at(root, recorded);
     }
 }
 

@@ -9,8 +9,9 @@
 //! compaction must keep is exactly the open part; resolved findings are
 //! safe to drop.
 //!
-//! - [`import`], [`coderabbit`], [`reported`]: what each source's input
-//!   looks like, read within a bound, refused whole when malformed;
+//! - [`import`], [`coderabbit`], [`reported`], [`parsed`]: what each
+//!   source's input looks like, read within a bound, refused whole when
+//!   malformed;
 //! - [`identity`]: when two reported findings are the same finding (file
 //!   and normalized message);
 //! - [`status`]: new, open, resolved, reintroduced, dismissed;
@@ -29,6 +30,7 @@ pub mod finding;
 pub mod identity;
 pub mod import;
 pub mod observer;
+pub mod parsed;
 pub mod reported;
 pub mod run_import;
 pub mod status;

@@ -40,6 +40,7 @@ pub mod team;
 pub mod atomic;
 pub mod blocks;
 pub mod byte_cap;
+pub mod client_text;
 pub mod closed_stdout;
 pub mod cut;
 pub mod exit;

@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::atomic::write_atomic;
+use crate::events::{emit, Event};
 use crate::json_file::{lock_wait, lock_within};
 use crate::process::Holder;
 use crate::state_dir::{read_whole_state_file, StateDir, LOCKS_DIR};
@@ -234,10 +236,50 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
         bytes.push(b'\n');
         write_atomic(&path, &bytes)?;
         if !renewed {
-            crate::events::sources::lock_acquired(state, record, current.as_ref());
+            log_acquired(state, record, current.as_ref());
         }
     }
     Ok(outcome)
+}
+
+/// Logs that a lock was taken: `lock.acquired`, or `lock.reclaimed` when it was
+/// taken from a holder that expired or died (`previous`).
+fn log_acquired(state: &StateDir, record: &LockRecord, previous: Option<&LockRecord>) {
+    let kind = if previous.is_some() {
+        "lock.reclaimed"
+    } else {
+        "lock.acquired"
+    };
+    let mut payload = json!({
+        "kind": record.kind,
+        "name": record.name,
+        "owner": record.owner,
+        "pid": record.holder.pid,
+        "expires": record.expires,
+    });
+    if let Some(previous) = previous {
+        payload["previous_owner"] = json!(previous.owner);
+    }
+    let event = Event::new(kind)
+        .issue(lock_issue(&record.kind, &record.name))
+        .payload(payload);
+    emit(state, event);
+}
+
+/// Logs that a lock was released by its owner.
+fn log_released(state: &StateDir, kind: &str, name: &str, owner: &str) {
+    let event = Event::new("lock.released")
+        .issue(lock_issue(kind, name))
+        .payload(json!({"kind": kind, "name": name, "owner": owner}));
+    emit(state, event);
+}
+
+/// The issue a lock is for: a pipeline lock named by an issue number.
+fn lock_issue(kind: &str, name: &str) -> Option<String> {
+    (kind == "pipeline")
+        .then(|| crate::pipeline::IssueNumber::parse(name).ok())
+        .flatten()
+        .map(|n| n.as_str().to_string())
 }
 
 /// Takes the lock, retrying while it is busy for at most `wait`.
@@ -288,7 +330,7 @@ pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Res
         Some(held) if held.owner != owner => Ok(Released::Refused(held)),
         _ => match fs::remove_file(&path) {
             Ok(()) => {
-                crate::events::sources::lock_released(state, kind, name, owner);
+                log_released(state, kind, name, owner);
                 Ok(Released::Released)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Released::NotHeld),

@@ -153,7 +153,11 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 eprintln!("jkz state set: {line}");
             }
             let path = pipeline::pipeline_path(state, &issue);
-            pipeline::set_field(&path, &issue, &field, value, &pipeline::now_timestamp()).map_err(
+            let logged = |from: Option<&Value>, to: &Value| {
+                crate::events::sources::pipeline_field_set(&path, &issue, &field, from, to)
+            };
+            let now = pipeline::now_timestamp();
+            pipeline::set_field(&path, &issue, &field, value, &now, logged).map_err(
                 |e| match e {
                     SetError::Refused(why) => Failure::new(1, format!("{}: {why}", path.display())),
                     SetError::Update(crate::json_file::UpdateError::NotAnObject(why)) => {

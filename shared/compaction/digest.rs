@@ -12,9 +12,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use super::focus::Focus;
-use crate::cut::{cut_str, Keep};
+use crate::client_text::split_head_tail;
+pub use crate::client_text::{client_len, head_tail, head_units, tail_units, HEAD_SHARE_THIRDS};
+use crate::findings::compaction as findings;
 use crate::git::GitState;
+use crate::hook::Warnings;
 use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
+use crate::state_dir::StateDir;
 
 /// How many pipelines a digest details; the other active ones are named.
 pub const MAX_DETAILED: usize = 3;
@@ -170,10 +174,28 @@ pub struct Digest {
     /// The review findings of the detailed pipelines' issues
     /// ([`crate::findings::compaction`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<crate::findings::compaction::IssueFindings>,
+    pub findings: Vec<findings::IssueFindings>,
 }
 
 impl Digest {
+    /// Adds the review findings of the issues this digest details (none when
+    /// there is no history), using what was `read` ahead for the issues it
+    /// covers and reading the rest. A history that cannot be read is one
+    /// warning.
+    pub fn attach_findings(
+        &mut self,
+        state: &StateDir,
+        ahead: Option<findings::ReadAhead>,
+        audience: findings::Audience,
+        warnings: &mut Warnings,
+    ) {
+        let wanted: Vec<String> = self.pipelines.iter().map(|p| p.issue.clone()).collect();
+        match findings::complete(state, &wanted, ahead, audience) {
+            Ok(found) => self.findings = found,
+            Err(e) => warnings.warn(format!("review findings not read: {e}")),
+        }
+    }
+
     /// Picks the active pipelines, newest `last_updated` first (then the
     /// highest issue number), details [`MAX_DETAILED`] of them with their
     /// approved plans from `pipeline_dir`, and names the rest.
@@ -374,92 +396,10 @@ impl Limits {
     }
 }
 
-/// Length as the client counts it (JavaScript string length: UTF-16 units):
-/// one per character, two for a character outside the BMP (4 bytes in
-/// UTF-8). Counted from the bytes, eight at a time: a pipeline file can
-/// hold a 10 MB failure log, and this is asked of it.
-pub fn client_len(s: &str) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    if s.is_ascii() {
-        return s.len();
-    }
-    let bytes = s.as_bytes();
-    // Continuation bytes (10xxxxxx) are no unit; 4-byte leads (11110xxx)
-    // are two.
-    let mut continuation = 0;
-    let mut four_byte_leads = 0;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        continuation += (w & !(w << 1) & HIGH).count_ones() as usize;
-        four_byte_leads += (w & (w << 1) & (w << 2) & (w << 3) & HIGH).count_ones() as usize;
-    }
-    for &b in words.remainder() {
-        continuation += usize::from(b & 0xC0 == 0x80);
-        four_byte_leads += usize::from(b >= 0xF0);
-    }
-    bytes.len() - continuation + four_byte_leads
-}
-
 /// `s` cut to at most `max` client characters, head and tail with the end
 /// favoured, and a note of what was cut and where the whole is.
 fn cut(s: &str, max: usize, whole: &str) -> String {
     head_tail(s, max, whole)
-}
-
-/// The share of a cut text's budget its head keeps; the tail keeps the
-/// rest. The end is favoured: a failure log ends with the error, a plan's
-/// last steps are the ones still to do, and a decision's question closes it.
-pub const HEAD_SHARE_THIRDS: usize = 1;
-
-/// `s` when it has at most `max` client characters; else its first third
-/// and its last two thirds of `max` around a note saying how much was cut
-/// and where the whole is (`whole`). The note is not counted in `max`.
-/// Every place a digest cuts text cuts here.
-pub fn head_tail(s: &str, max: usize, whole: &str) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let len = client_len(s);
-    if len <= max {
-        return s.to_string();
-    }
-    let (head, tail) = split_head_tail(s, max);
-    let cut = len - client_len(head) - client_len(tail);
-    format!("{head} […{cut} of {len} characters cut here; {whole}] {tail}")
-}
-
-/// The head and the tail [`head_tail`] keeps of a text longer than `max`
-/// client characters: the head a third of `max`, the tail the rest.
-fn split_head_tail(s: &str, max: usize) -> (&str, &str) {
-    let head = head_units(s, max * HEAD_SHARE_THIRDS / 3);
-    let rest = cut_str(s, s.len() - head.len(), Keep::Tail);
-    let tail = tail_units(rest, max - client_len(head));
-    (head, tail)
-}
-
-/// The longest start of `s` of at most `max` client characters.
-pub fn head_units(s: &str, max: usize) -> &str {
-    cut_str(s, byte_len_of_units(s.chars(), max), Keep::Head)
-}
-
-/// The longest end of `s` of at most `max` client characters.
-pub fn tail_units(s: &str, max: usize) -> &str {
-    cut_str(s, byte_len_of_units(s.chars().rev(), max), Keep::Tail)
-}
-
-/// The bytes of the whole characters of `chars` that fit in `max` UTF-16
-/// units, taken in order.
-fn byte_len_of_units(chars: impl Iterator<Item = char>, max: usize) -> usize {
-    let (mut units, mut bytes) = (0, 0);
-    for c in chars {
-        units += c.len_utf16();
-        if units > max {
-            break;
-        }
-        bytes += c.len_utf8();
-    }
-    bytes
 }
 
 /// Multi-line text as an indented block under a list item.
@@ -641,11 +581,7 @@ fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) 
         let mine = i == 0 && digest.focus.as_ref().is_some_and(|f| f.issue == p.issue);
         out.push_str(&render_pipeline(p, limits, mine));
         if let Some(f) = digest.findings.iter().find(|f| f.issue == p.issue) {
-            out.push_str(&crate::findings::compaction::render(
-                f,
-                limits.findings,
-                limits.finding,
-            ));
+            out.push_str(&findings::render(f, limits.findings, limits.finding));
         }
     }
     if digest.other_active_count > 0 {

@@ -171,7 +171,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             focused,
         );
         let ahead = findings.join().ok();
-        findings::attach_read(&state, &mut digest, ahead, Audience::Summarizer, warnings);
+        digest.attach_findings(&state, ahead, Audience::Summarizer, warnings);
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),

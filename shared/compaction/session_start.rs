@@ -23,10 +23,11 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::digest::{head_units, reinjection_context, Candidates, Digest, PipelineDigest};
+use super::digest::{reinjection_context, Candidates, Digest, PipelineDigest};
 use super::focus::{self, Focus};
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
+use crate::client_text::head_units;
 use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
@@ -139,7 +140,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     };
     digest.git = current_git;
-    crate::findings::compaction::attach(&state, &mut digest, Audience::Reinjection, warnings);
+    digest.attach_findings(&state, None, Audience::Reinjection, warnings);
     let context = reinjection_context(&digest, source, &origin, &notes);
     let out = json!({
         "hookSpecificOutput": {

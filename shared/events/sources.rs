@@ -1,16 +1,16 @@
-//! The events each jkz writer appends, one function per kind of write: a
-//! writer calls one of these at the point of its write, in one line, and
-//! goes on whatever happens (an event that cannot be appended is a warning;
-//! see [`super::emit`]).
+//! The events of jkz's general writers (pipeline fields, sessions, claims,
+//! the tool-output guard), one function per kind of write: a writer calls
+//! one of these at the point of its write, in one line, and goes on whatever
+//! happens (an event that cannot be appended is a warning; see
+//! [`super::emit`]). A domain with its own records (circuits, locks,
+//! deliberations) builds its events beside them and appends them through
+//! [`super::emit`]: the log knows nothing of them.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
 use super::{emit, emit_at, Event};
-use crate::circuit::{Circuit, State as CircuitState};
-use crate::deliberation::Record;
-use crate::lock::LockRecord;
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
@@ -65,40 +65,6 @@ pub fn field_change(
         .payload(payload)
 }
 
-/// A deliberation record `id` was kept in `records_dir`
-/// (`state/deliberations/`): `agent.finished`, and `verdict.recorded`
-/// when the answer carried a verdict.
-pub fn agent_finished(records_dir: &Path, id: &str, record: &Record) {
-    let records = records_dir
-        .file_name()
-        .is_some_and(|n| n == crate::state_dir::DELIBERATIONS_DIR);
-    let Some(root) = records_dir.parent().filter(|_| records) else {
-        return;
-    };
-    let issue = record.issue.map(|n| n.to_string());
-    let finished = Event::new("agent.finished")
-        .issue(issue.clone())
-        .payload(json!({
-            "role": record.role,
-            "status": record.status.name(),
-            "duration_ms": record.duration_ms,
-            "record": id,
-            "phase": record.phase,
-            "iteration": record.iteration,
-            "exit_code": record.exit_code,
-            "tokens": record.tokens,
-        }));
-    emit_at(root, finished);
-    if let Some(verdict) = &record.verdict {
-        let recorded = Event::new("verdict.recorded").issue(issue).payload(json!({
-            "role": record.role,
-            "verdict": verdict,
-            "record": id,
-        }));
-        emit_at(root, recorded);
-    }
-}
-
 /// `jkz-pre-compact` ran for `session`.
 pub fn session_compacted(
     state: &StateDir,
@@ -145,62 +111,6 @@ pub fn claim_released(state: &StateDir, issue: &str, session: &str) {
         .issue(Some(issue.to_string()))
         .session(Some(session))
         .payload(json!({}));
-    emit(state, event);
-}
-
-/// A lock was taken: `lock.acquired`, or `lock.reclaimed` when it was
-/// taken from a holder that expired or died (`previous`).
-pub fn lock_acquired(state: &StateDir, record: &LockRecord, previous: Option<&LockRecord>) {
-    let kind = if previous.is_some() {
-        "lock.reclaimed"
-    } else {
-        "lock.acquired"
-    };
-    let mut payload = json!({
-        "kind": record.kind,
-        "name": record.name,
-        "owner": record.owner,
-        "pid": record.holder.pid,
-        "expires": record.expires,
-    });
-    if let Some(previous) = previous {
-        payload["previous_owner"] = json!(previous.owner);
-    }
-    let event = Event::new(kind)
-        .issue(lock_issue(&record.kind, &record.name))
-        .payload(payload);
-    emit(state, event);
-}
-
-/// A lock was released by its owner.
-pub fn lock_released(state: &StateDir, kind: &str, name: &str, owner: &str) {
-    let event = Event::new("lock.released")
-        .issue(lock_issue(kind, name))
-        .payload(json!({"kind": kind, "name": name, "owner": owner}));
-    emit(state, event);
-}
-
-/// The issue a lock is for: a pipeline lock named by an issue number.
-fn lock_issue(kind: &str, name: &str) -> Option<String> {
-    (kind == "pipeline")
-        .then(|| IssueNumber::parse(name).ok())
-        .flatten()
-        .map(|n| n.as_str().to_string())
-}
-
-/// A circuit changed state from `before`: `circuit.opened` when it opened,
-/// `circuit.closed` when it closed; half-opening is not an event (the
-/// probe's outcome is).
-pub fn circuit_changed(state: &StateDir, before: CircuitState, after: &Circuit) {
-    let kind = match (before, after.state) {
-        (b, CircuitState::Open) if b != CircuitState::Open => "circuit.opened",
-        (b, CircuitState::Closed) if b != CircuitState::Closed => "circuit.closed",
-        _ => return,
-    };
-    let event = Event::new(kind).payload(json!({
-        "service": after.service,
-        "failures": after.consecutive_failures,
-    }));
     emit(state, event);
 }
 

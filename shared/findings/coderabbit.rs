@@ -27,8 +27,7 @@ use serde_json::Value;
 
 use super::finding::{bounded, Reported, Severity, MAX_MESSAGE, MAX_REPLIES, MAX_TEXT};
 use super::identity::normalize_path;
-use super::import::{json_error, kind_of, Parsed};
-use super::reported::line_of;
+use super::parsed::{json_error, kind_of, line_of, Parsed};
 
 /// Parses the comments export.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {

@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 use super::finding::bounded;
 use super::status::Status;
 use super::store::{FindingRow, Store, DB_FILE};
-use crate::compaction::Digest;
-use crate::hook::Warnings;
 use crate::state_dir::StateDir;
 
 /// The most standing findings a digest keeps per issue.
@@ -86,12 +84,6 @@ pub struct IssueFindings {
     pub resolved_count: usize,
 }
 
-/// Adds to `digest` the findings of the issues it details (none when there
-/// is no history). A history that cannot be read is one warning.
-pub fn attach(state: &StateDir, digest: &mut Digest, audience: Audience, warnings: &mut Warnings) {
-    attach_read(state, digest, None, audience, warnings)
-}
-
 /// The findings of `issues`, read ahead (`jkz-pre-compact` reads them
 /// while git runs, for the issues its digest will most likely detail).
 pub fn read(
@@ -120,31 +112,15 @@ pub fn read(
 /// What was [`read`] ahead: the issues asked for, and their findings.
 pub type ReadAhead = (Vec<String>, Result<Vec<IssueFindings>, String>);
 
-/// [`attach`], using what was `read` ahead for the issues it covers (an
-/// issue without a history has no entry: covered all the same) and
-/// reading the rest.
-pub fn attach_read(
+/// The findings of the issues `wanted` (a digest's detailed pipelines), in
+/// that order: those read `ahead` (an issue without a history has no entry:
+/// covered all the same), and the rest read now.
+pub fn complete(
     state: &StateDir,
-    digest: &mut Digest,
-    ahead: Option<ReadAhead>,
-    audience: Audience,
-    warnings: &mut Warnings,
-) {
-    match complete(state, digest, ahead, audience) {
-        Ok(found) => digest.findings = found,
-        Err(e) => warnings.warn(format!("review findings not read: {e}")),
-    }
-}
-
-/// The findings of the issues `digest` details: those read `ahead`, and
-/// the rest read now, in the digest's order.
-fn complete(
-    state: &StateDir,
-    digest: &Digest,
+    wanted: &[String],
     ahead: Option<ReadAhead>,
     audience: Audience,
 ) -> Result<Vec<IssueFindings>, String> {
-    let wanted: Vec<String> = digest.pipelines.iter().map(|p| p.issue.clone()).collect();
     let (covered, mut found) = match ahead {
         Some((covered, found)) => (covered, found?),
         None => (Vec::new(), Vec::new()),
@@ -196,7 +172,7 @@ fn issue_findings(
 /// characters.
 pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
     let cut = |s: &str, max: usize| {
-        let head = crate::compaction::digest::head_units(s, max);
+        let head = crate::client_text::head_units(s, max);
         if head.len() < s.len() {
             format!("{head}…")
         } else {
@@ -264,22 +240,8 @@ pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::PipelineDigest;
     use crate::findings::store::Import;
     use crate::findings::Reported;
-
-    fn digest_of(issues: &[&str]) -> Digest {
-        Digest {
-            pipelines: issues
-                .iter()
-                .map(|i| PipelineDigest {
-                    issue: i.to_string(),
-                    ..PipelineDigest::default()
-                })
-                .collect(),
-            ..Digest::default()
-        }
-    }
 
     /// What was read ahead is used for the issues it covered; an issue the
     /// digest details that was not read ahead is read then; one read ahead
@@ -308,10 +270,9 @@ mod tests {
                 .unwrap();
         }
         let ahead = read(&state, &["3".into(), "1".into()], Audience::Reinjection);
-        let digest = digest_of(&["1", "2"]);
         let found = complete(
             &state,
-            &digest,
+            &["1".into(), "2".into()],
             Some((vec!["3".into(), "1".into()], ahead)),
             Audience::Reinjection,
         )

@@ -1,5 +1,6 @@
-//! Reading what a source reported: the input's bound, the three sources'
-//! shapes, and the errors that refuse an input before anything is stored.
+//! Reading what a source reported: the input's bound, and the dispatch to
+//! the parser of each source's shape (what they share is in
+//! [`super::parsed`]).
 //!
 //! | source | input |
 //! |---|---|
@@ -9,7 +10,7 @@
 
 use std::io::Read;
 
-use super::finding::Reported;
+pub use super::parsed::Parsed;
 
 /// The largest input read: 16 MiB, ten times a review of a few thousand
 /// comments. A larger one is refused, never read whole.
@@ -34,18 +35,6 @@ impl Source {
             Source::Jg => "jg",
         }
     }
-}
-
-/// What an input reported, ready to store.
-#[derive(Debug, Default)]
-pub struct Parsed {
-    pub findings: Vec<Reported>,
-    /// What was read but is not a finding (replies whose thread is not in
-    /// the input, comments marked addressed), one line each.
-    pub notes: Vec<String>,
-    /// The role a jg input stands for when `--role` is not given:
-    /// `review` or `test`, from its shape.
-    pub default_role: Option<&'static str>,
 }
 
 /// Reads all of `input`, refusing more than [`MAX_INPUT`] bytes.
@@ -73,27 +62,5 @@ pub fn parse(source: Source, bytes: &[u8]) -> Result<Parsed, String> {
         Source::Coderabbit => super::coderabbit::parse(bytes),
         Source::Verdict => super::reported::parse_verdict(bytes),
         Source::Jg => super::reported::parse_jg(bytes),
-    }
-}
-
-/// A JSON parse error as one line naming where it is.
-pub fn json_error(e: &serde_json::Error) -> String {
-    format!(
-        "malformed JSON at line {} column {}: {e}",
-        e.line(),
-        e.column()
-    )
-}
-
-/// What a JSON value is, for "expected X, got Y".
-pub fn kind_of(v: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

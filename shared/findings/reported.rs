@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::finding::{bounded, Reported, Severity, MAX_MESSAGE, MAX_TEXT};
 use super::identity::normalize_path;
-use super::import::{json_error, kind_of, Parsed};
+use super::parsed::{json_error, kind_of, line_of, Parsed};
 
 /// The arrays of a verdict, with the severity their items default to.
 const VERDICT_ARRAYS: [(&str, Option<Severity>); 3] = [
@@ -138,22 +138,6 @@ fn text_field<'a>(object: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a s
         .find_map(|k| object.get(*k).and_then(Value::as_str))
         .map(str::trim)
         .filter(|s| !s.is_empty())
-}
-
-/// A line number from a number or a string (`"42"`, `"42-48"`: the first).
-pub fn line_of(v: Option<&Value>) -> Option<u32> {
-    match v? {
-        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        Value::String(s) => {
-            let digits: String = s
-                .trim()
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            digits.parse().ok()
-        }
-        _ => None,
-    }
 }
 
 fn item_finding(
