@@ -4,6 +4,10 @@
 # on a git project with 100 and with 10,000 pipeline files.
 #
 # Usage: bench/pre_compact.sh [RUNS_100 [RUNS_10000]]   (defaults 100 and 20)
+#   FINDINGS=100000 bench/pre_compact.sh
+#       the same with a findings history (state/cr-history.db) of that many
+#       findings: 1,000 for each pipeline the digest details, over 3
+#       iterations, the rest in 1,000-finding issues of their own.
 # Targets: p50 <= 5 ms (100 files), <= 50 ms (10,000), >= 10x faster than bash+jq.
 # Timing is bench/time_runs.rs: it spawns the hook from a small process (the
 # event on stdin, as Claude Code gives it), times spawn to exit, and removes
@@ -21,7 +25,8 @@ cd "$(dirname "$0")/.."
 runs_small=${1:-100}
 runs_big=${2:-20}
 command -v jq >/dev/null || { echo "bench: needs jq for the reference hook" >&2; exit 2; }
-cargo build --release --locked --bin jkz-pre-compact >&2
+findings=${FINDINGS:-0}
+cargo build --release --locked --bin jkz-pre-compact --bin jkz >&2
 hook="$PWD/target/release/jkz-pre-compact"
 floor="$PWD/target/release/pre-compact-floor"
 rustc -O --edition 2021 -o "$floor" bench/pre_compact_floor.rs
@@ -46,6 +51,31 @@ make_project() { # DIR COUNT
   printf 'Approved plan: integer cents.\n1. add column\n2. backfill\n' >"$dir/state/pipeline/1-compact-plan.md"
 }
 
+add_findings() { # DIR COUNT: a history for the detailed pipelines, and filler
+  local dir=$1 count=$2 detailed
+  detailed=$(CLAUDE_PROJECT_DIR="$dir" "$hook" <<<"$(event "$dir")" | sed -n 's/^### Issue #\([0-9]*\).*/\1/p')
+  rm -f "$dir"/state/pre-compact-*.json
+  python3 - "$PWD/target/release/jkz" "$dir/state" "$count" $detailed <<'PY'
+import json, os, subprocess, sys
+jkz, state, count, detailed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+path = os.path.join(state, "..", "findings.json")
+def load(issue, iteration, n):
+    items = [{"file": f"src/m{i % 60}.rs", "line": i % 500, "severity": ["critical", "major", "minor", "nit"][i % 4],
+              "message": f"finding {i}: the handler {'does too much' if i % 2 else 'leaks a handle'}"}
+             for i in range(n) if (i + iteration) % 10 != 0]
+    with open(path, "w") as f:
+        json.dump({"verdict": "FAIL", "findings": items}, f)
+    subprocess.run([jkz, "--state-dir", state, "findings", "import", "--issue", str(issue), "--iteration",
+                    str(iteration), "--source", "verdict", path], check=True, stdout=subprocess.DEVNULL)
+for issue in detailed:
+    for iteration in (1, 2, 3):
+        load(issue, iteration, 1000)
+for k in range(max(0, count - 1000 * len(detailed)) // 1000):
+    load(1_000_000 + k, 1, 1111)
+os.remove(path)
+PY
+}
+
 event() { # DIR
   printf '{"session_id":"bench","transcript_path":"/dev/null","cwd":"%s","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}' "$1"
 }
@@ -62,10 +92,16 @@ for spec in "100 $runs_small 5" "10000 $runs_big 50"; do
   read -r count runs target <<<"$spec"
   dir="$work/p$count"
   make_project "$dir" "$count"
+  if [ "$findings" -gt 0 ]; then
+    add_findings "$dir" "$findings"
+  fi
   # Warm the page cache and check both hooks work before timing.
   for program in "$hook" "$reference" "$floor"; do
     out=$(CLAUDE_PROJECT_DIR="$dir" "$program" <<<"$(event "$dir")")
     grep -q "Issue #" <<<"$out" || { echo "bench: $program printed no digest" >&2; exit 1; }
+    if [ "$findings" -gt 0 ] && [ "$program" = "$hook" ]; then
+      grep -q "Review findings still to fix" <<<"$out" || { echo "bench: $program printed no findings" >&2; exit 1; }
+    fi
   done
   rm -f "$dir"/state/pre-compact-*.json
   # The project's files were just written: their writeback to disk would

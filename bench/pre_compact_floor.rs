@@ -6,11 +6,18 @@
 //! normalized view, about twice the bytes), syncs it (fdatasync) and renames
 //! it into place. No parsing, no git, no digest, no session record, no
 //! ordering of the files. Built with `rustc -O`.
+//!
+//! Usage: pre-compact-floor [STATE_DIR]   (default $CLAUDE_PROJECT_DIR/state)
 use std::io::{Read, Write};
 
 fn main() {
-    let project = std::env::var_os("CLAUDE_PROJECT_DIR").expect("CLAUDE_PROJECT_DIR");
-    let state = std::path::Path::new(&project).join("state");
+    let state = match std::env::args_os().nth(1) {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => {
+            let project = std::env::var_os("CLAUDE_PROJECT_DIR").expect("CLAUDE_PROJECT_DIR");
+            std::path::Path::new(&project).join("state")
+        }
+    };
     let paths: Vec<_> = std::fs::read_dir(state.join("pipeline"))
         .expect("state/pipeline")
         .map(|e| e.expect("entry").path())

@@ -14,6 +14,7 @@
 //! Built with `rustc -O`.
 //!
 //! Usage: time-runs RUNS STATE_DIR EVENT_FILE PROGRAM...
+//! (a PROGRAM with spaces is a program and its arguments: `floor /s/state`)
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -47,7 +48,9 @@ fn main() {
 /// One run of `program`, in ms.
 fn time_one(program: &str, event: &[u8]) -> f64 {
     let start = Instant::now();
-    let mut child = Command::new(program)
+    let mut words = program.split(' ');
+    let mut child = Command::new(words.next().expect("a program"))
+        .args(words)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -5,7 +5,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success, including "nothing to load" (none saved, or none for the `--session` named) |
-//! | 1 | failure: I/O, no state directory to save into |
+//! | 1 | failure: I/O, no state directory to save into, a repository whose layout cannot be read |
 //! | 2 | usage: bad arguments, an invalid session id, save input without known sections |
 
 use std::io::{self, BufWriter};

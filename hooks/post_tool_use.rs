@@ -8,7 +8,7 @@ use jkz::tool_output::help;
 
 fn main() -> std::process::ExitCode {
     let long_about = Box::leak(help::long_about().into_boxed_str());
-    let cli = jkz::hook::command("jkz-post-tool-use", help::ABOUT, long_about);
+    let cli = jkz::hook::command(jkz::tool_output::PROGRAM, help::ABOUT, long_about);
     jkz::hook::main(cli, |warnings| {
         if let Some(answer) = jkz::tool_output::run(std::io::stdin().lock(), warnings) {
             jkz::hook::print(&answer, warnings);

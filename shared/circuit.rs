@@ -23,7 +23,10 @@
 //!
 //! Every decision is a read-modify-write of the circuit file under its
 //! writers' lock ([`crate::json_file::lock_within`]), so of any number of
-//! runs racing a half-open circuit exactly one becomes the probe.
+//! runs racing a half-open circuit exactly one becomes the probe. In team
+//! mode ([`crate::team`]) the circuits live in PostgreSQL
+//! ([`crate::team::circuits`]), the same decisions on the same records, each
+//! in a transaction holding the service's advisory lock.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,8 +34,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::atomic::write_atomic;
+use crate::events::{emit, Event};
 use crate::json_file::{lock_wait, lock_within};
 use crate::process::Holder;
 use crate::state_dir::{read_whole_state_file, StateDir, CIRCUIT_DIR};
@@ -139,13 +144,7 @@ pub enum Admission {
 /// A service name is `[A-Za-z0-9._-]`, at most 128 bytes, not starting
 /// with `.`: it names a file.
 pub fn validate(service: &str) -> Result<(), String> {
-    let ok = !service.is_empty()
-        && service.len() <= 128
-        && !service.starts_with('.')
-        && service
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    match ok {
+    match crate::file_name::is_safe_visible(service) {
         true => Ok(()),
         false => Err(format!(
             "service '{service}': use letters, digits, '.', '_' and '-' (e.g. codex, api-ollama-com)"
@@ -168,20 +167,27 @@ fn circuit_path(state: &StateDir, service: &str) -> io::Result<PathBuf> {
     let dir = state.ensure_subdir(CIRCUIT_DIR)?.ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} for the circuit of {service} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
+            format!("the circuit of {service}: {}", state.missing()),
         )
     })?;
     Ok(dir.join(format!("{service}.json")))
+}
+
+/// A circuit read from its stored JSON; anything else is a closed circuit.
+pub fn parse_record(bytes: &[u8], service: &str) -> Circuit {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| Circuit::new(service))
+}
+
+/// A new, closed circuit (as a missing file or row reads).
+pub fn closed(service: &str) -> Circuit {
+    Circuit::new(service)
 }
 
 /// Reads a circuit file; a missing or unreadable-as-circuit file is a
 /// closed circuit.
 fn read(path: &Path, service: &str) -> io::Result<Circuit> {
     match read_whole_state_file(path, MAX_CIRCUIT_FILE) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|_| Circuit::new(service))),
+        Ok(bytes) => Ok(parse_record(&bytes, service)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Circuit::new(service)),
         Err(e) => Err(e),
     }
@@ -195,24 +201,50 @@ fn write(path: &Path, circuit: &Circuit) -> io::Result<()> {
 
 /// Applies `edit` to the circuit of `service` under its lock, writing it
 /// back when `edit` says it changed it.
-fn update<T>(
+fn update<T: Send + 'static>(
     state: &StateDir,
     service: &str,
-    edit: impl FnOnce(&mut Circuit) -> (T, bool),
+    edit: impl FnOnce(&mut Circuit) -> (T, bool) + Send + 'static,
 ) -> io::Result<T> {
+    validate(service).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let crate::team::Backend::Team(url, _) =
+        crate::team::backend(state.path()).map_err(io::Error::other)?
+    {
+        return Ok(crate::team::circuits::update(&url, service, edit)?);
+    }
     let path = circuit_path(state, service)?;
     let _guard = lock_within(&path, lock_wait())?;
     let mut circuit = read(&path, service)?;
+    let before = circuit.state;
     let (out, changed) = edit(&mut circuit);
     if changed {
         write(&path, &circuit)?;
+        log_change(state, before, &circuit);
     }
     Ok(out)
 }
 
+/// Logs that a circuit changed state from `before`: `circuit.opened` when it opened,
+/// `circuit.closed` when it closed; half-opening is not an event (the
+/// probe's outcome is).
+fn log_change(state: &StateDir, before: State, after: &Circuit) {
+    let kind = match (before, after.state) {
+        (b, State::Open) if b != State::Open => "circuit.opened",
+        (b, State::Closed) if b != State::Closed => "circuit.closed",
+        _ => return,
+    };
+    let event = Event::new(kind).payload(json!({
+        "service": after.service,
+        "failures": after.consecutive_failures,
+    }));
+    emit(state, event);
+}
+
 /// Decides whether the run `me` may start its command now.
 pub fn admit(state: &StateDir, service: &str, policy: Policy, me: u32) -> io::Result<Admission> {
-    update(state, service, |c| {
+    let service_name = service.to_string();
+    update(state, service, move |c| {
+        let service = service_name.as_str();
         let now = Utc::now();
         match c.state {
             State::Closed => (Admission::Through, false),
@@ -281,9 +313,10 @@ pub fn report(
     me: u32,
     success: bool,
 ) -> io::Result<Circuit> {
-    update(state, service, |c| {
+    let admission = admission.clone();
+    update(state, service, move |c| {
         let now = Utc::now();
-        let is_my_probe = *admission == Admission::Probe
+        let is_my_probe = admission == Admission::Probe
             && c.state == State::HalfOpen
             && c.probe
                 .as_ref()
@@ -330,8 +363,9 @@ pub fn report(
 
 /// Closes the circuit of `service` and clears its count.
 pub fn reset(state: &StateDir, service: &str) -> io::Result<Circuit> {
-    update(state, service, |c| {
-        *c = Circuit::new(service);
+    let service_name = service.to_string();
+    update(state, service, move |c| {
+        *c = Circuit::new(&service_name);
         c.updated_at = Some(stamp(Utc::now()));
         (c.clone(), true)
     })
@@ -342,6 +376,13 @@ pub fn status(state: &StateDir, service: Option<&str>) -> io::Result<Vec<Circuit
     let dir = state.join(CIRCUIT_DIR);
     if let Some(s) = service {
         validate(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    }
+    if let crate::team::Backend::Team(url, _) =
+        crate::team::backend(state.path()).map_err(io::Error::other)?
+    {
+        return Ok(crate::team::circuits::status(&url, service)?);
+    }
+    if let Some(s) = service {
         return Ok(vec![read(&dir.join(format!("{s}.json")), s)?]);
     }
     if !dir.is_dir() {

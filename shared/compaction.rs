@@ -16,12 +16,16 @@
 //!   pipeline state, completed and compared by the newest snapshot of the
 //!   session, else of the project ([`reconcile`]): what changed since the
 //!   snapshot, and when branch or HEAD moved, are said first.
+//!
+//! Both put this chat's work first ([`focus`]): the issue it claimed, else
+//! the one whose worktree or branch it runs in; the repository's other live
+//! pipelines follow, within the same budget.
 
 pub mod digest;
+pub mod focus;
 pub mod pre_compact;
 pub mod reconcile;
 pub mod session_start;
 pub mod snapshot;
 
 pub use digest::{Digest, PipelineDigest};
-pub use snapshot::is_snapshot_name;

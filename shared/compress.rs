@@ -14,6 +14,7 @@ pub mod batch;
 pub mod budget;
 pub mod command;
 pub mod marker;
+pub mod marker_lines;
 pub mod offload;
 pub mod plan;
 pub mod restore;
@@ -28,7 +29,7 @@ pub use plan::Excerpt;
 pub use source::Source;
 
 /// Where offloaded sections live, below the state directory.
-pub use crate::state_dir::layout::OFFLOAD_DIR;
+use crate::state_dir::layout::OFFLOAD_DIR;
 
 /// Default `--threshold`: 16 KiB, about 4,000 tokens — a few screens, past
 /// which a section stops being skimmable; eight times the default excerpt,
@@ -43,7 +44,7 @@ pub const DEFAULT_EXCERPT: u64 = 2 * 1024;
 /// excerpt stop being much smaller than what they replace.
 pub const MIN_THRESHOLD: u64 = 1024;
 
-/// Exit codes (one table, also in `--help` and the README).
+/// Exit codes (one table, also in `--help` and docs/exit-codes.md).
 pub const OK: u8 = 0;
 /// Reading the input or writing stdout failed.
 pub const IO_FAILED: u8 = 1;
@@ -155,8 +156,11 @@ pub fn compress(
         ..Summary::default()
     };
     let read_err = |name: &str, e| Failure::io(IO_FAILED, format!("reading {name}"), e);
+    let mut outline = plan::outline(src).map_err(|e| read_err(src.name(), e))?;
+    // Never write what restore would refuse: a line that looks like a
+    // marker in the input must be one that verifies.
+    restore::refuse_unrestorable(src, state, std::mem::take(&mut outline.markers))?;
     let Some(budget) = settings.budget else {
-        let outline = plan::outline(src).map_err(|e| read_err(src.name(), e))?;
         let plan = store
             .plan(src, &outline, settings.threshold, settings.excerpt)
             .map_err(|e| read_err(src.name(), e))?;
@@ -168,10 +172,14 @@ pub fn compress(
     let floor = settings.floor().min(settings.threshold);
     let mut doc = None::<Source>;
     let mut buf = vec![0; source::COPY_BUFFER];
+    let mut first = Some(outline);
     loop {
         let current = doc.as_ref().unwrap_or(src);
         let err = |e| read_err(current.name(), e);
-        let outline = plan::outline(current).map_err(err)?;
+        let outline = match first.take() {
+            Some(outline) => outline,
+            None => plan::outline(current).map_err(err)?,
+        };
         let mut counts = budget::LineCounts::default();
         let mut smallest: Option<(plan::Plan, u64)> = None;
         for threshold in budget::ladder(settings.threshold, floor) {
@@ -303,10 +311,8 @@ impl<'a> Store<'a> {
             Ok(None) => Err(Failure::new(
                 NO_STATE_DIR,
                 format!(
-                    "{sections} section(s) are over the threshold but there is no state directory to \
-                     offload them to ({} does not exist and was not named explicitly); pass \
-                     --state-dir DIR, set JKZ_STATE_DIR, or run `jkz install`; nothing was written",
-                    self.state.path().display()
+                    "{sections} section(s) are over the threshold, nothing was written: {}",
+                    self.state.missing()
                 ),
             )),
             Err(e) => Err(Failure::io(

@@ -37,7 +37,7 @@
 //! Listing reads an index, not the records: see [`index`].
 
 pub mod index;
-pub mod pipe;
+pub mod record;
 pub mod response;
 pub mod show;
 pub mod usage;
@@ -46,164 +46,14 @@ pub mod verdict;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::json;
 
 use crate::atomic::{AtomicFile, Durability};
+use crate::events::{emit_at, Event};
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
-use crate::truncate::full_output::Keep;
-use crate::truncate::KeptResponse;
 
+pub use record::{Context, Record, Status, INLINE_MAX, MAX_RECORD};
 pub use usage::USAGE_FILE_VARIABLE;
-
-/// The largest response kept inline in its record: 64 KiB, a long review or
-/// verdict, so most records are one small file; anything larger (or not
-/// UTF-8) goes to a content-addressed file beside the offloaded sections.
-pub const INLINE_MAX: usize = 64 * 1024;
-
-/// The largest record file read: an inline response of [`INLINE_MAX`] bytes
-/// can grow up to six times when escaped into JSON.
-pub const MAX_RECORD: u64 = 8 * INLINE_MAX as u64 + 64 * 1024;
-
-/// What came of an invocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    /// Exit 0 and a non-empty answer.
-    Ok,
-    /// A non-zero exit (or a signal), an empty answer, or a command that
-    /// could not be started.
-    Failed,
-    /// Killed by `jkz run --timeout`.
-    Timeout,
-    /// Ended by a signal `jkz run` received and forwarded (`signal`), or
-    /// because the reader of jkz's stdout went away.
-    Interrupted,
-    /// Not started: the service's circuit was open.
-    ShortCircuited,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Failed => "failed",
-            Status::Timeout => "timeout",
-            Status::Interrupted => "interrupted",
-            Status::ShortCircuited => "short-circuited",
-        }
-    }
-}
-
-/// Who was asked, about what: the flags `jkz run` and `jkz-truncate
-/// --record` share.
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct Context {
-    /// The pipeline role answering (judge, builder, …); also picks the head
-    /// share of the truncated output.
-    #[arg(long, value_name = "ROLE")]
-    pub role: Option<String>,
-    /// The issue this invocation works on.
-    #[arg(long, value_name = "N")]
-    pub issue: Option<u64>,
-    /// The pipeline phase (planning, review, …).
-    #[arg(long, value_name = "P")]
-    pub phase: Option<String>,
-    /// The pull request, if any.
-    #[arg(long, value_name = "N")]
-    pub pr: Option<u64>,
-    /// The iteration of this phase (1, 2, …).
-    #[arg(long, value_name = "K")]
-    pub iteration: Option<u64>,
-    /// The model asked.
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The endpoint asked (a URL, a provider).
-    #[arg(long, value_name = "E")]
-    pub endpoint: Option<String>,
-}
-
-/// One record, as stored (field order is the file's).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    pub role: Option<String>,
-    /// RFC 3339, UTC, milliseconds.
-    pub timestamp: String,
-    pub status: Status,
-    pub issue: Option<u64>,
-    pub pr: Option<u64>,
-    pub phase: Option<String>,
-    pub iteration: Option<u64>,
-    pub model: Option<String>,
-    pub endpoint: Option<String>,
-    #[serde(default)]
-    pub service: Option<String>,
-    #[serde(default)]
-    pub mode: Option<String>,
-    pub command: Option<Vec<String>>,
-    pub exit_code: Option<i32>,
-    /// The signal `jkz run` received and forwarded to CMD (`SIGTERM`, …),
-    /// when one interrupted the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<String>,
-    pub duration_ms: Option<u64>,
-    pub tokens: Option<Value>,
-    #[serde(default)]
-    pub verdict: Option<String>,
-    pub response_bytes: u64,
-    pub response_sha256: String,
-    #[serde(default)]
-    pub response_file: Option<String>,
-    #[serde(default)]
-    pub response: Option<String>,
-    /// Why the response could not be kept, when it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_error: Option<String>,
-    /// Why the kept response is not the whole answer, when it is not: the
-    /// reading stopped early, or the answer passed the bound on a kept copy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_incomplete: Option<String>,
-    /// The patterns `jkz run --inject-patterns` put before CMD's input
-    /// (`P12`, …), best first; only for such a run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patterns_injected: Option<Vec<String>>,
-}
-
-impl Record {
-    /// A record for `context`, with no response yet.
-    pub fn new(
-        context: &Context,
-        status: Status,
-        started: chrono::DateTime<chrono::Utc>,
-    ) -> Record {
-        Record {
-            role: context.role.clone(),
-            timestamp: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            status,
-            issue: context.issue,
-            pr: context.pr,
-            phase: context.phase.clone(),
-            iteration: context.iteration,
-            model: context.model.clone(),
-            endpoint: context.endpoint.clone(),
-            service: None,
-            mode: None,
-            command: None,
-            exit_code: None,
-            signal: None,
-            duration_ms: None,
-            tokens: None,
-            verdict: None,
-            response_bytes: 0,
-            response_sha256: response::sha256_hex(b""),
-            response_file: None,
-            response: None,
-            response_error: None,
-            response_incomplete: None,
-            patterns_injected: None,
-        }
-    }
-}
 
 /// `state/deliberations/`, or `None` (with a one-line warning from
 /// `program`) when no record can be kept: a missing state directory, or one
@@ -213,8 +63,8 @@ pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
         Ok(Some(dir)) => Some(dir),
         Ok(None) => {
             eprintln!(
-                "{program}: warning: no state directory at {}: no deliberation record is kept (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
+                "{program}: warning: no deliberation record is kept: {}",
+                state.missing()
             );
             None
         }
@@ -228,74 +78,55 @@ pub fn records_dir(state: &StateDir, program: &str) -> Option<PathBuf> {
     }
 }
 
-/// Writes `record` into `dir` (see [`write`]), then mines it for patterns
-/// and feedback ([`crate::patterns::in_run::after_record`]); a failure is
-/// a one-line warning from `program`.
-pub fn keep_record(dir: Option<&Path>, id: &str, record: &Record, program: &str) {
-    if let Some(dir) = dir {
-        match write(dir, id, record) {
-            Ok(path) => crate::patterns::in_run::after_record(&path, record, program),
-            Err(e) => eprintln!(
-                "{program}: warning: the deliberation record {id} could not be written: {e}"
-            ),
-        }
-    }
+/// Writes `record` into `dir` (see [`write`]); a failure is a one-line
+/// warning from `program`. Returns the record's path, when it was written.
+pub fn keep_record(
+    dir: Option<&Path>,
+    id: &str,
+    record: &Record,
+    program: &str,
+) -> Option<PathBuf> {
+    let dir = dir?;
+    let written = write(dir, id, record)
+        .inspect_err(|e| {
+            eprintln!("{program}: warning: the deliberation record {id} could not be written: {e}")
+        })
+        .ok();
+    log_finished(dir, id, record);
+    written
 }
 
-/// How the truncation engine keeps a response for a record (see
-/// [`truncate::full_output`]): in the state directory's
-/// `context-offload/`, inline up to [`INLINE_MAX`]. `None` when there is no
-/// state directory, or (with a one-line warning from `program`) when
-/// `context-offload/` cannot be made.
-pub fn response_keep(state: &StateDir, program: &str) -> Option<Keep> {
-    match state.ensure_subdir(crate::compress::OFFLOAD_DIR) {
-        Ok(offload) => offload.map(|offload| Keep::Response {
-            offload,
-            inline_max: INLINE_MAX,
-        }),
-        Err(e) => {
-            eprintln!(
-                "{program}: warning: {}: {e}; the full response cannot be kept",
-                state.join(crate::compress::OFFLOAD_DIR).display()
-            );
-            None
-        }
-    }
-}
-
-/// Puts the kept response into `record` (its file named relative to the
-/// state directory), or, when it could not be kept, says why on stderr
-/// and in the record.
-pub fn set_response(record: &mut Record, kept: Option<KeptResponse>, program: &str) {
-    match kept {
-        Some(Ok(kept)) => {
-            record.response_incomplete = kept.incomplete();
-            record.response_bytes = kept.bytes;
-            record.response_sha256 = kept.sha256;
-            record.response = kept.inline;
-            record.response_file = kept.file.as_deref().and_then(Path::file_name).map(|name| {
-                format!(
-                    "{}/{}",
-                    crate::compress::OFFLOAD_DIR,
-                    name.to_string_lossy()
-                )
-            });
-        }
-        Some(Err(why)) => {
-            eprintln!("{program}: warning: {why}; the record names no response");
-            record.response_error = Some(why);
-        }
-        None => {}
-    }
-}
-
-/// Whether an answer is empty (a failure): no bytes, or only whitespace
-/// when it is short enough to be inline. `kept` is the kept response;
-/// without one, `read` is how many bytes were read.
-pub fn is_empty(kept: Option<&KeptResponse>, read: Option<u64>) -> bool {
-    match kept {
-        Some(Ok(k)) => k.bytes == 0 || k.inline.as_deref().is_some_and(|r| r.trim().is_empty()),
-        _ => read.is_none_or(|n| n == 0),
+/// Logs that a deliberation record `id` was kept in `records_dir`
+/// (`state/deliberations/`): `agent.finished`, and `verdict.recorded`
+/// when the answer carried a verdict.
+fn log_finished(records_dir: &Path, id: &str, record: &Record) {
+    let records = records_dir
+        .file_name()
+        .is_some_and(|n| n == DELIBERATIONS_DIR);
+    let Some(root) = records_dir.parent().filter(|_| records) else {
+        return;
+    };
+    let issue = record.issue.map(|n| n.to_string());
+    let finished = Event::new("agent.finished")
+        .issue(issue.clone())
+        .payload(json!({
+            "role": record.role,
+            "status": record.status.name(),
+            "duration_ms": record.duration_ms,
+            "record": id,
+            "phase": record.phase,
+            "iteration": record.iteration,
+            "exit_code": record.exit_code,
+            "tokens": record.tokens,
+        }));
+    emit_at(root, finished);
+    if let Some(verdict) = &record.verdict {
+        let recorded = Event::new("verdict.recorded").issue(issue).payload(json!({
+            "role": record.role,
+            "verdict": verdict,
+            "record": id,
+        }));
+        emit_at(root, recorded);
     }
 }
 

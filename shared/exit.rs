@@ -5,6 +5,9 @@ use std::error::Error;
 use std::io;
 use std::process::ExitCode;
 
+/// The exit code of success.
+pub const EXIT_OK: u8 = 0;
+
 /// The exit code of a usage error (a bad flag or value), clap's own: every
 /// binary's help lists it.
 pub const EXIT_USAGE: u8 = 2;

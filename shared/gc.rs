@@ -190,7 +190,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
     }
 
     // Session snapshots: not written for 30 days; the newest always stays.
-    let sessions_dir = state.join(crate::session_record::SESSION_SNAPSHOT_DIR);
+    let sessions_dir = state.join(crate::state_dir::layout::SESSION_RECORD_DIR);
     let mut sessions: Vec<Entry> = entries(&sessions_dir)
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name.ends_with(".json"))
@@ -221,7 +221,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
 
     // Offloaded content: idle by its own times, then not named by a recent
     // state file.
-    let offload_dir = state.join(crate::compress::OFFLOAD_DIR);
+    let offload_dir = state.join(crate::state_dir::layout::OFFLOAD_DIR);
     let idle: Vec<Entry> = entries(&offload_dir)
         .into_iter()
         .filter(|e| !is_temp(&e.name) && !is_response_name(&e.name))
@@ -255,7 +255,7 @@ pub fn plan(state: &Path, now: SystemTime) -> Vec<Doomed> {
         sessions_dir,
         state.join(CIRCUIT_DIR),
         state.join(LOCKS_DIR),
-        state.join(crate::pipeline::PIPELINE_DIR),
+        state.join(crate::state_dir::layout::PIPELINE_DIR),
     ];
     for (i, dir) in temp_dirs.iter().enumerate() {
         let in_pipeline = i == temp_dirs.len() - 1;
@@ -588,7 +588,7 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
             out,
             format_args!(
                 "no state directory at {}; nothing to collect",
-                state.path().display()
+                state.describe()
             ),
         )?;
         return Ok(0);

@@ -7,6 +7,13 @@
 //! [`MAX_OUTPUT`], and [`GitProbe::finish`] kills it at the deadline. It runs
 //! with `GIT_OPTIONAL_LOCKS=0` so that it never takes the index lock from
 //! under the user's own git commands.
+//!
+//! Where a directory's repository is ([`repository`]) and what its config
+//! says ([`config`]) are read from the files instead: no `git` process on
+//! a hook's path for those.
+
+pub mod config;
+pub mod repository;
 
 use std::io::Read;
 use std::path::Path;

@@ -9,15 +9,16 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::state_dir::StateDir;
+
 /// A hook's command line: no options of its own, only `--help` and
 /// `--version`. `about` is the one-line summary, `long_about` the rest of
 /// the help (what it reads, what it writes, its one exit code).
 /// The end of the compaction hooks' help: where their state is and their
 /// one exit code (the state-root order is [`crate::state_dir::StateDir::resolve`]'s).
 pub const STATE_AND_EXIT_HELP: &str = "
-State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
-are used only if they exist (jkz install creates state/).
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md).
 
 Exit code: 0, always; a problem is one line on stderr.";
 
@@ -78,6 +79,18 @@ impl Warnings {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "{}: {line}", self.program);
         let _ = err.flush();
+    }
+}
+
+/// Says, in one line, that the repository's layout could not be read and
+/// the hook goes on with the fallback (read, never written: see
+/// [`StateDir::ensure`]).
+pub fn warn_state_problem(state: &StateDir, warnings: &mut Warnings) {
+    if let Some(problem) = state.problem() {
+        warnings.warn(format!(
+            "state directory: {problem}; reading {} instead and writing nothing",
+            state.path().display()
+        ));
     }
 }
 

@@ -5,10 +5,17 @@
 //! Exit codes: `jkz state`: see [`crate::state_cmd`]; `jkz run`:
 //! [`crate::run`]; `jkz deliberations`: [`crate::deliberation::show`];
 //! `jkz lock`: [`crate::lock_cmd`]; `jkz circuit`: [`crate::circuit_cmd`];
+//! `jkz findings`: [`crate::findings::cli`];
 //! `jkz ui`: [`crate::ui`].
 //! `jkz claim`, `release`, `chats`: [`crate::registry::cmd`].
+//! `jkz registry`: [`crate::team::cmd`].
+//! Every subcommand that uses the state directory stops, with its code for
+//! an I/O failure (`jkz state`: 2, `jkz run`: 125, the others 1), when the
+//! repository's layout cannot be read (see [`StateDir::check`]).
+//! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`];
+//! `jkz slo`: [`crate::slo::cmd`].
 //! `jkz patterns`: [`crate::patterns::cmd`].
-//! `install`, `uninstall`, `doctor`, `gc`, `stats`:
+//! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
 //! |---|---|
@@ -17,14 +24,12 @@
 //! | 2 | usage: unknown subcommand or bad arguments |
 
 use std::io::BufWriter;
-use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
 use crate::exit::Failure;
 use crate::gc::GcArgs;
 use crate::setup::{DoctorArgs, InstallArgs, UninstallArgs};
-use crate::state_dir::StateDir;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,9 +38,8 @@ use crate::state_dir::StateDir;
     about = "Keep long-running Claude Code pipelines inside the context window"
 )]
 pub struct JkzCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     #[command(subcommand)]
     pub command: Command,
@@ -51,8 +55,13 @@ pub enum Command {
     /// Remove exactly what install added.
     Uninstall(UninstallArgs),
     /// Check binaries, how jkz is registered (the plugin or settings, once),
-    /// commands, the state directory and pipeline files.
+    /// commands, the state directory (which one, and why) and pipeline files.
     Doctor(DoctorArgs),
+    /// Share another checkout's state directory: record its root in this
+    /// repository's git config (jkz.stateDir), for every tool started here.
+    Attach(crate::setup::AttachArgs),
+    /// Undo `jkz attach`: this repository uses its own state directory again.
+    Detach(crate::setup::DetachArgs),
     /// Apply retention to the state directory and report what it freed.
     Gc(GcArgs),
     /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
@@ -64,11 +73,22 @@ pub enum Command {
     Deliberations(crate::deliberation::show::DeliberationsArgs),
     /// Show or reset the circuit breakers of external services.
     Circuit(crate::circuit_cmd::CircuitArgs),
+    /// Review findings across iterations (state/cr-history.db): import them,
+    /// list an issue's with their status (new, open, resolved,
+    /// reintroduced, dismissed), dismiss one.
+    Findings(crate::findings::cli::FindingsArgs),
     /// Acquire, release and list worktree and pipeline locks.
     Lock(crate::lock_cmd::LockArgs),
     /// Serve a live view of every pipeline on 127.0.0.1, for the browser.
     #[cfg(feature = "ui")]
     Ui(crate::ui::UiArgs),
+    /// Show the event log (state/events/): what happened, when, to which issue.
+    Events(crate::events::cmd::EventsArgs),
+    /// Pipeline metrics from the event log: completion rate, iterations,
+    /// phase durations, agent runs (a table, JSON or Prometheus' format).
+    Metrics(crate::metrics::cmd::MetricsArgs),
+    /// Check the service-level objectives of jkz.toml against the metrics.
+    Slo(crate::slo::cmd::SloArgs),
     /// Claim an issue (and its worktree) for a chat: other live chats' edits
     /// there are refused.
     Claim(crate::registry::cmd::ClaimArgs),
@@ -79,12 +99,30 @@ pub enum Command {
     /// Patterns learned from deliberations: mine, inject into prompts, give
     /// feedback, prune, list, search, show (state/memory.db).
     Patterns(crate::patterns::cmd::PatternsArgs),
+    /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
+    Registry(crate::team::cmd::RegistryArgs),
 }
 
 /// Runs a parsed command line: the program name its errors carry
 /// (`jkz gc`, …) and the subcommand's result.
 pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
+    // A repository whose layout cannot be read stops every command that
+    // uses the state directory (a hook falls back instead); the setup
+    // commands report it themselves.
+    let failed_code = match &cli.command {
+        Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_)
+        | Command::Attach(_)
+        | Command::Detach(_) => None,
+        Command::State(_) => Some(2),
+        Command::Run(_) => Some(crate::run::EXIT_FAILED),
+        _ => Some(1),
+    };
+    if let (Some(code), Err(why)) = (failed_code, state.check()) {
+        return (program(&cli.command), Err(Failure::new(code, why)));
+    }
     // Every subcommand given `buffered()` flushes it explicitly.
     let buffered = || BufWriter::new(std::io::stdout().lock());
     match cli.command {
@@ -99,7 +137,7 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         ),
         Command::Doctor(args) => (
             "jkz doctor",
-            crate::setup::doctor(&args, cli.state_dir.as_deref(), &mut buffered()),
+            crate::setup::doctor(&args, cli.state.named(), &mut buffered()),
         ),
         Command::Gc(args) => ("jkz gc", crate::gc::gc(&args, &state, &mut buffered())),
         Command::Stats(args) => (
@@ -120,6 +158,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz circuit",
             crate::circuit_cmd::run(&args, &state, &mut buffered()),
         ),
+        Command::Findings(args) => (
+            "jkz findings",
+            crate::findings::cli::run(&args, &state, &mut buffered()),
+        ),
         Command::Lock(args) => (
             "jkz lock",
             crate::lock_cmd::run(&args, &state, &mut buffered()),
@@ -128,6 +170,18 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         Command::Ui(args) => (
             "jkz ui",
             crate::ui::run(&args, &state, &mut std::io::stdout()),
+        ),
+        Command::Events(args) => (
+            "jkz events",
+            crate::events::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Metrics(args) => (
+            "jkz metrics",
+            crate::metrics::cmd::run(&args, &state, &mut std::io::stdout().lock()),
+        ),
+        Command::Slo(args) => (
+            "jkz slo",
+            crate::slo::cmd::run(&args, &state, &mut std::io::stdout().lock()),
         ),
         Command::Claim(args) => (
             "jkz claim",
@@ -145,6 +199,41 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             crate::patterns::cmd::program(&args),
             crate::patterns::cmd::run(&args, &state, &mut buffered(), &mut std::io::stderr()),
         ),
+        Command::Registry(args) => (
+            "jkz registry",
+            crate::team::cmd::run(&args, &state, &mut buffered()),
+        ),
+        Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
+        Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
+    }
+}
+
+/// The name a subcommand's errors carry.
+fn program(command: &Command) -> &'static str {
+    match command {
+        Command::State(_) => "jkz state",
+        Command::Install(_) => "jkz install",
+        Command::Uninstall(_) => "jkz uninstall",
+        Command::Doctor(_) => "jkz doctor",
+        Command::Attach(_) => "jkz attach",
+        Command::Detach(_) => "jkz detach",
+        Command::Gc(_) => "jkz gc",
+        Command::Stats(_) => "jkz stats",
+        Command::Run(_) => "jkz run",
+        Command::Deliberations(_) => "jkz deliberations",
+        Command::Circuit(_) => "jkz circuit",
+        Command::Lock(_) => "jkz lock",
+        #[cfg(feature = "ui")]
+        Command::Ui(_) => "jkz ui",
+        Command::Claim(_) => "jkz claim",
+        Command::Release(_) => "jkz release",
+        Command::Chats(_) => "jkz chats",
+        Command::Events(_) => "jkz events",
+        Command::Metrics(_) => "jkz metrics",
+        Command::Slo(_) => "jkz slo",
+        Command::Findings(_) => "jkz findings",
+        Command::Registry(_) => "jkz registry",
+        Command::Patterns(args) => crate::patterns::cmd::program(args),
     }
 }
 

@@ -204,6 +204,16 @@ impl PendingUpdate {
     pub fn commit(self) -> io::Result<()> {
         self.file.commit()
     }
+
+    /// Puts the update in place, then runs `after` while the lock is still
+    /// held (a writer that logs what it changed: no reader that takes the
+    /// lock sees the new file without its log line), then releases it.
+    pub fn commit_then(self, after: impl FnOnce()) -> io::Result<()> {
+        let PendingUpdate { file, _guard } = self;
+        file.commit()?;
+        after();
+        Ok(())
+    }
 }
 
 /// [`update_object_within`] up to the last step: the new content is written

@@ -14,6 +14,10 @@
 //! exactly one finds the lock free and writes itself in; the others find it
 //! held. Release by anyone but the owner is refused. An owner acquiring its
 //! own lock again renews it (a new expiry).
+//!
+//! In team mode ([`crate::team`]) the locks live in PostgreSQL instead
+//! ([`crate::team::locks`]), shared by every machine, with the same rules
+//! ([`decide`]) and the same records; `state/locks/` is then not used.
 
 use std::fs;
 use std::io;
@@ -22,11 +26,14 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::atomic::write_atomic;
+use crate::events::{emit, Event};
 use crate::json_file::{lock_wait, lock_within};
 use crate::process::Holder;
 use crate::state_dir::{read_whole_state_file, StateDir, LOCKS_DIR};
+use crate::team::{Backend, RegistryUrl};
 
 /// Default TTL: 30 minutes, longer than an agent call, short enough that a
 /// crashed run on another host stops blocking its issue within the hour.
@@ -132,13 +139,7 @@ pub fn validate(kind: &str, name: &str) -> Result<(), String> {
             "lock kind '{kind}': use lower-case letters, digits and _ (e.g. pipeline, worktree)"
         ));
     }
-    let name_ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !name_ok {
+    if !crate::file_name::is_safe_visible(name) {
         return Err(format!(
             "lock name '{name}': use letters, digits, '.', '_' and '-' (at most 128, not starting with '.')"
         ));
@@ -162,15 +163,9 @@ pub fn read(path: &Path) -> io::Result<Option<LockRecord>> {
 }
 
 fn locks_dir(state: &StateDir) -> io::Result<PathBuf> {
-    state.ensure_subdir(LOCKS_DIR)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
-        )
-    })
+    state
+        .ensure_subdir(LOCKS_DIR)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, state.missing()))
 }
 
 fn stamp(t: DateTime<Utc>) -> String {
@@ -197,16 +192,21 @@ fn expiry(now: DateTime<Utc>, ttl: Duration) -> DateTime<Utc> {
         .map_or(latest, |t| t.min(latest))
 }
 
-/// Tries once to take the lock.
-pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
-    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let path = lock_file(&locks_dir(state)?, &req.kind, &req.name);
-    let _guard = lock_within(&path, lock_wait())?;
-    let now = Utc::now();
-    let current = read(&path)?;
+/// The team registry's URL when team mode is on; an unusable one is an
+/// error, never the local files.
+fn team_url(state: &StateDir) -> io::Result<Option<RegistryUrl>> {
+    match crate::team::backend(state.path()).map_err(io::Error::other)? {
+        Backend::Local => Ok(None),
+        Backend::Team(url, _) => Ok(Some(url)),
+    }
+}
+
+/// What an acquire at `now` does with the lock as found (`current`): the
+/// one rule both backends apply. `Taken` carries the record to write.
+pub fn decide(current: Option<LockRecord>, req: &Request, now: DateTime<Utc>) -> Acquired {
     let renewed = match current {
         Some(held) if held.owner == req.owner => true,
-        Some(held) if held.state(now) == LockState::Held => return Ok(Acquired::Busy(held)),
+        Some(held) if held.state(now) == LockState::Held => return Acquired::Busy(held),
         _ => false,
     };
     let record = LockRecord {
@@ -218,19 +218,90 @@ pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
         expires: stamp(expiry(now, req.ttl)),
         ttl_s: req.ttl.as_secs(),
     };
-    let mut bytes = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    write_atomic(&path, &bytes)?;
-    Ok(Acquired::Taken { record, renewed })
+    Acquired::Taken { record, renewed }
+}
+
+/// Tries once to take the lock.
+pub fn try_acquire(state: &StateDir, req: &Request) -> io::Result<Acquired> {
+    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::acquire(&url, req, Duration::ZERO)?);
+    }
+    let path = lock_file(&locks_dir(state)?, &req.kind, &req.name);
+    let _guard = lock_within(&path, lock_wait())?;
+    let current = read(&path)?;
+    let outcome = decide(current.clone(), req, Utc::now());
+    if let Acquired::Taken { record, renewed } = &outcome {
+        let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes)?;
+        if !renewed {
+            log_acquired(state, record, current.as_ref());
+        }
+    }
+    Ok(outcome)
+}
+
+/// Logs that a lock was taken: `lock.acquired`, or `lock.reclaimed` when it was
+/// taken from a holder that expired or died (`previous`).
+fn log_acquired(state: &StateDir, record: &LockRecord, previous: Option<&LockRecord>) {
+    let kind = if previous.is_some() {
+        "lock.reclaimed"
+    } else {
+        "lock.acquired"
+    };
+    let mut payload = json!({
+        "kind": record.kind,
+        "name": record.name,
+        "owner": record.owner,
+        "pid": record.holder.pid,
+        "expires": record.expires,
+    });
+    if let Some(previous) = previous {
+        payload["previous_owner"] = json!(previous.owner);
+    }
+    let event = Event::new(kind)
+        .issue(lock_issue(&record.kind, &record.name))
+        .payload(payload);
+    emit(state, event);
+}
+
+/// Logs that a lock was released by its owner.
+fn log_released(state: &StateDir, kind: &str, name: &str, owner: &str) {
+    let event = Event::new("lock.released")
+        .issue(lock_issue(kind, name))
+        .payload(json!({"kind": kind, "name": name, "owner": owner}));
+    emit(state, event);
+}
+
+/// The issue a lock is for: a pipeline lock named by an issue number.
+fn lock_issue(kind: &str, name: &str) -> Option<String> {
+    (kind == "pipeline")
+        .then(|| crate::pipeline::IssueNumber::parse(name).ok())
+        .flatten()
+        .map(|n| n.as_str().to_string())
 }
 
 /// Takes the lock, retrying while it is busy for at most `wait`.
 pub fn acquire(state: &StateDir, req: &Request, wait: Duration) -> io::Result<Acquired> {
+    validate(&req.kind, &req.name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::acquire(&url, req, wait)?);
+    }
+    retry(wait, || try_acquire(state, req))
+}
+
+/// Calls `attempt` until it does not find the lock busy, for at most `wait`
+/// (pausing 2 ms, doubling up to 50 ms, between attempts).
+pub fn retry<E>(
+    wait: Duration,
+    mut attempt: impl FnMut() -> Result<Acquired, E>,
+) -> Result<Acquired, E> {
     // A wait past what the clock can count (`--wait inf`) has no deadline.
     let deadline = Instant::now().checked_add(wait);
     let mut pause = Duration::from_millis(2);
     loop {
-        let outcome = try_acquire(state, req)?;
+        let outcome = attempt()?;
         let now = Instant::now();
         match outcome {
             Acquired::Busy(_) if deadline.is_none_or(|d| now < d) => {
@@ -246,6 +317,9 @@ pub fn acquire(state: &StateDir, req: &Request, wait: Duration) -> io::Result<Ac
 /// Releases the lock if `owner` holds it.
 pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Result<Released> {
     validate(kind, name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::release(&url, kind, name, owner)?);
+    }
     let path = lock_file(&state.join(LOCKS_DIR), kind, name);
     if !state.join(LOCKS_DIR).is_dir() {
         return Ok(Released::NotHeld);
@@ -255,15 +329,26 @@ pub fn release(state: &StateDir, kind: &str, name: &str, owner: &str) -> io::Res
         None if !path.exists() => Ok(Released::NotHeld),
         Some(held) if held.owner != owner => Ok(Released::Refused(held)),
         _ => match fs::remove_file(&path) {
-            Ok(()) => Ok(Released::Released),
+            Ok(()) => {
+                log_released(state, kind, name, owner);
+                Ok(Released::Released)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Released::NotHeld),
             Err(e) => Err(e),
         },
     }
 }
 
+/// Every lock (in `state/locks/`, or the team registry's), sorted by name.
+pub fn list(state: &StateDir) -> io::Result<Vec<LockRecord>> {
+    if let Some(url) = team_url(state)? {
+        return Ok(crate::team::locks::list(&url)?);
+    }
+    Ok(list_files(state)?.into_iter().map(|(_, r)| r).collect())
+}
+
 /// Every lock file in `state/locks/` (path and record), sorted by name.
-pub fn list(state: &StateDir) -> io::Result<Vec<(PathBuf, LockRecord)>> {
+pub fn list_files(state: &StateDir) -> io::Result<Vec<(PathBuf, LockRecord)>> {
     let dir = state.join(LOCKS_DIR);
     if !dir.is_dir() {
         return Ok(Vec::new());
@@ -330,7 +415,7 @@ mod tests {
         let me = std::process::id();
         try_acquire(&state, &req("a", me, 0)).unwrap();
         let list = list(&state).unwrap();
-        assert_eq!(list[0].1.state(Utc::now()), LockState::Expired);
+        assert_eq!(list[0].state(Utc::now()), LockState::Expired);
         assert!(matches!(
             try_acquire(&state, &req("b", me, 60)).unwrap(),
             Acquired::Taken { renewed: false, .. }

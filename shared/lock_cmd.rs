@@ -141,7 +141,7 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
             if *json {
                 let items: Vec<_> = locks
                     .iter()
-                    .map(|(_, r)| {
+                    .map(|r| {
                         let mut v = serde_json::to_value(r).unwrap_or_default();
                         v["state"] = r.state(now).name().into();
                         v
@@ -156,7 +156,7 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                     "KIND", "NAME", "OWNER", "PID", "HOST", "EXPIRES"
                 )
                 .map_err(writing)?;
-                for (_, r) in &locks {
+                for r in &locks {
                     writeln!(
                         out,
                         "{:<10} {:<24} {:<28} {:>8} {:<16} {:<25} {}",

@@ -36,7 +36,7 @@ pub use issue::{
     issue_of_file_name, list, list_in, misnamed, misnamed_in, pipeline_path, IssueNumber,
     PipelineFile,
 };
-pub(crate) use normalized::Field;
+pub(crate) use normalized::{coerce_count, Field};
 pub use normalized::{resolve_pr_number, Normalized, ParseError, PipelineDoc, Verdict};
 pub use plan::{approved_plan, read_bounded_text, ApprovedPlan};
 pub use read::{
@@ -55,9 +55,6 @@ pub use validate::{
 pub fn view_of_bytes(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
     view::normalized(issue, bytes)
 }
-
-/// The subdirectory of the state directory holding pipeline files.
-pub use crate::state_dir::layout::PIPELINE_DIR;
 
 /// The largest approved-plan companion file read whole; a larger one is read
 /// up to this bound (digests cut plans far shorter anyway).

@@ -1,4 +1,5 @@
-//! The cross-chat registry, `state/chat.db`: which Claude Code chats are
+//! The cross-chat registry, `state/chat.db` (or, in team mode, PostgreSQL:
+//! [`store`], [`crate::team`]): which Claude Code chats are
 //! alive on this state directory, which issue and which worktree each one
 //! owns, and the refusal a chat meets before it edits what another live
 //! chat owns.
@@ -35,11 +36,13 @@ pub mod cmd;
 pub mod db;
 pub mod decision;
 pub mod hook;
+pub mod store;
 pub mod target;
 pub mod writer;
 
 pub use clock::now;
 pub use db::{Registry, RegistryError};
+pub use store::{with_registry, Bound, Store, StoreError};
 
 /// Seconds without a heartbeat after which a chat is stale and its claims
 /// can be taken over.

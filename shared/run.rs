@@ -8,9 +8,11 @@
 //! record is written per invocation ([`crate::deliberation`]). With
 //! `--service S` the service's circuit breaker ([`crate::circuit`]) decides
 //! whether CMD starts at all; with `--lock KIND:NAME` a lock
-//! ([`crate::lock`]) is held for the run.
+//! ([`crate::lock`]) is held for the run. With `--issue` and `--iteration`,
+//! the findings of the verdict it records go to the findings history
+//! ([`crate::findings::run_import`]).
 //!
-//! Exit codes (one table, also in `--help` and the README):
+//! Exit codes (one table, also in `--help` and docs/exit-codes.md):
 //!
 //! | code | meaning |
 //! |---|---|
@@ -21,7 +23,7 @@
 //! | 75 | the circuit of `--service` is open: CMD was not started |
 //! | 76 | the `--lock` is held by another owner: CMD was not started |
 //! | 124 | CMD ran past `--timeout` and its process group was ended |
-//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, an I/O error) |
+//! | 125 | jkz itself failed before CMD ran (no state directory for `--service`/`--lock`, a repository whose layout cannot be read, an I/O error) |
 //! | 126 | CMD could not be executed |
 //! | 127 | CMD was not found |
 //!
@@ -356,7 +358,10 @@ pub fn run(args: &RunArgs, state: &StateDir) -> Result<u8, Failure> {
             ));
         }
     }
-    deliberation::keep_record(records.as_deref(), &id, &record, PROGRAM);
+    // Mined for patterns and feedback as it is written.
+    if let Some(path) = deliberation::keep_record(records.as_deref(), &id, &record, PROGRAM) {
+        crate::patterns::in_run::after_record(&path, &record, PROGRAM);
+    }
     if group_gone {
         release(&held);
     } else {
@@ -510,8 +515,10 @@ fn invoke(
     let read = cmd_output.bytes;
     // jkz's end of the pipe closes here: a CMD still writing gets EPIPE.
     drop(cmd_output);
-    record.verdict = output.verdict();
+    let verdict = output.verdict_object();
     drop(output);
+    record.verdict = verdict.as_ref().map(deliberation::verdict::verdict_of);
+    crate::findings::run_import::import_verdict(state, &args.context, verdict.as_ref(), PROGRAM);
 
     let end = watch
         .wait(&mut child)
@@ -526,8 +533,8 @@ fn invoke(
     let code = exit_code(end.status);
     record.exit_code = Some(code);
     // Judged by what CMD wrote, whether or not it could be kept or passed on.
-    let empty = deliberation::is_empty(kept.as_ref(), Some(read));
-    deliberation::set_response(record, kept, PROGRAM);
+    let empty = truncate::record::is_empty(kept.as_ref(), Some(read));
+    truncate::record::set_response(record, kept, PROGRAM);
     if let Some(path) = usage_file {
         match usage::read(path) {
             Ok(tokens) => record.tokens = tokens,
@@ -573,9 +580,10 @@ fn invoke(
 /// markers name.
 fn settings(args: &RunArgs, state: &StateDir) -> Settings {
     Settings {
-        cap: truncate::cap_from_env(args.max_bytes, args.mode, &mut io::stderr()),
+        cap: truncate::cap_from_env(args.max_bytes, args.mode, PROGRAM, &mut io::stderr()),
         head_share: roles::resolve_head_share(None, args.context.role.as_deref()),
-        full_output: deliberation::response_keep(state, PROGRAM),
+        full_output: truncate::record::response_keep(state, PROGRAM),
+        program: PROGRAM,
     }
 }
 

@@ -28,11 +28,13 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::state_dir::layout::SESSION_RECORD_DIR;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::git;
 use crate::json_file::{update_object, UpdateError};
 use crate::pipeline;
@@ -45,13 +47,15 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// The session id used when none is given or set.
 pub const ANONYMOUS: &str = "anonymous";
 
-/// The directory of session snapshots inside the state directory.
-pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
+/// Exit code of a failure: I/O, no state directory to save into, a
+/// repository whose layout cannot be read (the others: success
+/// [`EXIT_OK`], usage [`EXIT_USAGE`]).
+pub const EXIT_FAILED: u8 = 1;
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
-/// directory to save into);
+/// directory to save into, a repository whose layout cannot be read);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(
@@ -60,9 +64,8 @@ pub const SNAPSHOT_DIR: &str = crate::session_record::SESSION_SNAPSHOT_DIR;
     about = "Save and load per-session snapshots (/jkz:save, /jkz:load)"
 )]
 pub struct SessionCli {
-    /// The state directory (default: $JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else ./state).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
     /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
     /// 1 to 128 characters from A-Z a-z 0-9 . _ -
     #[arg(long, global = true, value_name = "ID")]
@@ -108,7 +111,7 @@ pub fn resolve_session(
         crate::session_id::resolve_raw(flag, env).unwrap_or_else(|| (ANONYMOUS.to_string(), false));
     SessionId::parse(&raw)
         .map(|id| (id, explicit))
-        .map_err(|e| Failure::new(2, e.to_string()))
+        .map_err(|e| Failure::new(EXIT_USAGE, e.to_string()))
 }
 
 /// The normalized status of every pipeline, most recently updated first; a
@@ -144,7 +147,10 @@ pub fn pipeline_status(state: &StateDir) -> Vec<Value> {
 /// Runs a parsed command line with the process environment.
 pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u8, Failure> {
     let (id, explicit) = resolve_session(cli.session.as_deref(), crate::session_id::process_env)?;
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let state = cli.state.resolve();
+    state
+        .check()
+        .map_err(|why| Failure::new(EXIT_FAILED, why))?;
     let now = Utc::now();
     let code = match &cli.command {
         SessionCommand::Save(args) => {
@@ -159,7 +165,7 @@ pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u
         SessionCommand::List => list(&state, &id, now, out)?,
     };
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(code)
 }
 
@@ -179,14 +185,15 @@ fn read_input(input: Option<&Path>, stdin: impl Read) -> Result<String, Failure>
             fs::File::open(p).and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)),
         ),
     };
-    result.map_err(|e| Failure::io(1, format!("reading {shown}"), e))?;
+    result.map_err(|e| Failure::io(EXIT_FAILED, format!("reading {shown}"), e))?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(Failure::new(
-            2,
+            EXIT_USAGE,
             format!("{shown} is over {MAX_INPUT_BYTES} bytes; save notes, not transcripts"),
         ));
     }
-    String::from_utf8(bytes).map_err(|_| Failure::new(2, format!("{shown} is not UTF-8 text")))
+    String::from_utf8(bytes)
+        .map_err(|_| Failure::new(EXIT_USAGE, format!("{shown} is not UTF-8 text")))
 }
 
 /// Merges `text` into the snapshot of `id`; prints where it wrote.
@@ -198,19 +205,17 @@ pub fn save(
     now: DateTime<Utc>,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let notes = notes::parse(text).map_err(|why| Failure::new(2, why))?;
+    let notes = notes::parse(text).map_err(|why| Failure::new(EXIT_USAGE, why))?;
     let dir = state
-        .ensure_subdir(SNAPSHOT_DIR)
-        .map_err(|e| Failure::io(1, format!("creating {}", state.join(SNAPSHOT_DIR).display()), e))?
-        .ok_or_else(|| {
-            Failure::new(
-                1,
-                format!(
-                    "no state directory at {}: run `jkz install` in the project, or pass --state-dir / set JKZ_STATE_DIR",
-                    state.path().display()
-                ),
+        .ensure_subdir(SESSION_RECORD_DIR)
+        .map_err(|e| {
+            Failure::io(
+                EXIT_FAILED,
+                format!("creating {}", state.join(SESSION_RECORD_DIR).display()),
+                e,
             )
-        })?;
+        })?
+        .ok_or_else(|| Failure::new(EXIT_FAILED, state.missing()))?;
     let path = crate::session_record::record_path(state, id);
     debug_assert_eq!(path.parent(), Some(dir.as_path()));
     let saved_at = now.to_rfc3339_opts(SecondsFormat::Millis, true);
@@ -234,9 +239,11 @@ pub fn save(
         Ok(saves)
     })
     .map_err(|e| match e.0 {
-        UpdateError::Io(err) => Failure::io(1, format!("writing {}", path.display()), err),
+        UpdateError::Io(err) => {
+            Failure::io(EXIT_FAILED, format!("writing {}", path.display()), err)
+        }
         UpdateError::NotAnObject(why) => Failure::new(
-            1,
+            EXIT_FAILED,
             format!("{why}; move it away to start this session's snapshot afresh"),
         ),
     })?;
@@ -252,8 +259,8 @@ pub fn save(
         path.display(),
         counts.join(", ")
     )
-    .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+    .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 struct SaveError(UpdateError);
@@ -282,7 +289,7 @@ impl Found {
 /// Every readable snapshot, newest first (by `saved_at`, else file time).
 fn snapshots(state: &StateDir) -> Vec<Found> {
     let mut found = Vec::new();
-    for e in fs::read_dir(state.join(SNAPSHOT_DIR))
+    for e in fs::read_dir(state.join(SESSION_RECORD_DIR))
         .into_iter()
         .flatten()
         .flatten()
@@ -342,8 +349,8 @@ pub fn load(
                     "No snapshot for session {current} ({} is missing or unreadable). jkz-session list shows the saved sessions.",
                     path.display()
                 )
-                .map_err(|e| Failure::io(1, "writing stdout", e))?;
-                return Ok(0);
+                .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+                return Ok(EXIT_OK);
             }
         }
     } else {
@@ -365,10 +372,10 @@ pub fn load(
                 writeln!(
                     out,
                     "No saved jkz session snapshot to load (none in {}). Save one with /jkz:save (jkz-session save) first.",
-                    state.join(SNAPSHOT_DIR).display()
+                    state.join(SESSION_RECORD_DIR).display()
                 )
-                .map_err(|e| Failure::io(1, "writing stdout", e))?;
-                return Ok(0);
+                .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+                return Ok(EXIT_OK);
             }
         }
     };
@@ -381,8 +388,8 @@ pub fn load(
         render::load_markdown(&chosen.id, &chosen.snap, now, render::LOAD_MAX_BYTES)
     };
     out.write_all(text.as_bytes())
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 /// Prints one line per snapshot, newest first: `*` for this session, id,
@@ -395,17 +402,17 @@ pub fn list(
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
     let w = |out: &mut dyn Write, line: String| {
-        writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+        writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
     if all.is_empty() {
         w(
             out,
             format!(
                 "no session snapshots in {}",
-                state.join(SNAPSHOT_DIR).display()
+                state.join(SESSION_RECORD_DIR).display()
             ),
         )?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let id_width = all.iter().map(|f| f.id.len()).max().unwrap_or(0);
     for f in &all {
@@ -427,7 +434,7 @@ pub fn list(
             ),
         )?;
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

@@ -34,13 +34,7 @@ impl std::error::Error for InvalidSessionId {}
 
 impl SessionId {
     pub fn parse(raw: &str) -> Result<SessionId, InvalidSessionId> {
-        let ok = (1..=128).contains(&raw.len())
-            && raw != "."
-            && raw != ".."
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if ok {
+        if crate::file_name::is_safe(raw) {
             Ok(SessionId(raw.to_string()))
         } else {
             let mut shown: String = raw

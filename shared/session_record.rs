@@ -26,12 +26,12 @@ use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
 
 /// The subdirectory of the state directory holding session records.
-pub use crate::state_dir::layout::SESSION_RECORD_DIR as SESSION_SNAPSHOT_DIR;
+use crate::state_dir::layout::SESSION_RECORD_DIR;
 
 /// Where a session's record lives (the directory may not exist yet).
 pub fn record_path(state: &StateDir, session: &SessionId) -> PathBuf {
     state
-        .join(SESSION_SNAPSHOT_DIR)
+        .join(SESSION_RECORD_DIR)
         .join(format!("{}.json", session.as_str()))
 }
 

@@ -1,12 +1,17 @@
 //! `jkz install`, `jkz uninstall`, `jkz doctor`: putting jkz into a project's
-//! Claude Code settings, taking it out again, and checking it works.
+//! Claude Code settings, taking it out again, and checking it works; `jkz
+//! attach`, `jkz detach`: sharing another checkout's state directory.
 //!
 //! What install adds, and so what uninstall takes away:
 //! - the hooks of [`settings::REGISTRATIONS`] in `.claude/settings.json`
 //!   (merged: other keys and other tools' hooks are never touched);
 //! - the slash commands `.claude/commands/jkz/save.md` and `load.md`;
-//! - for a project: `state/` (mode 0700) and a two-line block in `.gitignore`
-//!   (only when `state/` is not ignored already).
+//! - for a project: the repository's state directory (mode 0700) when
+//!   missing (its own `state/`; for a linked worktree, the main checkout's;
+//!   see [`crate::state_dir::root`]) and, when that is the project's own
+//!   `state/`, a two-line block in `.gitignore` (only when `state/` is not
+//!   ignored already). Uninstall never removes a state directory other
+//!   checkouts share.
 //!
 //! Settings are rewritten atomically. Before the first change, the file's
 //! bytes as they were before jkz touched them are kept beside it as
@@ -16,6 +21,7 @@
 //! removes jkz's entries surgically, re-serializes the rest, and keeps the
 //! bytes it replaced in the backup.
 
+mod attach;
 mod doctor;
 mod install;
 pub mod plugin;
@@ -23,6 +29,7 @@ pub mod settings;
 
 use std::path::{Path, PathBuf};
 
+pub use attach::{attach, detach, AttachArgs, DetachArgs};
 pub use doctor::{doctor, DoctorArgs};
 pub use install::{install, uninstall, InstallArgs, UninstallArgs};
 

@@ -11,7 +11,7 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
-//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), or a file that could not be read (corrupt, too large) or written |
+//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), a repository whose layout cannot be read, or a file that could not be read (corrupt, too large) or written |
 //! | 3 | `set`: refused, issue N is claimed by another live chat (see `jkz claim`); nothing written |
 
 use std::io::{IsTerminal, Write};
@@ -132,13 +132,18 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             } else {
                 Value::String(value)
             };
-            let dir = state.ensure_subdir(pipeline::PIPELINE_DIR).map_err(|e| {
-                Failure::io(
-                    2,
-                    format!("creating {}", state.join(pipeline::PIPELINE_DIR).display()),
-                    e,
-                )
-            })?;
+            let dir = state
+                .ensure_subdir(crate::state_dir::layout::PIPELINE_DIR)
+                .map_err(|e| {
+                    Failure::io(
+                        2,
+                        format!(
+                            "creating {}",
+                            state.join(crate::state_dir::layout::PIPELINE_DIR).display()
+                        ),
+                        e,
+                    )
+                })?;
             if dir.is_none() {
                 return Err(no_state_dir(state));
             }
@@ -148,7 +153,11 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 eprintln!("jkz state set: {line}");
             }
             let path = pipeline::pipeline_path(state, &issue);
-            pipeline::set_field(&path, &issue, &field, value, &pipeline::now_timestamp()).map_err(
+            let logged = |from: Option<&Value>, to: &Value| {
+                crate::events::sources::pipeline_field_set(&path, &issue, &field, from, to)
+            };
+            let now = pipeline::now_timestamp();
+            pipeline::set_field(&path, &issue, &field, value, &now, logged).map_err(
                 |e| match e {
                     SetError::Refused(why) => Failure::new(1, format!("{}: {why}", path.display())),
                     SetError::Update(crate::json_file::UpdateError::NotAnObject(why)) => {
@@ -169,7 +178,10 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             let files = pipeline::list(state).map_err(|e| {
                 Failure::io(
                     2,
-                    format!("reading {}", state.join(pipeline::PIPELINE_DIR).display()),
+                    format!(
+                        "reading {}",
+                        state.join(crate::state_dir::layout::PIPELINE_DIR).display()
+                    ),
                     e,
                 )
             })?;
@@ -227,7 +239,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 if !state.exists() {
                     return Err(no_state_dir(state));
                 }
-                let dir = state.join(pipeline::PIPELINE_DIR);
+                let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
                 for (_, why) in pipeline::misnamed_in(&dir) {
                     problems += 1;
                     writeln!(out, "{}: {why}", dir.display()).map_err(write_err)?;
@@ -271,13 +283,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
 }
 
 fn no_state_dir(state: &StateDir) -> Failure {
-    Failure::new(
-        2,
-        format!(
-            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-            state.path().display()
-        ),
-    )
+    Failure::new(2, state.missing())
 }
 
 fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {

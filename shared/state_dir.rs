@@ -1,17 +1,31 @@
 //! Where jkz keeps its runtime state, and whether it may create it.
 //!
-//! Resolution, first that applies: `--state-dir DIR` > `JKZ_STATE_DIR` >
-//! `$CLAUDE_PROJECT_DIR/state` > hook input `cwd` + `/state` > `./state`.
+//! **One state directory per repository.** Resolution, first that applies:
+//! `--state-dir DIR` > `JKZ_STATE_DIR` > the repository's root, found from
+//! the start directory (`$CLAUDE_PROJECT_DIR`, else the hook input's `cwd`,
+//! else the current directory) by [`root::find`]: a checkout's top-level
+//! `state/` (from any subdirectory too); for a linked worktree, the main
+//! checkout's; for a bare repository with worktrees, `jkz-state` inside its
+//! common git directory; for a repository attached with `jkz attach`, the
+//! root its git config records (`jkz.stateDir`); outside any repository,
+//! `<start>/state` as before. Found with plain file reads, no `git`
+//! process. A layout that cannot be read is said ([`StateDir::problem`]):
+//! hooks say it in one line and fall back to reading `<start>/state` (as
+//! before; they write nothing), commands stop. Every message about the state directory names the root and why
+//! ([`StateDir::describe`]). The page for users: `docs/worktrees.md`.
 //!
 //! Who may create it, one rule for every tool that writes (the hooks,
 //! `jkz-session`, `jkz-truncate`'s full output, `jkz-compress`, `jkz state
 //! set`), applied by [`StateDir::ensure`]: only a root the user named —
 //! `--state-dir` or `JKZ_STATE_DIR` — is created when missing. Every other
 //! root is located, never created: it is written into only when it already
-//! exists (`jkz install` creates it: the project opted in). That includes
-//! `$CLAUDE_PROJECT_DIR/state`: Claude Code sets `CLAUDE_PROJECT_DIR` for
-//! every hook in every project, so a user-level hook would otherwise leave
-//! a `state/` (not git-ignored) in each repository it ever ran in.
+//! exists (`jkz install` or `jkz attach` creates it: the repository opted
+//! in). That includes the root `$CLAUDE_PROJECT_DIR` leads to: Claude Code
+//! sets `CLAUDE_PROJECT_DIR` for every hook in every project, so a
+//! user-level hook would otherwise leave a `state/` (not git-ignored) in
+//! each repository it ever ran in. A linked worktree never gets a `state/`
+//! of its own; one an older jkz left there is never used (`jkz doctor`
+//! names it, `jkz doctor --fix` moves its files: [`stray`]).
 //!
 //! Symbolic links: the root itself may be one (`state -> /big/disk/state`,
 //! or a `--state-dir` naming a link) — where state lives is the user's
@@ -31,16 +45,22 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
+pub mod arg;
 pub mod layout;
 pub mod read;
 pub mod retention;
+pub mod root;
+pub mod stray;
 pub use read::{
     check_listed_dir, open_file_below, open_state_file, open_state_file_to_append, read_state_file,
     read_state_file_into, read_user_file, read_whole_state_file, refused_entries, RefusedEntry,
     SmallFileReader,
 };
 
+pub use crate::user_file::read_user_file_bounded;
+pub use arg::StateDirArg;
 pub use layout::{CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
+pub use root::Why;
 
 /// `open(2)`'s `O_NOFOLLOW`: fail with `ELOOP` instead of following a
 /// symbolic link in the last path component. std has no constant for it and
@@ -71,7 +91,8 @@ pub const O_NOFOLLOW: i32 = 0o400000;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub const O_NOFOLLOW: i32 = 0x0100;
 
-/// How the state directory was chosen.
+/// Where the start of the resolution came from: a root the user named, or
+/// the directory a repository's root is found from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
     Flag,
@@ -88,6 +109,17 @@ impl Source {
     pub fn is_explicit(self) -> bool {
         matches!(self, Source::Flag | Source::Env)
     }
+
+    /// Where the start came from, as a message says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "--state-dir",
+            Source::Env => "JKZ_STATE_DIR",
+            Source::ProjectDir => "CLAUDE_PROJECT_DIR",
+            Source::HookCwd => "the hook event's cwd",
+            Source::CurrentDir => "the current directory",
+        }
+    }
 }
 
 /// The resolved state directory (it may not exist yet).
@@ -95,6 +127,7 @@ impl Source {
 pub struct StateDir {
     path: PathBuf,
     source: Source,
+    why: Why,
 }
 
 impl StateDir {
@@ -111,18 +144,35 @@ impl StateDir {
         env: impl Fn(&str) -> Option<OsString>,
     ) -> StateDir {
         let env = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let (path, source) = if let Some(dir) = flag {
-            (dir.to_path_buf(), Source::Flag)
-        } else if let Some(dir) = env("JKZ_STATE_DIR") {
-            (dir, Source::Env)
-        } else if let Some(project) = env("CLAUDE_PROJECT_DIR") {
-            (project.join("state"), Source::ProjectDir)
+        if let Some(dir) = flag {
+            return StateDir::at(dir);
+        }
+        if let Some(dir) = env("JKZ_STATE_DIR") {
+            return StateDir {
+                path: dir,
+                source: Source::Env,
+                why: Why::Env,
+            };
+        }
+        let (start, source) = if let Some(project) = env("CLAUDE_PROJECT_DIR") {
+            (project, Source::ProjectDir)
         } else if let Some(cwd) = hook_cwd.filter(|c| !c.as_os_str().is_empty()) {
-            (cwd.join("state"), Source::HookCwd)
+            (cwd.to_path_buf(), Source::HookCwd)
         } else {
-            (PathBuf::from("state"), Source::CurrentDir)
+            (PathBuf::new(), Source::CurrentDir)
         };
-        StateDir { path, source }
+        match root::find(&start) {
+            Ok(found) => StateDir {
+                path: found.path,
+                source,
+                why: found.why,
+            },
+            Err(problem) => StateDir {
+                path: start.join("state"),
+                source,
+                why: Why::Fallback { problem },
+            },
+        }
     }
 
     /// The same order for a known project (`jkz doctor` checks the project
@@ -140,6 +190,51 @@ impl StateDir {
         StateDir {
             path: path.into(),
             source: Source::Flag,
+            why: Why::Flag,
+        }
+    }
+
+    /// Why this root: how it was named or found.
+    pub fn why(&self) -> &Why {
+        &self.why
+    }
+
+    /// The path and why, as every message about the state directory says
+    /// it: `/r/state (main worktree of /r/wt-42)`.
+    pub fn describe(&self) -> String {
+        format!("{} ({})", self.path.display(), self.why)
+    }
+
+    /// The one message for "no state directory here": where it was looked
+    /// for, and what to do.
+    pub fn missing(&self) -> String {
+        format!(
+            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
+            self.describe()
+        )
+    }
+
+    /// Why the repository's layout could not be read, when it could not: a
+    /// hook says it in one line and goes on with the fallback
+    /// `<start>/state` (used only if it exists); a command stops with it
+    /// ([`StateDir::check`]).
+    pub fn problem(&self) -> Option<&str> {
+        match &self.why {
+            Why::Fallback { problem } => Some(problem),
+            _ => None,
+        }
+    }
+
+    /// For a command: an error when the repository's layout could not be
+    /// read (a hook goes on instead), saying what is wrong and what to do.
+    pub fn check(&self) -> Result<(), String> {
+        match self.problem() {
+            None => Ok(()),
+            Some(problem) => Err(format!(
+                "cannot tell this repository's state directory: {problem} (found from {}); \
+                 fix the repository, or name the state directory with --state-dir or JKZ_STATE_DIR",
+                self.source.as_str()
+            )),
         }
     }
 
@@ -167,6 +262,12 @@ impl StateDir {
     /// file) is an error whatever the source: it says what is wrong, where
     /// "no state directory" would send the user to `jkz install` in vain.
     pub fn ensure(&self) -> io::Result<Option<&Path>> {
+        // A fallback is a guess made when the repository's layout cannot be
+        // read: written into, it would split the state this rule keeps
+        // whole. It is read (as before), never written.
+        if self.problem().is_some() {
+            return Ok(None);
+        }
         // The root may be a link (the user's choice): metadata follows it.
         match fs::metadata(&self.path) {
             Ok(meta) if meta.is_dir() => return Ok(Some(&self.path)),
@@ -290,11 +391,11 @@ mod tests {
             (r.path(), r.source()),
             (Path::new("/h/state"), Source::HookCwd)
         );
+        // The current directory: its repository's root (the tests may run
+        // in a checkout), else ./state.
         let r = StateDir::resolve_with(None, None, env(&[]));
-        assert_eq!(
-            (r.path(), r.source()),
-            (Path::new("state"), Source::CurrentDir)
-        );
+        assert_eq!(r.source(), Source::CurrentDir);
+        assert_eq!(r.path(), root::find(Path::new("")).unwrap().path);
     }
 
     #[test]

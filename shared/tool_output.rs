@@ -55,6 +55,9 @@ use self::response::{Body, ToolOutput};
 /// The environment variable that sets the cap.
 pub const CAP_VARIABLE: &str = "JKZ_TOOL_OUTPUT_BYTES";
 
+/// The hook's name, as its warnings say it.
+pub const PROGRAM: &str = "jkz-post-tool-use";
+
 /// The default cap, in bytes. Measured on the client: an answer of up to
 /// 30,000 characters is shown inline, a longer one is persisted again and
 /// previewed (2 KB of its head). 20,000 stays well under that with room for
@@ -80,19 +83,11 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 /// turns the guard off. An invalid value gives `Err` with the default and
 /// a one-line warning naming the variable.
 pub fn resolve_cap(env: Option<&OsStr>) -> Result<u64, (u64, String)> {
-    let Some(value) = env.filter(|v| !v.is_empty()) else {
-        return Ok(DEFAULT_CAP);
-    };
-    match value.to_str().and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(cap) => Ok(cap),
-        None => Err((
-            DEFAULT_CAP,
-            format!(
-                "{CAP_VARIABLE}={:?} is not a byte count (a whole number, 0 to turn the guard off); using {DEFAULT_CAP}",
-                value.to_string_lossy()
-            ),
-        )),
-    }
+    let default_words = format!(
+        "the default cap of {} bytes",
+        crate::thousands::thousands(DEFAULT_CAP)
+    );
+    crate::byte_cap::byte_cap(CAP_VARIABLE, env, DEFAULT_CAP, &default_words)
 }
 
 /// The hook: reads the event from `stdin`, returns the answer to print
@@ -128,6 +123,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     }
     let project = crate::hook::project_dir(cwd.clone());
     let state = StateDir::resolve(None, cwd.as_deref());
+    crate::hook::warn_state_problem(&state, warnings);
     let mut notes = Vec::new();
     let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
         .into_iter()
@@ -162,9 +158,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     if let Err(e) = ledger::append(&state, &entry) {
         warnings.warn(format!(
             "cannot append to {}: {e}",
-            state.join(ledger::LEDGER).display()
+            state
+                .join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER)
+                .display()
         ));
     }
+    crate::events::sources::tool_output_guarded(&state, None, &entry.tool, entry.full, entry.jkz);
     Some(answer)
 }
 
@@ -298,13 +297,18 @@ fn run_engine(
         cap: budget.saturating_sub(reserve).max(1),
         head_share,
         full_output: Some(truncate::full_output::Keep::WhenTruncated(state.clone())),
+        program: PROGRAM,
     };
     let mut out = Vec::with_capacity(budget as usize);
     let mut engine_warnings = Vec::new();
     let summary = truncate::truncate(input, &mut out, &settings, source, &mut engine_warnings)
         .map_err(|f| f.message)?;
     for line in String::from_utf8_lossy(&engine_warnings).lines() {
-        notes.push(line.to_string());
+        // The hook's warnings name the program once, when they are shown.
+        let note = line
+            .strip_prefix(PROGRAM)
+            .and_then(|l| l.strip_prefix(": "));
+        notes.push(note.unwrap_or(line).to_string());
     }
     if !summary.truncated {
         return Ok(None);
@@ -371,7 +375,7 @@ mod tests {
         let (cap, warning) = resolve_cap(Some(OsStr::new("20k"))).unwrap_err();
         assert_eq!(cap, DEFAULT_CAP);
         assert!(
-            warning.starts_with("JKZ_TOOL_OUTPUT_BYTES=\"20k\""),
+            warning.starts_with("JKZ_TOOL_OUTPUT_BYTES='20k' is not a byte count"),
             "{warning}"
         );
     }

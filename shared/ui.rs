@@ -1,12 +1,17 @@
 //! `jkz ui`: a live observer of every pipeline, in the browser.
 //!
 //! A web server on 127.0.0.1 over the state directory: one page embedded in
-//! the binary ([`page`]) and the JSON API behind it ([`api`]). It reads the
-//! state with the project's safe reader only, and writes two files of its
-//! own, `watch-list.json` and `live-session.json` ([`own_files`]),
-//! atomically; a person's pin or reject of a learned pattern goes through
-//! the patterns' writer into `memory.db` and its feedback log
-//! ([`patterns`]). Nothing under `state/pipeline/` is ever written.
+//! the binary ([`page`]) and the JSON API behind it ([`api`], [`history`]),
+//! and the metrics for Prometheus at `/metrics`. It reads the state with the
+//! project's safe reader only, and writes its own two files,
+//! `watch-list.json` and `live-session.json` ([`own_files`]), atomically;
+//! besides, like every jkz reader of the event log, it keeps the log's
+//! derived files current (`events/index.db`, `metrics.db`) and appends the
+//! events of direct writes to pipeline files it sees
+//! ([`crate::events::reconcile`]); a person's pin or reject of a learned
+//! pattern goes through the patterns' writer into `memory.db` and its
+//! feedback log ([`patterns`]). Nothing under `state/pipeline/` is ever
+//! written.
 //!
 //! Security ([`server`]): bound to loopback only; a request whose `Host` or
 //! `Origin` is not the server's own is refused (a page the user visits
@@ -32,6 +37,7 @@
 //! | 2 | usage: bad arguments |
 
 pub mod api;
+pub mod history;
 pub mod own_files;
 pub mod page;
 pub mod patterns;

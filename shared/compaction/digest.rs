@@ -11,9 +11,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cut::{cut_str, Keep};
+pub use super::focus::Focus;
+use crate::client_text::split_head_tail;
+pub use crate::client_text::{client_len, head_tail, head_units, tail_units, HEAD_SHARE_THIRDS};
+use crate::findings::compaction as findings;
 use crate::git::GitState;
+use crate::hook::Warnings;
 use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
+use crate::state_dir::StateDir;
 
 /// How many pipelines a digest details; the other active ones are named.
 pub const MAX_DETAILED: usize = 3;
@@ -155,16 +160,42 @@ impl PipelineDigest {
 /// What must survive a compaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
-    /// The most recently updated active pipelines, newest first.
+    /// This chat's issue ([`Focus`]), when known: its pipeline comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Focus>,
+    /// This chat's pipeline first (when it has one), then the most recently
+    /// updated active pipelines, newest first.
     pub pipelines: Vec<PipelineDigest>,
     /// Other active pipelines' issue numbers (at most [`MAX_NAMED`]).
     pub other_active: Vec<String>,
     /// How many other active pipelines there are.
     pub other_active_count: usize,
     pub git: GitState,
+    /// The review findings of the detailed pipelines' issues
+    /// ([`crate::findings::compaction`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<findings::IssueFindings>,
 }
 
 impl Digest {
+    /// Adds the review findings of the issues this digest details (none when
+    /// there is no history), using what was `read` ahead for the issues it
+    /// covers and reading the rest. A history that cannot be read is one
+    /// warning.
+    pub fn attach_findings(
+        &mut self,
+        state: &StateDir,
+        ahead: Option<findings::ReadAhead>,
+        audience: findings::Audience,
+        warnings: &mut Warnings,
+    ) {
+        let wanted: Vec<String> = self.pipelines.iter().map(|p| p.issue.clone()).collect();
+        match findings::complete(state, &wanted, ahead, audience) {
+            Ok(found) => self.findings = found,
+            Err(e) => warnings.warn(format!("review findings not read: {e}")),
+        }
+    }
+
     /// Picks the active pipelines, newest `last_updated` first (then the
     /// highest issue number), details [`MAX_DETAILED`] of them with their
     /// approved plans from `pipeline_dir`, and names the rest.
@@ -175,33 +206,53 @@ impl Digest {
     ) -> Digest {
         let mut active: Vec<&Normalized> = views.into_iter().filter(|n| n.is_active()).collect();
         active.sort_by(|a, b| newest_first(a, b));
-        Digest::of_sorted(&active, active.len(), pipeline_dir, git)
+        Digest::of_sorted(None, &active, active.len(), pipeline_dir, git)
     }
 
-    /// The digest of the newest active pipelines, `active` sorted
-    /// [`newest_first`], when there are `total` active pipelines in all.
+    /// The digest of `focused` (this chat's pipeline, active or not) and of
+    /// the newest other active pipelines, `active` sorted [`newest_first`]
+    /// without it, when there are `total` of those in all: the focused one
+    /// first, within the same [`MAX_DETAILED`].
     fn of_sorted(
+        focused: Option<&Normalized>,
         active: &[&Normalized],
         total: usize,
         pipeline_dir: &Path,
         git: GitState,
     ) -> Digest {
-        let pipelines = active
-            .iter()
-            .take(MAX_DETAILED)
-            .map(|n| {
-                PipelineDigest::of(n, pipeline::approved_plan(pipeline_dir, &n.issue, Some(n)))
-            })
+        let detail = |n: &Normalized| {
+            PipelineDigest::of(n, pipeline::approved_plan(pipeline_dir, &n.issue, Some(n)))
+        };
+        let room = MAX_DETAILED - usize::from(focused.is_some());
+        let pipelines = focused
+            .into_iter()
+            .chain(active.iter().take(room).copied())
+            .map(detail)
             .collect();
-        let rest = active.get(MAX_DETAILED..).unwrap_or_default();
+        let rest = active.get(room..).unwrap_or_default();
         let mut other: Vec<&IssueNumber> = rest.iter().map(|n| &n.issue).collect();
         other.truncate(MAX_NAMED);
         Digest {
+            focus: None,
             pipelines,
             other_active: other.iter().map(|i| i.to_string()).collect(),
-            other_active_count: total.saturating_sub(MAX_DETAILED),
+            other_active_count: total.saturating_sub(room),
             git,
+            findings: Vec::new(),
         }
+    }
+
+    /// Marks `focus` as this chat's issue and moves its pipeline, when the
+    /// digest details it, to the front (a snapshot's digest, re-injected
+    /// for another chat than the one that took it).
+    pub fn put_first(&mut self, focus: Option<Focus>) {
+        if let Some(f) = &focus {
+            if let Some(at) = self.pipelines.iter().position(|p| p.issue == f.issue) {
+                let p = self.pipelines.remove(at);
+                self.pipelines.insert(0, p);
+            }
+        }
+        self.focus = focus;
     }
 }
 
@@ -261,11 +312,48 @@ impl Candidates {
         self.newest.truncate(Self::KEEP);
     }
 
-    /// The digest of every view offered (see [`Digest::build`]).
-    pub fn digest(mut self, pipeline_dir: &Path, git: GitState) -> Digest {
+    /// True when the view of `issue` is among those kept.
+    pub fn has(&self, issue: &str) -> bool {
+        self.newest.iter().any(|n| n.issue.as_str() == issue)
+    }
+
+    /// The issues the digest of the views offered so far would detail,
+    /// newest first.
+    pub fn newest_issues(&mut self) -> Vec<String> {
         self.trim();
-        let sorted: Vec<&Normalized> = self.newest.iter().collect();
-        Digest::of_sorted(&sorted, self.active, pipeline_dir, git)
+        let n = self.newest.len().min(MAX_DETAILED);
+        self.newest[..n]
+            .iter()
+            .map(|v| v.issue.to_string())
+            .collect()
+    }
+
+    /// The digest of every view offered (see [`Digest::build`]), with this
+    /// chat's pipeline first when `focus` names one: its view among those
+    /// kept, else `focused` (read on its own, active or not).
+    pub fn digest(
+        mut self,
+        pipeline_dir: &Path,
+        git: GitState,
+        focus: Option<Focus>,
+        focused: Option<Normalized>,
+    ) -> Digest {
+        self.trim();
+        let mut sorted: Vec<&Normalized> = self.newest.iter().collect();
+        let mut total = self.active;
+        let mut first = None;
+        if let Some(f) = &focus {
+            if let Some(at) = sorted.iter().position(|n| n.issue.as_str() == f.issue) {
+                first = Some(sorted.remove(at));
+                total -= 1;
+            } else if let Some(view) = focused.as_ref().filter(|n| n.issue.as_str() == f.issue) {
+                total -= usize::from(view.is_active());
+                first = Some(view);
+            }
+        }
+        let mut digest = Digest::of_sorted(first, &sorted, total, pipeline_dir, git);
+        digest.focus = focus;
+        digest
     }
 }
 
@@ -277,6 +365,8 @@ struct Limits {
     decision: usize,
     decisions: usize,
     dirty: usize,
+    findings: usize,
+    finding: usize,
 }
 
 impl Limits {
@@ -288,6 +378,8 @@ impl Limits {
             decision: (share / 16).max(40),
             decisions: 8,
             dirty: 10,
+            findings: 10,
+            finding: (share / 12).max(40),
         }
     }
 
@@ -298,96 +390,16 @@ impl Limits {
             decision: (self.decision / 2).max(24),
             decisions: (self.decisions / 2).max(1),
             dirty: (self.dirty / 2).max(1),
+            findings: (self.findings / 2).max(1),
+            finding: (self.finding / 2).max(40),
         }
     }
-}
-
-/// Length as the client counts it (JavaScript string length: UTF-16 units):
-/// one per character, two for a character outside the BMP (4 bytes in
-/// UTF-8). Counted from the bytes, eight at a time: a pipeline file can
-/// hold a 10 MB failure log, and this is asked of it.
-pub fn client_len(s: &str) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    if s.is_ascii() {
-        return s.len();
-    }
-    let bytes = s.as_bytes();
-    // Continuation bytes (10xxxxxx) are no unit; 4-byte leads (11110xxx)
-    // are two.
-    let mut continuation = 0;
-    let mut four_byte_leads = 0;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        continuation += (w & !(w << 1) & HIGH).count_ones() as usize;
-        four_byte_leads += (w & (w << 1) & (w << 2) & (w << 3) & HIGH).count_ones() as usize;
-    }
-    for &b in words.remainder() {
-        continuation += usize::from(b & 0xC0 == 0x80);
-        four_byte_leads += usize::from(b >= 0xF0);
-    }
-    bytes.len() - continuation + four_byte_leads
 }
 
 /// `s` cut to at most `max` client characters, head and tail with the end
 /// favoured, and a note of what was cut and where the whole is.
 fn cut(s: &str, max: usize, whole: &str) -> String {
     head_tail(s, max, whole)
-}
-
-/// The share of a cut text's budget its head keeps; the tail keeps the
-/// rest. The end is favoured: a failure log ends with the error, a plan's
-/// last steps are the ones still to do, and a decision's question closes it.
-pub const HEAD_SHARE_THIRDS: usize = 1;
-
-/// `s` when it has at most `max` client characters; else its first third
-/// and its last two thirds of `max` around a note saying how much was cut
-/// and where the whole is (`whole`). The note is not counted in `max`.
-/// Every place a digest cuts text cuts here.
-pub fn head_tail(s: &str, max: usize, whole: &str) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let len = client_len(s);
-    if len <= max {
-        return s.to_string();
-    }
-    let (head, tail) = split_head_tail(s, max);
-    let cut = len - client_len(head) - client_len(tail);
-    format!("{head} […{cut} of {len} characters cut here; {whole}] {tail}")
-}
-
-/// The head and the tail [`head_tail`] keeps of a text longer than `max`
-/// client characters: the head a third of `max`, the tail the rest.
-fn split_head_tail(s: &str, max: usize) -> (&str, &str) {
-    let head = head_units(s, max * HEAD_SHARE_THIRDS / 3);
-    let rest = cut_str(s, s.len() - head.len(), Keep::Tail);
-    let tail = tail_units(rest, max - client_len(head));
-    (head, tail)
-}
-
-/// The longest start of `s` of at most `max` client characters.
-pub fn head_units(s: &str, max: usize) -> &str {
-    cut_str(s, byte_len_of_units(s.chars(), max), Keep::Head)
-}
-
-/// The longest end of `s` of at most `max` client characters.
-pub fn tail_units(s: &str, max: usize) -> &str {
-    cut_str(s, byte_len_of_units(s.chars().rev(), max), Keep::Tail)
-}
-
-/// The bytes of the whole characters of `chars` that fit in `max` UTF-16
-/// units, taken in order.
-fn byte_len_of_units(chars: impl Iterator<Item = char>, max: usize) -> usize {
-    let (mut units, mut bytes) = (0, 0);
-    for c in chars {
-        units += c.len_utf16();
-        if units > max {
-            break;
-        }
-        bytes += c.len_utf8();
-    }
-    bytes
 }
 
 /// Multi-line text as an indented block under a list item.
@@ -412,13 +424,17 @@ fn count(v: Option<u64>) -> String {
 }
 
 /// The six kinds of item of one pipeline, as markdown lines.
-fn render_pipeline(p: &PipelineDigest, limits: Limits) -> String {
+fn render_pipeline(p: &PipelineDigest, limits: Limits, mine: bool) -> String {
     let mut out = String::new();
     let pr = p
         .pr_number
         .map(|n| format!(", PR #{n}"))
         .unwrap_or_default();
-    out.push_str(&format!("### Issue #{} ({}{pr})\n", p.issue, p.issue_type));
+    let mine = if mine { " — this chat's issue" } else { "" };
+    out.push_str(&format!(
+        "### Issue #{} ({}{pr}){mine}\n",
+        p.issue, p.issue_type
+    ));
     match &p.approved_plan {
         Some(plan) => {
             let whole = if plan.source == "approved_plan" {
@@ -545,11 +561,28 @@ fn render_with(digest: &Digest, header: &str, notes: &[String], limits: Limits) 
         out.push('\n');
     }
     out.push('\n');
+    if let Some(f) = &digest.focus {
+        let recorded = digest.pipelines.first().is_some_and(|p| p.issue == f.issue);
+        out.push_str(&format!(
+            "This chat's work first: issue #{} ({}){}\n",
+            f.issue,
+            f.why,
+            if recorded {
+                "; the other live pipelines follow."
+            } else {
+                ", which has no pipeline state recorded."
+            }
+        ));
+    }
     if digest.pipelines.is_empty() {
         out.push_str("No active pipeline (nothing in state/pipeline/ awaiting work).\n");
     }
-    for p in &digest.pipelines {
-        out.push_str(&render_pipeline(p, limits));
+    for (i, p) in digest.pipelines.iter().enumerate() {
+        let mine = i == 0 && digest.focus.as_ref().is_some_and(|f| f.issue == p.issue);
+        out.push_str(&render_pipeline(p, limits, mine));
+        if let Some(f) = digest.findings.iter().find(|f| f.issue == p.issue) {
+            out.push_str(&findings::render(f, limits.findings, limits.finding));
+        }
     }
     if digest.other_active_count > 0 {
         let named: Vec<_> = digest
@@ -649,7 +682,7 @@ mod tests {
                 chunk.iter().cloned().for_each(|v| candidates.offer(v));
                 all.merge(candidates);
             }
-            prop_assert_eq!(all.digest(dir, GitState::default()), want);
+            prop_assert_eq!(all.digest(dir, GitState::default(), None, None), want);
         }
     }
 
@@ -677,6 +710,7 @@ mod tests {
             last_updated: None,
         };
         Digest {
+            focus: None,
             pipelines: vec![p.clone(), p.clone(), p],
             other_active: vec!["7".into()],
             other_active_count: 1,
@@ -687,6 +721,7 @@ mod tests {
                 dirty_count: 1,
                 error: None,
             },
+            findings: Vec::new(),
         }
     }
 

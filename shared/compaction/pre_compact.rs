@@ -13,6 +13,8 @@
 //!    header and these entries are written out run by run as they come
 //!    ([`SnapshotWriter`]), while later runs are still being read.
 //! 4. If git is still running then, what is written is synced meanwhile.
+//!    Meanwhile a side thread finds this chat's work ([`focus`]), which
+//!    the digest puts first.
 //! 5. With git's answer: a side thread prepares the session record's nudge
 //!    (written and synced beside the record, under its lock), while the
 //!    digest is built and the snapshot gets its last fields, its sync and
@@ -33,7 +35,9 @@ use std::time::Instant;
 use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Candidates};
+use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -80,10 +84,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let cwd = event.as_ref().and_then(HookInput::cwd);
     let git = early_git.unwrap_or_else(|| GitProbe::start(&hook::project_dir(cwd.clone())));
     let state = StateDir::resolve(None, cwd.as_deref());
+    hook::warn_state_problem(&state, warnings);
     let session = session_id(event.as_ref(), warnings);
     let root = state_root(&state, warnings);
     let now = Utc::now();
-    let name = snapshot::snapshot_name(now, std::process::id());
+    let name = crate::state_dir::layout::snapshot_name(now, std::process::id());
     let created_at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let nudge = CompactionNudge {
         at: &created_at,
@@ -91,13 +96,20 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         snapshot: Some(&name),
     };
 
+    let start = hook::project_dir(cwd.clone());
     let instructions = std::thread::scope(|s| {
+        // This chat's work (the registry, the branch), found while the
+        // pipeline files are read.
+        let focus = {
+            let (state, session, start) = (&state, session.as_ref(), &start);
+            s.spawn(move || focus::find(state, session, start))
+        };
         let files = match pipeline::list(&state) {
             Ok(files) => files,
             Err(e) => {
                 warnings.warn(format!(
                     "reading {}: {e}",
-                    state.join(pipeline::PIPELINE_DIR).display()
+                    state.join(crate::state_dir::layout::PIPELINE_DIR).display()
                 ));
                 Vec::new()
             }
@@ -122,6 +134,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         // The process ends right after: freeing thousands of allocations
         // one at a time would cost milliseconds the exit does at once.
         std::mem::forget(files);
+        // Review findings of the pipelines the digest will detail, read
+        // while git runs.
+        let issues = candidates.newest_issues();
+        let findings = s.spawn(|| {
+            let read = findings::read(&state, &issues, Audience::Summarizer);
+            (issues, read)
+        });
         let git = match git {
             Started::Running(mut probe) => {
                 // Git still running: sync what is written meanwhile, so
@@ -140,7 +159,19 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             let (state, nudge) = (&state, &nudge);
             s.spawn(move || prepare_nudge(state, session, nudge))
         });
-        let digest = candidates.digest(&state.join(pipeline::PIPELINE_DIR), git.clone());
+        let focus = focus.join().unwrap_or_default();
+        let focused = focus
+            .as_ref()
+            .filter(|f| !candidates.has(&f.issue))
+            .and_then(|f| focus::load(&state, &f.issue));
+        let mut digest = candidates.digest(
+            &state.join(crate::state_dir::layout::PIPELINE_DIR),
+            git.clone(),
+            focus,
+            focused,
+        );
+        let ahead = findings.join().ok();
+        digest.attach_findings(&state, ahead, Audience::Summarizer, warnings);
         let written = writer.zip(root.as_deref()).and_then(|(writer, root)| {
             match writer.finish(&git, &digest) {
                 Ok(path) => Some(path.display().to_string()),
@@ -193,6 +224,13 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         if let Some(Ok(Some(w))) = pruned.map(|t| t.join()) {
             warnings.warn(w);
         }
+        let snapshot = written.as_ref().map(|_| name.as_str());
+        crate::events::sources::session_compacted(
+            &state,
+            session.as_ref().map(SessionId::as_str),
+            nudge.trigger,
+            snapshot,
+        );
         summarizer_instructions(&digest, written.as_deref())
     });
     hook::print(&instructions, warnings);
@@ -224,7 +262,7 @@ fn state_root(state: &StateDir, warnings: &mut Warnings) -> Option<PathBuf> {
         Err(e) => {
             warnings.warn(format!(
                 "creating {}: {e}; no snapshot written",
-                state.path().display()
+                state.describe()
             ));
             None
         }
@@ -261,7 +299,7 @@ fn nudge_now(state: &StateDir, session: &SessionId, nudge: &CompactionNudge) -> 
 /// The session's record, its directory made when missing; none when the
 /// state directory is not there.
 fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>, String> {
-    match state.ensure_subdir(session_record::SESSION_SNAPSHOT_DIR) {
+    match state.ensure_subdir(crate::state_dir::layout::SESSION_RECORD_DIR) {
         Ok(Some(_)) => Ok(Some(session_record::record_path(state, session))),
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),

@@ -10,6 +10,9 @@
 //! text says which) the live state alone; without a readable pipeline
 //! directory, the snapshot alone, said to be so.
 //!
+//! This chat's work comes first ([`focus`]): the issue it claimed, else
+//! the one whose worktree or branch it runs in.
+//!
 //! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
 //! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
 //! printed for other sources. Nothing is ever written.
@@ -20,9 +23,12 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::digest::{head_units, reinjection_context, Candidates, Digest, PipelineDigest};
+use super::digest::{reinjection_context, Candidates, Digest, PipelineDigest};
+use super::focus::{self, Focus};
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
+use crate::client_text::head_units;
+use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
@@ -76,6 +82,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
+    hook::warn_state_problem(&state, warnings);
     let raw =
         crate::session_id::resolve_raw(input.text("session_id"), crate::session_id::process_env);
     let session = match raw.map(|(id, _)| SessionId::parse(&id)) {
@@ -91,7 +98,8 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     if let Err(Some(problem)) = &found {
         warnings.warn(problem);
     }
-    let live = live_digest(&state);
+    let focus = focus::find(&state, session.as_ref(), &hook::project_dir(input.cwd()));
+    let live = live_digest(&state, focus.clone());
     let current_git = match git {
         Started::Running(probe) => probe.finish(started + crate::git::HOOK_TIMEOUT),
         Started::Failed(state) => state,
@@ -115,7 +123,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
                 found.describe(now)
             );
             let notes = moved_notes(&found.head.digest.git, &current_git);
-            (found.head.digest, origin, notes)
+            let mut digest = found.head.digest;
+            digest.put_first(focus);
+            (digest, origin, notes)
         }
         (Err(problem), live) => {
             let digest = live.unwrap_or_else(|why| {
@@ -130,6 +140,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     };
     digest.git = current_git;
+    digest.attach_findings(&state, None, Audience::Reinjection, warnings);
     let context = reinjection_context(&digest, source, &origin, &notes);
     let out = json!({
         "hookSpecificOutput": {
@@ -138,6 +149,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         }
     });
     hook::print(&format!("{out}\n"), warnings);
+    crate::events::sources::session_started(
+        &state,
+        session.as_ref().map(SessionId::as_str),
+        source,
+    );
+    crate::events::reconcile::in_hook(&state, warnings);
 }
 
 /// The snapshot compared with: its name, its head, and whose it is.
@@ -225,8 +242,8 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
 /// The digest of the live pipeline state (read as `jkz-pre-compact` reads
 /// it: thousands of files, the newest few kept); an error when the pipeline
 /// directory cannot be listed.
-fn live_digest(state: &StateDir) -> Result<Digest, String> {
-    let dir = state.join(pipeline::PIPELINE_DIR);
+fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
+    let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
     let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let mut all = Candidates::default();
     pipeline::visit_in_order(
@@ -239,7 +256,11 @@ fn live_digest(state: &StateDir) -> Result<Digest, String> {
         },
         |run| all.merge(run),
     );
-    Ok(all.digest(&dir, GitState::default()))
+    let focused = focus
+        .as_ref()
+        .filter(|f| !all.has(&f.issue))
+        .and_then(|f| focus::load(state, &f.issue));
+    Ok(all.digest(&dir, GitState::default(), focus, focused))
 }
 
 /// What is known now of one issue a snapshot detailed.
@@ -259,7 +280,7 @@ fn live_file(state: &StateDir, issue: &str) -> LiveFile {
     let loaded = pipeline::load_all(std::slice::from_ref(&file));
     match loaded.into_iter().next().map(|l| l.view) {
         Some(Ok(view)) => {
-            let dir = state.join(pipeline::PIPELINE_DIR);
+            let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
             let plan = pipeline::approved_plan(&dir, &view.issue, Some(&view));
             let digest = PipelineDigest::of(&view, plan);
             LiveFile::Read(Box::new(digest), view.is_active())

@@ -34,7 +34,7 @@ use super::digest::{bound_view, Digest};
 use crate::atomic::{AtomicFile, Durability};
 use crate::git::GitState;
 use crate::pipeline::{FileContent, PipelineFile};
-pub use crate::state_dir::layout::{is_snapshot_name, snapshot_name, snapshot_time};
+use crate::state_dir::layout::is_snapshot_name;
 use crate::state_dir::retention;
 
 /// The most bytes of a snapshot read back (a snapshot of 10,000 pipeline
@@ -342,6 +342,7 @@ pub fn read_head(path: &Path) -> Result<SnapshotHead, HeadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state_dir::layout::{snapshot_name, snapshot_time};
     use chrono::TimeZone;
 
     #[test]

@@ -13,7 +13,6 @@ use super::{
     RESTORE_PARTIAL, STORE_FAILED, USAGE,
 };
 use crate::exit::Failure;
-use crate::state_dir::StateDir;
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-compress";
@@ -29,18 +28,20 @@ Markers look like:
 and stand for a section stored in STATE/context-offload/<sha256>.md
 (write-once, content-addressed). Protected blocks are never offloaded.
 
-State directory, first that applies: --state-dir, JKZ_STATE_DIR,
-$CLAUDE_PROJECT_DIR/state, ./state (the last two only if they exist).
+State directory: which one, and why: docs/worktrees.md.
 
 Exit codes:
   {OK}  success (also when --budget could not be met: a note goes to stderr)
   {IO_FAILED}  reading the input or writing stdout failed
   {USAGE}  bad arguments
-  {NO_STATE_DIR}  sections need offloading but there is no state directory (stdout empty)
+  {NO_STATE_DIR}  sections need offloading but there is no state directory, or the
+     repository's layout cannot be read (stdout empty)
   {STORE_FAILED}  the offload store could not be written, e.g. read-only (stdout empty)
   {RESTORE_FAILED}  --restore: a marker does not verify: its file is missing or altered, or a
      line starting with <!-- jkz:offload is not a marker or its attributes do
-     not match its file (stdout empty)
+     not match its file (stdout empty). Compressing refuses such a line too,
+     as --restore could not expand the output (stdout empty, nothing
+     offloaded; --partial is for --restore only)
   {RESTORE_PARTIAL}  --restore --partial: some markers could not be restored; each is named
      on stderr and kept as it is, everything else is restored on stdout"
     )
@@ -77,9 +78,8 @@ pub struct CompressCli {
     #[arg(long, value_name = "BYTES")]
     pub budget: Option<u64>,
 
-    /// The state directory (offloads go to DIR/context-offload/).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     /// Expand every marker back from its offload file (sha256 verified;
     /// nothing is written unless all markers check out).
@@ -88,7 +88,7 @@ pub struct CompressCli {
 
     /// With --restore: restore what can be, keep each marker that does not
     /// verify (file missing or altered, attributes edited) as it is, named
-    /// on stderr, exit 6.
+    /// on stderr, exit 6. Not for compressing, which refuses such a line.
     #[arg(long, requires = "restore")]
     pub partial: bool,
 
@@ -105,7 +105,19 @@ pub struct CompressCli {
 
 /// Runs a parsed command line: the exit code, or why it failed.
 pub fn run(cli: CompressCli) -> Result<u8, Failure> {
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    // clap lets `--partial` through without `--restore` once a flag that
+    // conflicts with `--restore` is given: checked here.
+    if cli.partial && !cli.restore {
+        return Err(Failure::new(
+            USAGE,
+            "--partial applies to --restore only: compress refuses a line that looks like a \
+             marker but does not verify (exit 5), it never keeps one",
+        ));
+    }
+    let state = cli.state.resolve();
+    state
+        .check()
+        .map_err(|why| Failure::new(NO_STATE_DIR, why))?;
     let src = Source::open(cli.file.as_deref())?;
     let stats = cli.stats || io::stderr().is_terminal();
     let mut out = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
@@ -154,6 +166,13 @@ mod tests {
     #[test]
     fn verify_cli() {
         CompressCli::command().debug_assert();
+    }
+
+    #[test]
+    fn partial_without_restore_is_a_usage_error() {
+        let cli =
+            CompressCli::try_parse_from([PROGRAM, "--threshold", "1024", "--partial"]).unwrap();
+        assert_eq!(run(cli).unwrap_err().code, USAGE);
     }
 
     #[test]

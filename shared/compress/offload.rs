@@ -262,7 +262,7 @@ mod tests {
             sizes.push(size as u64);
             doc.push_str(&section);
         }
-        let out = check(doc.as_bytes(), Settings::default());
+        let out = check(doc.as_bytes(), Settings::default()).expect("nothing looks like a marker");
         let out = String::from_utf8(out).unwrap();
         let offloaded: Vec<u64> = out
             .lines()

@@ -39,6 +39,7 @@ use std::io;
 
 use memchr::memchr;
 
+use super::marker_lines::{MarkerLine, MarkerLines};
 use super::source::Source;
 use crate::blocks::{BlockScanner, Event, Form, MAX_LINE};
 use crate::cut::{ceil_char_boundary, floor_char_boundary};
@@ -86,6 +87,8 @@ pub struct Outline {
     headings: Vec<Heading>,
     /// The union of the protected blocks, sorted and disjoint.
     kept: Vec<Kept>,
+    /// The lines that look like offload markers, found by the same scan.
+    pub markers: Vec<MarkerLine>,
 }
 
 /// A heading's start and level packed in 8 bytes: memory is per heading,
@@ -124,7 +127,8 @@ impl Outline {
     }
 }
 
-/// Pass one: scans the whole input once with the shared scanner.
+/// Pass one: scans the whole input once with the shared scanner (finding
+/// the lines that look like markers on the way).
 pub fn outline(src: &Source) -> io::Result<Outline> {
     let mut reader = LineReader::new(src.reader());
     let mut scanner = BlockScanner::new();
@@ -143,11 +147,16 @@ pub fn outline(src: &Source) -> io::Result<Outline> {
             }
         }
     };
+    let mut markers = MarkerLines::default();
+    let mut batch_start = 0u64;
     while let Some(batch) = reader.next_batch()? {
         scanner.scan(batch, &mut events);
+        markers.take(src, &events, batch, batch_start)?;
         take(&mut events);
+        batch_start += batch.len() as u64;
     }
     scanner.finish(&mut events);
+    markers.take(src, &events, &[], batch_start)?;
     take(&mut events);
     blocks.sort_by_key(|b| b.start);
     let mut kept: Vec<Kept> = Vec::with_capacity(blocks.len());
@@ -168,6 +177,7 @@ pub fn outline(src: &Source) -> io::Result<Outline> {
         len: src.len(),
         headings,
         kept,
+        markers: markers.finish(src)?,
     })
 }
 

@@ -7,38 +7,62 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::blocks::find_blocks;
+use crate::exit::Failure;
 
-fn run_compress(doc: &[u8], settings: Settings, state: &StateDir) -> Vec<u8> {
+fn try_compress(doc: &[u8], settings: Settings, state: &StateDir) -> Result<Vec<u8>, Failure> {
     let src = Source::spool(doc).unwrap();
     let mut out = Vec::new();
     let mut notes = Vec::new();
-    compress(&src, settings, state, &mut out, &mut notes).unwrap();
-    out
+    compress(&src, settings, state, &mut out, &mut notes)?;
+    Ok(out)
+}
+
+fn run_compress(doc: &[u8], settings: Settings, state: &StateDir) -> Vec<u8> {
+    try_compress(doc, settings, state).unwrap()
+}
+
+fn try_restore(doc: &[u8], state: &StateDir) -> Result<Vec<u8>, Failure> {
+    let src = Source::spool(doc).unwrap();
+    let mut out = Vec::new();
+    restore(&src, state, &mut out)?;
+    Ok(out)
 }
 
 fn run_restore(doc: &[u8], state: &StateDir) -> Vec<u8> {
-    let src = Source::spool(doc).unwrap();
-    let mut out = Vec::new();
-    restore(&src, state, &mut out).unwrap();
-    out
+    try_restore(doc, state).unwrap()
 }
 
-/// Checks every acceptance property of one document; returns the output.
-pub(super) fn check(doc: &[u8], settings: Settings) -> Vec<u8> {
+/// Checks every acceptance property of one document; returns the output,
+/// or `None` when compress refused the document (which it may only do
+/// when a line looks like a marker and restore refuses the document too).
+pub(super) fn check(doc: &[u8], settings: Settings) -> Option<Vec<u8>> {
     let tmp = tempfile::tempdir().unwrap();
     let state = StateDir::at(tmp.path().join("state"));
-    let once = run_compress(doc, settings, &state);
+    let lookalikes = marker_lines::find_markers(&Source::spool(doc).unwrap()).unwrap();
+    let once = match try_compress(doc, settings, &state) {
+        Ok(once) => once,
+        Err(refused) => {
+            assert_eq!(refused.code, RESTORE_FAILED, "{}", refused.message);
+            assert!(!lookalikes.is_empty(), "refused: {}", refused.message);
+            assert!(
+                try_restore(doc, &state).is_err(),
+                "compress refused what restore accepts: {}",
+                refused.message
+            );
+            return None;
+        }
+    };
     // A marker already in the input (outside any fence) is restored too:
     // for such input restore gives the fuller document, not the input.
-    let quoted = restore::find_markers(&Source::spool(doc).unwrap()).unwrap();
-    let restored = if quoted.is_empty() {
-        run_restore(&once, &state)
-    } else {
+    let expected = if lookalikes.is_empty() {
         doc.to_vec()
+    } else {
+        run_restore(doc, &state)
     };
+    let restored = run_restore(&once, &state);
     assert!(
-        restored == doc,
-        "restore(compress(x)) != x\ninput:\n{}\ncompressed:\n{}",
+        restored == expected,
+        "restore(compress(x)) != restore(x)\ninput:\n{}\ncompressed:\n{}",
         String::from_utf8_lossy(doc),
         String::from_utf8_lossy(&once)
     );
@@ -59,7 +83,7 @@ pub(super) fn check(doc: &[u8], settings: Settings) -> Vec<u8> {
         );
     }
     assert!(once.len() <= doc.len().max(1) || once == doc);
-    once
+    Some(once)
 }
 
 /// One line (or a few) of markdown, from the shapes that matter to the
@@ -133,13 +157,19 @@ fn chunk() -> impl Strategy<Value = String> {
         Just("see <!--jkz:propose-issue: x --> here".to_string()),
         Just("```\n<!-- jkz:offload sha256=0000000000000000000000000000000000000000000000000000000000000000 bytes=1 lines=1 excerpt=0 path=/nowhere -->\n```".to_string()),
     ];
+    // Lines restore refuses: compress must refuse them too.
+    let lookalike = prop_oneof![
+        Just("<!-- jkz:offload<!-- jkz:verdict-json {\"verdict\":\"PASS\"} -->".to_string()),
+        Just("<!-- jkz:offload sha256=0000000000000000000000000000000000000000000000000000000000000000 bytes=1 lines=1 excerpt=0 path=/nowhere -->".to_string()),
+    ];
     prop_oneof![
-        6 => text,
-        2 => heading,
-        1 => fence,
-        1 => tag,
-        1 => comment,
-        1 => Just(String::new()),
+        60 => text,
+        20 => heading,
+        10 => fence,
+        10 => tag,
+        10 => comment,
+        10 => Just(String::new()),
+        1 => lookalike,
     ]
 }
 
@@ -251,7 +281,11 @@ proptest! {
         let state = StateDir::at(tmp.path().join("state"));
         let plain = Settings { threshold, excerpt, budget: None };
         let with_budget = Settings { budget: Some(budget), ..plain };
-        let out = run_compress(&doc, with_budget, &state);
+        let Ok(out) = try_compress(&doc, with_budget, &state) else {
+            // A line restore would refuse: refused with or without a budget.
+            prop_assert!(try_compress(&doc, plain, &state).is_err(), "refused only with a budget");
+            return Ok(());
+        };
         let unbudgeted = run_compress(&doc, plain, &state);
         prop_assert!(out.len() <= unbudgeted.len(), "{} > {}", out.len(), unbudgeted.len());
         let floor = with_budget.floor().min(threshold);
@@ -288,7 +322,32 @@ fn a_quoted_marker_of_a_real_file_is_left_alone() {
     // A document quoting that marker (whose file exists) inside a fence.
     let doc = format!("# Quote\n```\n{marker}\n```\n");
     assert_eq!(run_restore(doc.as_bytes(), &state), doc.as_bytes());
-    check(doc.as_bytes(), Settings::default().with_threshold(1024));
+    check(doc.as_bytes(), Settings::default().with_threshold(1024)).expect("not refused");
+}
+
+#[test]
+fn compress_refuses_what_restore_refuses_and_passes_valid_markers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = StateDir::at(tmp.path().join("state"));
+    let settings = Settings::default().with_threshold(1024);
+    let big = format!("# A\n{}", "line of text\n".repeat(200));
+    let once = run_compress(big.as_bytes(), settings, &state);
+    // Valid markers pass: compressing again changes nothing.
+    assert_eq!(run_compress(&once, settings, &state), once);
+    let bad =
+        format!("# B\n<!-- jkz:offload<!-- jkz:verdict-json {{\"verdict\":\"PASS\"}} -->\n{big}");
+    // `once` with its file gone.
+    std::fs::remove_dir_all(tmp.path().join("state").join(OFFLOAD_DIR)).unwrap();
+    for (doc, line) in [(bad.as_bytes(), "line 2 "), (&once[..], "marker on line ")] {
+        let fresh = tempfile::tempdir().unwrap();
+        let state = StateDir::at(fresh.path().join("state"));
+        let refused = try_compress(doc, settings, &state).unwrap_err();
+        assert_eq!(refused.code, RESTORE_FAILED);
+        assert!(refused.message.contains(line), "{}", refused.message);
+        assert!(try_restore(doc, &state).is_err());
+        // Nothing was offloaded either.
+        assert!(!fresh.path().join("state").join(OFFLOAD_DIR).exists());
+    }
 }
 
 impl Settings {
@@ -408,7 +467,7 @@ fn corpus_of_generated_documents() {
                 budget: Some(20_000),
             },
         ] {
-            let out = check(doc.as_bytes(), settings);
+            let out = check(doc.as_bytes(), settings).expect("nothing looks like a marker");
             assert!(
                 out.len() < doc.len(),
                 "nothing offloaded from {} with {settings:?}",

@@ -21,12 +21,12 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::marker::{count_lines, looks_like_marker, Marker, PREFIX};
+use super::marker::{count_lines, Marker, PREFIX};
+use super::marker_lines::{find_markers, MarkerLine};
 use super::source::{for_each_chunk, Source, COPY_BUFFER};
-use super::{IO_FAILED, OFFLOAD_DIR, RESTORE_FAILED};
-use crate::blocks::{BlockScanner, Event, Form};
+use super::{IO_FAILED, RESTORE_FAILED};
 use crate::exit::Failure;
-use crate::lines::LineReader;
+use crate::state_dir::layout::OFFLOAD_DIR;
 use crate::state_dir::StateDir;
 
 /// A marker found in the input, with its verified file.
@@ -107,99 +107,16 @@ pub fn restore_with(
     let io_code = IO_FAILED;
     let read_err = |e| Failure::io(io_code, format!("reading {}", src.name()), e);
     let markers = find_markers(src).map_err(read_err)?;
-    let store = state.join(OFFLOAD_DIR);
-    let mut hashed: HashMap<(String, String), Verified> = HashMap::new();
-    let mut found = Vec::with_capacity(markers.len());
+    let Checked {
+        found,
+        segments,
+        kept,
+    } = check(src, state, markers, missing)?;
     let mut restored = Restored {
         bytes_in: src.len(),
+        kept,
         ..Restored::default()
     };
-    // A marker that cannot be restored: an error, or a note and kept.
-    let refuse = |what: String, kept: &mut Vec<String>| match missing {
-        Missing::Fail => Err(Failure::new(
-            RESTORE_FAILED,
-            format!("{what}; nothing was written"),
-        )),
-        Missing::Keep => {
-            kept.push(format!("{what}; the marker was kept"));
-            Ok(())
-        }
-    };
-    for MarkerLine {
-        start,
-        end,
-        line,
-        parsed,
-    } in markers
-    {
-        let marker = match parsed {
-            Ok(marker) => marker,
-            Err(why) => {
-                let what = format!(
-                    "line {line} looks like an offload marker (it starts with `{PREFIX}`) but is not one: {why}"
-                );
-                refuse(what, &mut restored.kept)?;
-                continue;
-            }
-        };
-        let key = (marker.sha256.clone(), marker.path.clone());
-        let verified = match hashed.get(&key) {
-            Some(v) => Ok(v.clone()),
-            None => verify(&marker, line, &store.join(format!("{}.md", marker.sha256))),
-        };
-        let verified = match verified {
-            Ok(v) => v,
-            Err(what) => {
-                refuse(what, &mut restored.kept)?;
-                continue;
-            }
-        };
-        hashed.insert(key, verified.clone());
-        let what = || format!("marker on line {line} (sha256={})", marker.sha256);
-        if verified.len != marker.bytes {
-            let reason = format!(
-                "{}: {} has {} bytes (the right content for this hash), the marker says {}",
-                what(),
-                verified.path.display(),
-                verified.len,
-                marker.bytes
-            );
-            refuse(reason, &mut restored.kept)?;
-            continue;
-        }
-        if verified.lines != marker.lines {
-            let reason = format!(
-                "{}: {} has {} lines (the right content for this hash), the marker says {}",
-                what(),
-                verified.path.display(),
-                verified.lines,
-                marker.lines
-            );
-            refuse(reason, &mut restored.kept)?;
-            continue;
-        }
-        let newline_added = match excerpt_ends_inside_a_line(&verified.path, marker.excerpt) {
-            Ok(added) => added,
-            Err(e) => {
-                let reason = format!("{}: reading {}: {e}", what(), verified.path.display());
-                refuse(reason, &mut restored.kept)?;
-                continue;
-            }
-        };
-        found.push(Found {
-            start,
-            end,
-            line,
-            marker,
-            file: verified.path,
-            last: verified.last,
-            newline_added,
-        });
-    }
-    let segments = segments(src, &found, missing, &mut restored.kept).map_err(|e| match e {
-        Broken::Io(e) => read_err(e),
-        Broken::Marker(f) => f,
-    })?;
     let mut buf = vec![0; COPY_BUFFER];
     for segment in segments {
         let (copied, what) = match segment {
@@ -229,6 +146,159 @@ pub fn restore_with(
     Ok(restored)
 }
 
+/// What [`check`] found: the verified markers, the output as stretches of
+/// the input and of files, and one line for each marker kept.
+struct Checked {
+    found: Vec<Found>,
+    segments: Vec<Segment>,
+    kept: Vec<String>,
+}
+
+/// Restore's first pass after finding the markers: verifies every marker
+/// (it parses, its file is there with the content, size and lines it says,
+/// the line before it ends its excerpt) without writing anything. A marker
+/// that does not verify fails the whole check ([`RESTORE_FAILED`]) or, with
+/// [`Missing::Keep`], is kept and named.
+///
+/// Compress runs it too ([`refuse_unrestorable`]), so it never writes a
+/// document restore would refuse.
+fn check(
+    src: &Source,
+    state: &StateDir,
+    markers: Vec<MarkerLine>,
+    missing: Missing,
+) -> Result<Checked, Failure> {
+    let read_err = |e| Failure::io(IO_FAILED, format!("reading {}", src.name()), e);
+    let store = state.join(OFFLOAD_DIR);
+    let mut hashed: HashMap<(String, String), Verified> = HashMap::new();
+    let mut found = Vec::with_capacity(markers.len());
+    let mut kept = Vec::new();
+    // A marker that cannot be restored: an error, or a note and kept.
+    let refuse = |what: String, kept: &mut Vec<String>| match missing {
+        Missing::Fail => Err(Failure::new(
+            RESTORE_FAILED,
+            format!("{what}; nothing was written"),
+        )),
+        Missing::Keep => {
+            kept.push(format!("{what}; the marker was kept"));
+            Ok(())
+        }
+    };
+    for MarkerLine {
+        start,
+        end,
+        line,
+        parsed,
+    } in markers
+    {
+        let marker = match parsed {
+            Ok(marker) => marker,
+            Err(why) => {
+                let what = format!(
+                    "line {line} looks like an offload marker (it starts with `{PREFIX}`) but is not one: {why}"
+                );
+                refuse(what, &mut kept)?;
+                continue;
+            }
+        };
+        let key = (marker.sha256.clone(), marker.path.clone());
+        let verified = match hashed.get(&key) {
+            Some(v) => Ok(v.clone()),
+            None => verify(&marker, line, &store.join(format!("{}.md", marker.sha256))),
+        };
+        let verified = match verified {
+            Ok(v) => v,
+            Err(what) => {
+                refuse(what, &mut kept)?;
+                continue;
+            }
+        };
+        hashed.insert(key, verified.clone());
+        let what = || format!("marker on line {line} (sha256={})", marker.sha256);
+        if verified.len != marker.bytes {
+            let reason = format!(
+                "{}: {} has {} bytes (the right content for this hash), the marker says {}",
+                what(),
+                verified.path.display(),
+                verified.len,
+                marker.bytes
+            );
+            refuse(reason, &mut kept)?;
+            continue;
+        }
+        if verified.lines != marker.lines {
+            let reason = format!(
+                "{}: {} has {} lines (the right content for this hash), the marker says {}",
+                what(),
+                verified.path.display(),
+                verified.lines,
+                marker.lines
+            );
+            refuse(reason, &mut kept)?;
+            continue;
+        }
+        let newline_added = match excerpt_ends_inside_a_line(&verified.path, marker.excerpt) {
+            Ok(added) => added,
+            Err(e) => {
+                let reason = format!("{}: reading {}: {e}", what(), verified.path.display());
+                refuse(reason, &mut kept)?;
+                continue;
+            }
+        };
+        found.push(Found {
+            start,
+            end,
+            line,
+            marker,
+            file: verified.path,
+            last: verified.last,
+            newline_added,
+        });
+    }
+    let segments = segments(src, &found, missing, &mut kept).map_err(|e| match e {
+        Broken::Io(e) => read_err(e),
+        Broken::Marker(f) => f,
+    })?;
+    Ok(Checked {
+        found,
+        segments,
+        kept,
+    })
+}
+
+/// Compress's side of the contract: refuses an input holding a line that
+/// looks like a marker but that restore would refuse (the lines found by
+/// compress's own scan, checked by [`check`], the same rule as
+/// `--restore`), with restore's exit code, [`RESTORE_FAILED`]. Valid
+/// markers (a compressed document compressed again) pass. Free when no
+/// line looks like a marker.
+pub(super) fn refuse_unrestorable(
+    src: &Source,
+    state: &StateDir,
+    markers: Vec<MarkerLine>,
+) -> Result<(), Failure> {
+    if markers.is_empty() {
+        return Ok(());
+    }
+    match check(src, state, markers, Missing::Fail) {
+        Ok(_) => Ok(()),
+        Err(mut f) if f.code == RESTORE_FAILED => {
+            let why = f
+                .message
+                .strip_suffix("; nothing was written")
+                .unwrap_or(&f.message);
+            f.message = format!(
+                "{}: {why}. --restore would refuse it, so nothing was compressed or written: \
+                 fix the line or its file, remove the line, or put it in a fenced code block to \
+                 keep it as text",
+                src.name()
+            );
+            Err(f)
+        }
+        Err(f) => Err(f),
+    }
+}
+
 /// Whether the excerpt before a marker ends inside a line, so compress
 /// wrote a newline after it: the last inline byte of the file's content.
 fn excerpt_ends_inside_a_line(file: &Path, excerpt: u64) -> io::Result<bool> {
@@ -238,107 +308,6 @@ fn excerpt_ends_inside_a_line(file: &Path, excerpt: u64) -> io::Result<bool> {
     let mut b = [0u8];
     crate::state_dir::open_state_file(file)?.read_exact_at(&mut b, excerpt - 1)?;
     Ok(b[0] != b'\n')
-}
-
-/// A line that looks like a marker: where it is (`start..end`, its 1-based
-/// number) and the marker it is, or why it is not one.
-#[derive(Debug)]
-pub(super) struct MarkerLine {
-    pub start: u64,
-    pub end: u64,
-    pub line: u64,
-    pub parsed: Result<Marker, String>,
-}
-
-/// Every line in the input that looks like a marker, outside code: each
-/// jkz comment block whose first line starts with `<!-- jkz:offload`. A
-/// marker is one whole line; a comment over several lines (or one left
-/// open at the end) that starts like one is a marker that does not parse.
-pub(super) fn find_markers(src: &Source) -> io::Result<Vec<MarkerLine>> {
-    let mut reader = LineReader::new(src.reader());
-    let mut scanner = BlockScanner::new();
-    let mut events = Vec::new();
-    let mut found: Vec<MarkerLine> = Vec::new();
-    // The line number of the open comment, once it has started: the block
-    // is reported in the batch where it ends.
-    let mut open: Option<(u64, u64)> = None;
-    let (mut batch_start, mut lines_before) = (0u64, 0u64);
-    let mut take = |events: &mut Vec<Event>,
-                    batch: &[u8],
-                    batch_start: u64,
-                    lines_before: u64,
-                    open: Option<(u64, u64)>|
-     -> io::Result<()> {
-        for event in events.drain(..) {
-            let Event::Block(b) = event else { continue };
-            if b.form != Form::Comment || found.last().is_some_and(|f| f.start == b.start) {
-                continue;
-            }
-            let batch_end = batch_start + batch.len() as u64;
-            let in_batch = b.start >= batch_start && b.end <= batch_end;
-            let mut first = [0u8; PREFIX.len()];
-            let n = first.len().min((b.end - b.start) as usize);
-            if in_batch {
-                let at = (b.start - batch_start) as usize;
-                first[..n].copy_from_slice(&batch[at..at + n]);
-            } else {
-                src.read_exact_at(&mut first[..n], b.start)?;
-            }
-            if !looks_like_marker(&first[..n]) {
-                continue;
-            }
-            let line_no = if b.start >= batch_start {
-                let before = &batch[..(b.start - batch_start) as usize];
-                lines_before + memchr::memchr_iter(b'\n', before).count() as u64 + 1
-            } else {
-                match open {
-                    Some((start, line)) if start == b.start => line,
-                    _ => 0,
-                }
-            };
-            let parsed = if !in_batch || !b.closed {
-                Err("a marker is one whole line, closed by ` -->`".to_string())
-            } else {
-                let text = &batch[(b.start - batch_start) as usize..(b.end - batch_start) as usize];
-                match memchr::memchr(b'\n', text) {
-                    Some(nl) if nl + 1 != text.len() => {
-                        Err("a marker is one whole line, closed by ` -->` on it".to_string())
-                    }
-                    _ => Marker::parse_or_why(text),
-                }
-            };
-            found.push(MarkerLine {
-                start: b.start,
-                end: b.end,
-                line: line_no,
-                parsed,
-            });
-        }
-        Ok(())
-    };
-    while let Some(batch) = reader.next_batch()? {
-        scanner.scan(batch, &mut events);
-        take(&mut events, batch, batch_start, lines_before, open)?;
-        let batch_end = batch_start + batch.len() as u64;
-        // Remember where a comment still open at the batch's end started.
-        open = match scanner.open_starts().0 {
-            Some(start) if open.is_some_and(|(s, _)| s == start) => open,
-            Some(start) if start >= batch_start => {
-                let before = &batch[..(start - batch_start) as usize];
-                Some((
-                    start,
-                    lines_before + memchr::memchr_iter(b'\n', before).count() as u64 + 1,
-                ))
-            }
-            _ => None,
-        };
-        lines_before += memchr::memchr_iter(b'\n', batch).count() as u64;
-        batch_start = batch_end;
-    }
-    // A comment still open at the end (or ended by the scanner's bound).
-    scanner.finish(&mut events);
-    take(&mut events, &[], batch_start, lines_before, open)?;
-    Ok(found)
 }
 
 /// A marker's file, found and hashed: it holds the content its name says.

@@ -26,7 +26,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Record, Status, MAX_RECORD};
+use super::record::{Record, Status, MAX_RECORD};
 use crate::json_file::{lock_wait, lock_within};
 use crate::state_dir::{read_state_file, read_whole_state_file};
 

@@ -149,7 +149,7 @@ pub fn list(
             opt(e.iteration),
             e.status.name().to_string(),
             e.verdict.clone().unwrap_or_else(dash),
-            crate::truncate::thousands(e.bytes),
+            crate::thousands::thousands(e.bytes),
             e.id.clone(),
         ]);
     }
@@ -257,17 +257,10 @@ pub fn show(
             ),
         ));
     };
-    // Only a file in context-offload/ is ever named; anything else is refused.
-    let name = file
-        .strip_prefix(&format!("{}/", crate::compress::OFFLOAD_DIR))
-        .filter(|n| !n.contains('/') && !n.starts_with('.'))
-        .ok_or_else(|| {
-            Failure::new(
-                1,
-                format!("{id} names a response outside context-offload/: {file}"),
-            )
-        })?;
-    let path = state.join(crate::compress::OFFLOAD_DIR).join(name);
+    // Only a kept response in context-offload/ is ever named; anything else
+    // is refused.
+    let path = super::response::response_path(state, file)
+        .map_err(|e| Failure::new(1, format!("{id}: {e}")))?;
     let open = || {
         open_state_file(&path).map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))
     };

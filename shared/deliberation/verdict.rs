@@ -7,6 +7,8 @@
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
+use serde_json::{Map, Value};
+
 use crate::blocks::{find_blocks, Kind};
 
 /// How much of the printed text is kept to look for the verdict.
@@ -30,6 +32,12 @@ impl<W: Write> OutputTail<W> {
     pub fn verdict(&mut self) -> Option<String> {
         verdict(self.tail.make_contiguous())
     }
+
+    /// The whole JSON object of that verdict (what `jkz run` imports
+    /// findings from), if any.
+    pub fn verdict_object(&mut self) -> Option<Map<String, Value>> {
+        verdict_object(self.tail.make_contiguous())
+    }
 }
 
 impl<W: Write> Write for OutputTail<W> {
@@ -50,31 +58,46 @@ impl<W: Write> Write for OutputTail<W> {
 /// The `verdict` of the last `verdict-json` block of `text` whose JSON
 /// carries one (a string, or any other JSON value as its text).
 pub fn verdict(text: &[u8]) -> Option<String> {
-    verdict_object(text).map(|map| match &map["verdict"] {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
+    verdict_object(text).as_ref().map(verdict_of)
 }
 
-/// The JSON object of the last `verdict-json` block of `text` that
-/// carries a `verdict` (its other fields too: `findings`,
-/// `pattern_feedback`, …).
-pub fn verdict_object(text: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
+/// The JSON object of the block [`verdict`] reads.
+pub fn verdict_object(text: &[u8]) -> Option<Map<String, Value>> {
+    last_object(text, |map| map.contains_key("verdict"))
+}
+
+/// The `verdict` field of a verdict's object, as text.
+pub fn verdict_of(object: &Map<String, Value>) -> String {
+    match object.get("verdict") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The first JSON object in the last `verdict-json` block of `text` that
+/// has one for which `wanted` holds.
+pub fn last_object(
+    text: &[u8],
+    wanted: impl Fn(&Map<String, Value>) -> bool,
+) -> Option<Map<String, Value>> {
     find_blocks(text)
         .iter()
         .rev()
         .filter(|b| b.kind == Kind::VerdictJson)
-        .find_map(|b| object_of(&text[b.start as usize..b.end as usize]))
+        .find_map(|b| object_of(&text[b.start as usize..b.end as usize], &wanted))
 }
 
-fn object_of(block: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
+fn object_of(
+    block: &[u8],
+    wanted: &impl Fn(&Map<String, Value>) -> bool,
+) -> Option<Map<String, Value>> {
     let mut from = 0;
     while let Some(i) = memchr::memchr(b'{', &block[from..]) {
         let at = from + i;
-        let mut values =
-            serde_json::Deserializer::from_slice(&block[at..]).into_iter::<serde_json::Value>();
-        if let Some(Ok(serde_json::Value::Object(map))) = values.next() {
-            if map.contains_key("verdict") {
+        let mut values = serde_json::Deserializer::from_slice(&block[at..]).into_iter::<Value>();
+        if let Some(Ok(Value::Object(map))) = values.next() {
+            if wanted(&map) {
                 return Some(map);
             }
         }

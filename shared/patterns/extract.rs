@@ -188,7 +188,7 @@ pub fn one_line(pieces: &[&[u8]]) -> String {
     if capped {
         out.push_str(&format!(
             " … [capped: {} bytes]",
-            crate::truncate::thousands(total as u64)
+            crate::thousands::thousands(total as u64)
         ));
     }
     out

@@ -1,6 +1,7 @@
 //! The two calls a deliberation makes into the patterns: before CMD starts,
 //! the section `jkz run --inject-patterns` gives it; after a record is
-//! written (`jkz run`, `jkz-truncate --record`), the mining of that record.
+//! written (`jkz run`, `jkz-truncate --record` call [`after_record`] with
+//! its path), the mining of that record.
 //!
 //! Both fail open: a `memory.db` that cannot be used is a one-line warning,
 //! and the run goes on (without patterns; the record is mined by the next

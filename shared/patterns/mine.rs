@@ -420,7 +420,7 @@ pub fn build(memory: &Memory, warnings: &mut dyn Write) -> Result<String> {
             memory.append(&events)?;
         }
     }
-    super::findings::mine_recurring(memory, &super::findings::recurring(&memory.state))?;
+    counts.add(recurring_findings(memory, warnings)?);
     memory.reserve_ids(reserved.max)?;
     Ok(format!(
         "built from {} deliberation records and {} feedback events: {} patterns",
@@ -428,6 +428,25 @@ pub fn build(memory: &Memory, warnings: &mut dyn Write) -> Result<String> {
         logged.events.len(),
         memory.count()?
     ))
+}
+
+/// Adds the findings that recur across issues ([`super::findings`]); an
+/// unreadable findings history is a warning.
+fn recurring_findings(memory: &Memory, warnings: &mut dyn Write) -> Result<Counts> {
+    match super::findings::recurring(&memory.state) {
+        Ok(found) => {
+            let (new, merged) = super::findings::mine_recurring(memory, &found)?;
+            Ok(Counts {
+                new,
+                merged,
+                ..Counts::default()
+            })
+        }
+        Err(e) => {
+            let _ = writeln!(warnings, "the findings history was not read: {e}");
+            Ok(Counts::default())
+        }
+    }
 }
 
 /// Mines every record not mined yet, [`BATCH`] per transaction.
@@ -454,10 +473,8 @@ pub fn mine_all(memory: &Memory, warnings: &mut dyn Write) -> Result<Counts> {
         }
         counts.add(batch_counts);
     }
-    memory.write(|m| {
-        super::findings::mine_recurring(m, &super::findings::recurring(&m.state))?;
-        Ok(((), Vec::new()))
-    })?;
+    let found = memory.write(|m| Ok((recurring_findings(m, warnings)?, Vec::new())))?;
+    counts.add(found);
     if counts.records > BATCH {
         memory.checkpoint()?;
     }

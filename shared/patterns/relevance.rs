@@ -17,7 +17,8 @@ use std::path::Path;
 
 use super::normalize::FUNCTION_WORDS;
 use super::store::{Memory, Result};
-use crate::pipeline::{approved_plan, IssueNumber, PipelineDoc, MAX_PIPELINE_FILE, PIPELINE_DIR};
+use crate::pipeline::{approved_plan, IssueNumber, PipelineDoc, MAX_PIPELINE_FILE};
+use crate::state_dir::layout::PIPELINE_DIR;
 
 /// The most words of the context put in the query.
 pub const MAX_TERMS: usize = 48;

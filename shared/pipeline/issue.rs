@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::PIPELINE_DIR;
+use crate::state_dir::layout::PIPELINE_DIR;
 use crate::state_dir::StateDir;
 
 /// An issue number: ASCII digits only (1 to 20 of them, no leading zero,

@@ -7,7 +7,6 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::validate::type_name;
 use super::IssueNumber;
 
 /// One parsed pipeline file: the whole JSON object as written.
@@ -343,7 +342,7 @@ pub(super) fn coerce_flag(v: Field) -> Option<bool> {
 
 /// A non-negative integer from a string of digits (surrounding blanks
 /// ignored) or a JSON integer; anything else → none.
-pub(super) fn coerce_count(v: Field) -> Option<u64> {
+pub(crate) fn coerce_count(v: Field) -> Option<u64> {
     match v {
         Field::Str(s) => {
             let s = s.trim();
@@ -398,6 +397,18 @@ pub fn resolve_pr_number(
         .and_then(parse)
         .or_else(|| env.and_then(parse))
         .or_else(|| state.and_then(|n| n.pr_number))
+}
+
+/// How a JSON value's type is named in messages: "a string", "an array".
+pub(super) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 #[cfg(test)]

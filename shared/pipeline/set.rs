@@ -7,8 +7,10 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::normalized::coerce_count;
-use super::validate::{field_problem, sibling_problem, type_name, validate_doc};
+use super::normalized::type_name;
+use super::validate::{field_problem, sibling_problem, validate_doc};
 use super::{IssueNumber, PipelineDoc};
+use crate::atomic::Durability;
 use crate::json_file::{self, UpdateError};
 
 /// Why `set` could not be done.
@@ -51,13 +53,16 @@ pub const SIBLINGS: [&str; 2] = ["lastActivity", "heartbeat_pid"];
 /// it). Every other field, known or not, keeps its value and place.
 /// Refused (file untouched) when the value breaks the contract for that
 /// field, or when the file would still break it afterwards (fix those
-/// fields first: set never leaves a file invalid).
+/// fields first: set never leaves a file invalid). Once the new file is in
+/// place, still under its lock, `logged` is told the field's value before
+/// and after (the writer's event: see `events::reconcile`).
 pub fn set_field(
     path: &Path,
     issue: &IssueNumber,
     field: &str,
     value: Value,
     now: &str,
+    logged: impl FnOnce(Option<&Value>, &Value),
 ) -> Result<(), SetError> {
     if field.is_empty() {
         return Err(SetError::Refused("empty field name".into()));
@@ -84,7 +89,13 @@ pub fn set_field(
             "{field}: the value nests {depth} levels; at most {max} fit in a pipeline file jkz can read back"
         )));
     }
-    json_file::update_object(path, |object| {
+    let after = value.clone();
+    let edit = |object: &mut Map<String, Value>| {
+        let previous = match sibling {
+            true => object.get(field),
+            false => object.get(issue.as_str()).and_then(|d| d.get(field)),
+        }
+        .cloned();
         let data = object
             .entry(issue.as_str())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -118,8 +129,15 @@ pub fn set_field(
                 "the file breaks the contract elsewhere, nothing was changed: {first}{more}; fix those fields first (jkz state validate lists them)"
             )));
         }
-        Ok(())
-    })
+        Ok(previous)
+    };
+    let wait = json_file::lock_wait();
+    let (previous, pending) = json_file::prepare_update_within(path, Durability::Full, wait, edit)?;
+    // Logged once the new file is in place, under its lock: see events::reconcile.
+    let log = || logged(previous.as_ref(), &after);
+    pending
+        .commit_then(log)
+        .map_err(|e| SetError::Update(UpdateError::Io(e)))
 }
 
 #[cfg(test)]
@@ -138,8 +156,24 @@ mod tests {
             r#"{"zeta": 1, "42": {"x-custom": [1], "current_phase": "plan", "steps": {"b": 1, "a": 2}}, "heartbeat_pid": 9}"#,
         )
         .unwrap();
-        set_field(&path, &issue("42"), "current_phase", json!("build"), "T1").unwrap();
-        set_field(&path, &issue("42"), "sub_issues", json!([43]), "T2").unwrap();
+        set_field(
+            &path,
+            &issue("42"),
+            "current_phase",
+            json!("build"),
+            "T1",
+            |_, _| {},
+        )
+        .unwrap();
+        set_field(
+            &path,
+            &issue("42"),
+            "sub_issues",
+            json!([43]),
+            "T2",
+            |_, _| {},
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         let top: Vec<_> = v.as_object().unwrap().keys().collect();
@@ -162,7 +196,14 @@ mod tests {
         assert_eq!(steps, ["b", "a"]);
         // Refused values leave the file as it was.
         assert!(matches!(
-            set_field(&path, &issue("42"), "qa_passed", json!("yes"), "T3"),
+            set_field(
+                &path,
+                &issue("42"),
+                "qa_passed",
+                json!("yes"),
+                "T3",
+                |_, _| {}
+            ),
             Err(SetError::Refused(_))
         ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
@@ -192,7 +233,7 @@ mod tests {
             top.insert("before".into(), json!([1, 2]));
             top.insert("5".into(), Value::Object(data.clone()));
             std::fs::write(&path, serde_json::to_vec(&Value::Object(top)).unwrap()).unwrap();
-            set_field(&path, &issue("5"), &field, json!(value), "T").unwrap();
+            set_field(&path, &issue("5"), &field, json!(value), "T", |_, _| {}).unwrap();
             let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
             // Oracle: the old map with last_updated then field inserted (in place when present).
             let mut want = data;

@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::normalized::{coerce_count, coerce_flag, coerce_pr_number, coerce_text};
+use super::normalized::{coerce_count, coerce_flag, coerce_pr_number, coerce_text, type_name};
 use super::{IssueNumber, PipelineDoc, COUNT_FIELDS, FLAG_FIELDS, SIBLINGS, STRING_FIELDS};
 
 /// One contract violation, shown as `file: field: expected …, found …`.
@@ -188,17 +188,6 @@ fn found(value: &Value) -> String {
         other => other.to_string(),
     };
     format!("found {shown}")
-}
-
-pub(super) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// At most `max` characters of `s`, with `…` when cut.

@@ -696,7 +696,7 @@ fn simple(command: &Simple, cwd: &mut Option<PathBuf>, depth: usize, out: &mut V
                         "1-compact-plan.md",
                     ]
                     .iter()
-                    .any(|guarded| super::target::glob_match(n, guarded))
+                    .any(|guarded| crate::glob::glob_match(n, guarded))
                         || n.ends_with(".json")
                         || n.contains('[')
                 });
@@ -875,7 +875,7 @@ fn copy(moves: bool, args: &[Word], cwd: Option<&Path>, out: &mut Vec<Write>) {
     let into_dir = !no_target_dir
         && (sources.len() > 1
             || dest.text.ends_with('/')
-            || super::target::resolve(&dest_path).is_dir());
+            || crate::resolved_path::resolve(&dest_path).is_dir());
     if into_dir {
         out.extend(copy_into(sources, dest, moves, cwd));
     } else {
@@ -1013,7 +1013,7 @@ fn program_writes(code: &str, cwd: Option<PathBuf>, depth: usize, out: &mut Vec<
         if !text.contains(char::is_whitespace) {
             // Only what looks like a path: `'w'`, `'{}'` are not files.
             let path_like = text.contains('/')
-                || text.starts_with(super::db::DB_FILE)
+                || text.starts_with(crate::state_dir::layout::CHAT_DB)
                 || text.starts_with(|c: char| c.is_ascii_digit())
                     && (text.ends_with(".json") || text.contains('-'));
             if !path_like {

@@ -24,7 +24,8 @@ use serde_json::json;
 use super::acting::acting_for;
 use super::chat::{Liveness, Place};
 use super::clock::{ago, now, timestamp};
-use super::db::{with_registry, Claimed, Holder, Released};
+use super::db::{Claimed, Holder, Released};
+use super::store::{may_hold_claims, with_registry, Bound};
 use super::target::resolve;
 use super::STALE_AFTER;
 use crate::exit::Failure;
@@ -35,9 +36,10 @@ use crate::state_dir::StateDir;
 pub const HELD: u8 = super::acting::REFUSED;
 
 /// How long a command waits for another writer of the registry: as long as
-/// any jkz writer waits for a lock (`JKZ_LOCK_WAIT_MS`).
-pub fn deadline() -> Instant {
-    Instant::now() + crate::json_file::lock_wait()
+/// any jkz writer waits for a lock (`JKZ_LOCK_WAIT_MS`); in team mode, a
+/// command's budget ([`crate::team::Budget::command`]).
+pub fn bound() -> Bound {
+    Bound::Command(Instant::now() + crate::json_file::lock_wait())
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -81,13 +83,7 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(
-            1,
-            format!(
-                "no state directory at {}: run `jkz install` in the project, or set JKZ_STATE_DIR",
-                state.path().display()
-            ),
-        )),
+        Ok(None) => Err(Failure::new(1, state.missing())),
         Err(e) => Err(Failure::io(1, state.path().display(), e)),
     }
 }
@@ -107,15 +103,14 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     let worktree = worktree.as_ref().map(|p| p.display().to_string());
     let issue = args.issue.as_str();
     let now = now();
-    let (outcome, note) = with_registry(&root, deadline(), |r| {
-        r.claim(
-            session.as_str(),
-            issue,
-            worktree.as_deref(),
-            args.take,
-            here,
-            now,
-        )
+    let (who, what, wt, take) = (
+        session.as_str().to_string(),
+        issue.to_string(),
+        worktree.clone(),
+        args.take,
+    );
+    let (outcome, note) = with_registry(&root, bound(), move |r| {
+        r.claim(&who, &what, wt.as_deref(), take, &here, now)
     })
     .map_err(|e| Failure::new(1, e.to_string()))?;
     if let Some(note) = note {
@@ -126,6 +121,15 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         .as_deref()
         .map(|w| format!(" with worktree {w}"))
         .unwrap_or_default();
+    if let Claimed::Claimed | Claimed::Taken(_) = &outcome {
+        crate::events::sources::claim_taken(
+            state,
+            issue,
+            session.as_str(),
+            worktree.as_deref(),
+            &taken_from(&outcome),
+        );
+    }
     match outcome {
         Claimed::Claimed => {
             writeln!(out, "claimed issue {issue}{covering} for chat {session}").map_err(writing)?;
@@ -149,6 +153,14 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
             Ok(HELD)
         }
+    }
+}
+
+/// The chats a claim was taken over from.
+fn taken_from(outcome: &Claimed) -> Vec<String> {
+    match outcome {
+        Claimed::Taken(from) => from.iter().map(|h| h.claim.session_id.clone()).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -186,6 +198,9 @@ fn held(h: &Holder, wanted: &str, worktree: Option<&str>, now: i64) -> String {
 /// ID (cwd /p, branch b) since …, last seen 12s ago`.
 pub fn holder_words(h: &Holder, now: i64) -> String {
     let mut words = format!("{} chat {}", h.liveness(now).as_str(), h.claim.session_id);
+    if let Some(host) = &h.claim.host {
+        words.push_str(&format!(" on {host}"));
+    }
     if let Some(c) = &h.chat {
         words.push_str(&format!(" (cwd {}", c.cwd));
         if let Some(branch) = &c.branch {
@@ -205,7 +220,8 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let session = acting_for(args.session.as_deref())?;
     let root = root_of(state)?;
     let issue = args.issue.as_str();
-    let (outcome, note) = with_registry(&root, deadline(), |r| r.release(session.as_str(), issue))
+    let (who, what) = (session.as_str().to_string(), issue.to_string());
+    let (outcome, note) = with_registry(&root, bound(), move |r| r.release(&who, &what))
         .map_err(|e| Failure::new(1, e.to_string()))?;
     if let Some(note) = note {
         eprintln!("jkz release: {note}");
@@ -213,6 +229,7 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let writing = |e| Failure::io(1, "writing stdout", e);
     match outcome {
         Released::Released => {
+            crate::events::sources::claim_released(state, issue, session.as_str());
             writeln!(out, "released issue {issue}").map_err(writing)?;
             Ok(0)
         }
@@ -243,6 +260,7 @@ pub fn chat_json(
         "cwd": c.cwd,
         "worktree": c.worktree,
         "branch": c.branch,
+        "host": c.host,
         "pid": c.pid,
         "started": timestamp(c.started),
         "last_heartbeat": timestamp(c.heartbeat),
@@ -250,19 +268,22 @@ pub fn chat_json(
             "issue": k.issue.parse::<u64>().map(serde_json::Value::from)
                 .unwrap_or_else(|_| k.issue.clone().into()),
             "worktree": k.worktree,
+            "host": k.host,
             "acquired": timestamp(k.acquired),
             "expires": timestamp(c.heartbeat + STALE_AFTER),
         })).collect::<Vec<_>>(),
     })
 }
 
-/// `jkz chats`: the live and stale chats with their claims.
+/// `jkz chats`: the live and stale chats with their claims, and the host
+/// each chat runs on (`-` when the registry does not know it: the local
+/// registry records it with the client's pid; the team registry always).
 pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let writing = |e| Failure::io(1, "writing stdout", e);
     let now = now();
-    let listed = if state.join(super::db::DB_FILE).exists() {
+    let listed = if may_hold_claims(state.path()) {
         let root = root_of(state)?;
-        let (listed, note) = with_registry(&root, deadline(), |r| r.chats())
+        let (listed, note) = with_registry(&root, bound(), |r| r.chats())
             .map_err(|e| Failure::new(1, e.to_string()))?;
         if let Some(note) = note {
             eprintln!("jkz chats: {note}");
@@ -285,6 +306,7 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         "SESSION".to_string(),
         "STATE".into(),
         "SEEN".into(),
+        "HOST".into(),
         "BRANCH".into(),
         "CLAIMS".into(),
         "WORKTREE".into(),
@@ -300,6 +322,7 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             c.session_id.clone(),
             c.liveness(now).as_str().into(),
             format!("{} ago", ago(now - c.heartbeat)),
+            c.host.clone().unwrap_or_else(|| "-".into()),
             c.branch.clone().unwrap_or_else(|| "-".into()),
             if issues.is_empty() {
                 "-".into()
@@ -313,7 +336,7 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             },
         ]);
     }
-    let widths: Vec<usize> = (0..6)
+    let widths: Vec<usize> = (0..7)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     for row in &rows {

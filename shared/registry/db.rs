@@ -14,7 +14,7 @@
 //!
 //! A file that is not a database, or whose pages are corrupt, is moved
 //! aside to `chat.db.corrupt` and the registry is rebuilt empty
-//! ([`with_registry`] says so); chats register again on their next hook.
+//! ([`with_local_registry`] says so); chats register again on their next hook.
 //! A database that cannot be opened or written (a read-only state
 //! directory) is an error the caller reports in one line.
 
@@ -26,9 +26,10 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::chat::{Chat, Client, Liveness, Place};
+use super::store::{Store, StoreError};
 use super::HEARTBEAT_EVERY;
 
-pub use crate::state_dir::layout::{CHAT_DB as DB_FILE, CHAT_DB_CORRUPT as CORRUPT_FILE};
+use crate::state_dir::layout::{CHAT_DB, CHAT_DB_CORRUPT};
 
 /// The schema's version (`PRAGMA user_version`). 2 added the client's
 /// host and start time (`chats.host`, `chats.pid_start`).
@@ -122,6 +123,10 @@ pub struct Claim {
     pub worktree: Option<String>,
     /// Unix seconds.
     pub acquired: i64,
+    /// The machine the claim was made on: recorded by the team registry
+    /// (many machines share it); `None` in `state/chat.db`, which only
+    /// this machine writes.
+    pub host: Option<String>,
 }
 
 /// Another chat's claim and that chat, as a conflict reports it.
@@ -217,19 +222,24 @@ fn left(deadline: Instant) -> Duration {
 /// Runs `op` on the registry in `root`, creating it when missing, waiting
 /// for other writers until `deadline` at most. A corrupt registry is moved
 /// aside and rebuilt empty, then `op` runs on the new one; the returned
-/// note (one line) says so.
-pub fn with_registry<T>(
+/// note (one line) says so. (Callers go through
+/// [`super::store::with_registry`], which chooses the backend.)
+pub fn with_local_registry<T>(
     root: &Path,
     deadline: Instant,
-    mut op: impl FnMut(&mut Registry) -> rusqlite::Result<T>,
+    mut op: impl FnMut(&mut dyn Store) -> Result<T, StoreError>,
 ) -> Result<(T, Option<String>), RegistryError> {
-    let path = root.join(DB_FILE);
-    match Registry::open(&path, deadline).and_then(|mut reg| op(&mut reg).map_err(Failed::Sql)) {
+    let path = root.join(CHAT_DB);
+    let failed = |e: StoreError| match e {
+        StoreError::Sqlite(e) => Failed::Sql(e),
+        StoreError::Team(e) => Failed::Refused(e.to_string()),
+    };
+    match Registry::open(&path, deadline).and_then(|mut reg| op(&mut reg).map_err(failed)) {
         Ok(t) => Ok((t, None)),
         Err(Failed::Sql(e)) if is_corruption(&e) => {
             let note = rebuild(root, &path, &e)?;
             let mut reg = Registry::open(&path, deadline).map_err(|f| f.unavailable(&path))?;
-            let t = op(&mut reg).map_err(|e| Failed::Sql(e).unavailable(&path))?;
+            let t = op(&mut reg).map_err(|e| failed(e).unavailable(&path))?;
             Ok((t, Some(note)))
         }
         Err(f) => Err(f.unavailable(&path)),
@@ -268,7 +278,7 @@ fn one_line(s: &str) -> String {
 /// so the next open starts empty. When another process has rebuilt it
 /// meanwhile (the file at `path` is no longer the corrupt one), leaves it.
 fn rebuild(root: &Path, path: &Path, e: &rusqlite::Error) -> Result<String, RegistryError> {
-    let aside = root.join(CORRUPT_FILE);
+    let aside = root.join(CHAT_DB_CORRUPT);
     let corrupt = fs::symlink_metadata(path).ok();
     let still_corrupt = match &corrupt {
         Some(meta) => {
@@ -500,32 +510,21 @@ impl Registry {
                 params![session, place.cwd, place.worktree, place.branch, now],
             )?;
         }
-        let mut others = holders(
+        let on_issue = holders(
             &tx,
             "WHERE c.issue = ?1 AND c.session_id != ?2",
             params![issue, session],
         )?;
-        if let Some(wt) = worktree {
-            let overlapping = holders(
+        let with_worktrees = match worktree {
+            Some(_) => holders(
                 &tx,
                 "WHERE c.worktree IS NOT NULL AND c.session_id != ?1",
                 params![session],
-            )?
-            .into_iter()
-            .filter(|h| {
-                h.claim
-                    .worktree
-                    .as_deref()
-                    .is_some_and(|theirs| nested(Path::new(wt), Path::new(theirs)))
-            });
-            others.extend(overlapping);
-        }
-        others.sort_by(|a, b| a.claim.issue.cmp(&b.claim.issue));
-        others.dedup_by(|a, b| a.claim.issue == b.claim.issue);
-        if let Some(blocking) = others
-            .iter()
-            .find(|h| h.liveness(now) == Liveness::Live || !take)
-        {
+            )?,
+            None => Vec::new(),
+        };
+        let others = in_the_way(on_issue, with_worktrees, worktree);
+        if let Some(blocking) = blocking(&others, take, now) {
             return Ok(Claimed::Held(Box::new(blocking.clone())));
         }
         for h in &others {
@@ -596,6 +595,7 @@ impl Registry {
                             session_id: r.get(1)?,
                             worktree: r.get(2)?,
                             acquired: r.get(3)?,
+                            host: None,
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<Claim>>>()?;
@@ -645,6 +645,74 @@ impl Registry {
     }
 }
 
+impl Store for Registry {
+    fn register(
+        &mut self,
+        session: &str,
+        place: &Place,
+        client: Option<&Client>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        Ok(Registry::register(self, session, place, client, now)?)
+    }
+
+    fn heartbeat(
+        &mut self,
+        session: &str,
+        place: &dyn Fn() -> Place,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(Registry::heartbeat(self, session, place, now)?)
+    }
+
+    fn end(&mut self, session: &str, now: i64) -> Result<usize, StoreError> {
+        Ok(Registry::end(self, session, now)?)
+    }
+
+    fn claim(
+        &mut self,
+        session: &str,
+        issue: &str,
+        worktree: Option<&str>,
+        take: bool,
+        place: &dyn Fn() -> Place,
+        now: i64,
+    ) -> Result<Claimed, StoreError> {
+        Ok(Registry::claim(
+            self, session, issue, worktree, take, place, now,
+        )?)
+    }
+
+    fn holder_of(&mut self, issue: &str) -> Result<Option<Holder>, StoreError> {
+        Ok(Registry::holder_of(self, issue)?)
+    }
+
+    fn release(&mut self, session: &str, issue: &str) -> Result<Released, StoreError> {
+        Ok(Registry::release(self, session, issue)?)
+    }
+
+    fn chats(&mut self) -> Result<Vec<(Chat, Vec<Claim>)>, StoreError> {
+        Ok(Registry::chats(self)?)
+    }
+
+    fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError> {
+        Ok(Registry::claims_of_others(self, session)?)
+    }
+
+    fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> Result<Vec<Holder>, StoreError> {
+        Ok(Registry::claims_covering(self, session, file, issue)?)
+    }
+
+    fn chat(&mut self, session: &str) -> Result<Option<Chat>, StoreError> {
+        Ok(Registry::chat(self, session)?)
+    }
+}
+
 fn chat_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Chat> {
     chat_at(r, 0, r.get(0)?)
 }
@@ -664,6 +732,36 @@ fn chat_at(r: &rusqlite::Row<'_>, first: usize, session_id: String) -> rusqlite:
         host: r.get(first + 8)?,
         pid_start: r.get(first + 9)?,
     })
+}
+
+/// The other chats' claims that stand in the way of a claim on an issue:
+/// `on_issue` (those on the issue itself) and, of `with_worktrees`, those
+/// whose worktree is `worktree`, contains it or lies inside it (claimed
+/// worktrees never nest); by issue, once each.
+pub fn in_the_way(
+    mut on_issue: Vec<Holder>,
+    with_worktrees: Vec<Holder>,
+    worktree: Option<&str>,
+) -> Vec<Holder> {
+    if let Some(wt) = worktree {
+        on_issue.extend(with_worktrees.into_iter().filter(|h| {
+            h.claim
+                .worktree
+                .as_deref()
+                .is_some_and(|theirs| nested(Path::new(wt), Path::new(theirs)))
+        }));
+    }
+    on_issue.sort_by(|a, b| a.claim.issue.cmp(&b.claim.issue));
+    on_issue.dedup_by(|a, b| a.claim.issue == b.claim.issue);
+    on_issue
+}
+
+/// The claim among `others` that stops the claim: a live chat's, or any
+/// when `take` was not asked; `None` when every one may be taken over.
+pub fn blocking(others: &[Holder], take: bool, now: i64) -> Option<&Holder> {
+    others
+        .iter()
+        .find(|h| h.liveness(now) == Liveness::Live || !take)
 }
 
 /// True when `a` and `b` are the same directory or one lies inside the
@@ -692,6 +790,7 @@ fn holders(
             session_id: r.get(1)?,
             worktree: r.get(2)?,
             acquired: r.get(3)?,
+            host: None,
         };
         let chat = match r.get::<_, Option<String>>(4)? {
             None => None,
@@ -715,7 +814,7 @@ mod tests {
     }
 
     fn open(dir: &Path) -> Registry {
-        Registry::open(&dir.join(DB_FILE), Instant::now() + Duration::from_secs(10))
+        Registry::open(&dir.join(CHAT_DB), Instant::now() + Duration::from_secs(10))
             .ok()
             .expect("open")
     }
@@ -807,7 +906,7 @@ mod tests {
     #[test]
     fn a_schema_1_registry_is_read_as_it_is_and_upgraded_by_a_writer() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(DB_FILE);
+        let path = dir.path().join(CHAT_DB);
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
@@ -846,19 +945,24 @@ mod tests {
     #[test]
     fn a_file_that_is_not_a_database_is_rebuilt_empty() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(DB_FILE), vec![b'x'; 8192]).unwrap();
-        let (n, note) = with_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
-            r.chats().map(|c| c.len())
-        })
-        .unwrap();
+        fs::write(dir.path().join(CHAT_DB), vec![b'x'; 8192]).unwrap();
+        let (n, note) =
+            with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+                r.chats().map(|c| c.len())
+            })
+            .unwrap();
         assert_eq!(n, 0);
         let note = note.expect("a note");
         assert!(note.contains("rebuilt empty"), "{note}");
-        assert_eq!(fs::read(dir.path().join(CORRUPT_FILE)).unwrap().len(), 8192);
-        let (_, note) = with_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
-            r.chats().map(|c| c.len())
-        })
-        .unwrap();
+        assert_eq!(
+            fs::read(dir.path().join(CHAT_DB_CORRUPT)).unwrap().len(),
+            8192
+        );
+        let (_, note) =
+            with_local_registry(dir.path(), Instant::now() + Duration::from_secs(10), |r| {
+                r.chats().map(|c| c.len())
+            })
+            .unwrap();
         assert_eq!(note, None);
     }
 }

@@ -105,7 +105,7 @@ pub fn refusal(
                 };
                 (
                     h,
-                    registry_words(&guarded.state_root.join(super::db::DB_FILE)),
+                    registry_words(&guarded.state_root.join(crate::state_dir::layout::CHAT_DB)),
                 )
             }
         };
@@ -128,6 +128,9 @@ pub fn reason(holder: &Holder, what: &str, now: i64) -> String {
     let issue = &holder.claim.issue;
     let mut chat = format!("chat {}", holder.claim.session_id);
     let mut seen = String::new();
+    if let Some(host) = &holder.claim.host {
+        chat.push_str(&format!(" on {host}"));
+    }
     if let Some(c) = &holder.chat {
         if let Some(branch) = &c.branch {
             chat.push_str(&format!(" (branch {branch})"));
@@ -169,6 +172,7 @@ mod tests {
                 session_id: "chat-a".into(),
                 worktree: worktree.map(str::to_string),
                 acquired: 1_000,
+                host: None,
             },
             chat: Some(Chat {
                 session_id: "chat-a".into(),

@@ -16,15 +16,15 @@
 //! tool call, prompt or session goes on.
 
 use std::io::Read;
-use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use super::chat::{client, Place};
 use super::clock::now;
-use super::db::{with_registry, Holder, Registry, DB_FILE};
+use super::db::Holder;
 use super::decision::refusal;
+use super::store::{may_hold_claims, with_registry, Bound, Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
@@ -60,9 +60,8 @@ them over. Anything else passes with no output.
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
-State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state; only JKZ_STATE_DIR is created when missing, the others
-are used only if they exist (jkz install creates state/).
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md).
 
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
 then rebuilt empty, an unwritable state directory) is one line on stderr.";
@@ -117,36 +116,40 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
+    crate::hook::warn_state_problem(&state, warnings);
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
         Ok(None) => return None,
         Err(e) => {
-            warnings.warn(format!("state directory {}: {e}", state.path().display()));
+            warnings.warn(format!("state directory {}: {e}", state.describe()));
             return None;
         }
     };
-    let place = || Place::of(cwd.as_deref().unwrap_or(Path::new(".")));
+    let here = cwd.clone().unwrap_or_else(|| ".".into());
+    let place = move || Place::of(&here);
     let now = now();
-    let session = session.as_str();
+    let session = session.as_str().to_string();
+    let bound = Bound::Hook(deadline);
     let done = match name.as_str() {
         "SessionStart" => {
             let (place, client) = (place(), client());
-            with_registry(&root, deadline, |r| {
-                r.register(session, &place, client.as_ref(), now)
+            with_registry(&root, bound, move |r| {
+                r.register(&session, &place, client.as_ref(), now)
             })
             .map(|(_, n)| n)
         }
         "UserPromptSubmit" | "PostToolUse" => {
-            with_registry(&root, deadline, |r| r.heartbeat(session, place, now)).map(|(_, n)| n)
+            with_registry(&root, bound, move |r| r.heartbeat(&session, &place, now)).map(|(_, n)| n)
         }
-        "SessionEnd" => with_registry(&root, deadline, |r| r.end(session, now)).map(|(_, n)| n),
+        "SessionEnd" => with_registry(&root, bound, move |r| r.end(&session, now)).map(|(_, n)| n),
         "PreToolUse" => {
-            if !root.join(DB_FILE).exists() {
+            if !may_hold_claims(&root) {
                 return None;
             }
             let guarded = guarded();
-            let found_claims = with_registry(&root, deadline, |r| {
-                claims_for(r, session, &found, &guarded)
+            let (looked_for, guarded_copy) = (found.clone(), guarded.clone());
+            let found_claims = with_registry(&root, bound, move |r| {
+                claims_for(r, &session, &looked_for, &guarded_copy)
             });
             match found_claims {
                 Ok((others, note)) => {
@@ -179,11 +182,11 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
 /// covering it or its issue; for an issue, its claim; for pipeline files by
 /// a pattern or the registry itself, every claim.
 fn claims_for(
-    r: &mut Registry,
+    r: &mut dyn Store,
     session: &str,
     targets: &[Target],
     guarded: &Guarded,
-) -> rusqlite::Result<Vec<Holder>> {
+) -> Result<Vec<Holder>, StoreError> {
     let mut all = Vec::new();
     for t in targets {
         match t {

@@ -4,11 +4,13 @@
 //! [`super::bash`]). Anything else is no target at all, and the PreToolUse
 //! hook lets it pass without opening the registry.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::bash::{self, Write};
+pub use crate::glob::glob_match;
+pub use crate::resolved_path::resolve;
 use crate::state_dir::layout::{CHAT_DB, PIPELINE_DIR};
 
 /// The tools whose input names the one file they change.
@@ -174,123 +176,6 @@ fn named_pipeline_file(path: &Path) -> Option<String> {
     pipeline_issue(path, parent)
 }
 
-/// Whether the shell pattern `pattern` (`*`, `?`, `[…]`, `[!…]`) matches
-/// all of `name`. One pass with a single backtrack point per `*` (the
-/// classic wildcard walk), so a pattern of many stars costs O(len²), never
-/// exponential time.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // The element at `p[i]`: how many chars it spans and whether it takes `c`.
-    let element = |i: usize, c: char| -> (usize, bool) {
-        match p[i] {
-            '?' => (1, true),
-            '[' => {
-                let body = &p[i + 1..];
-                let Some(close) = body.iter().skip(1).position(|&x| x == ']').map(|k| k + 1) else {
-                    return (1, c == '[');
-                };
-                let (negated, set) = match body[..close].split_first() {
-                    Some((&('!' | '^'), set)) => (true, set),
-                    _ => (false, &body[..close]),
-                };
-                let mut hit = false;
-                let mut k = 0;
-                while k < set.len() {
-                    if k + 2 < set.len() && set[k + 1] == '-' {
-                        hit |= set[k] <= c && c <= set[k + 2];
-                        k += 3;
-                    } else {
-                        hit |= set[k] == c;
-                        k += 1;
-                    }
-                }
-                (close + 2, hit != negated)
-            }
-            other => (1, other == c),
-        }
-    };
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-            continue;
-        }
-        if pi < p.len() {
-            let (width, ok) = element(pi, n[ni]);
-            if ok {
-                pi += width;
-                ni += 1;
-                continue;
-            }
-        }
-        match star {
-            // The last star takes one more char.
-            Some((sp, sn)) => {
-                star = Some((sp, sn + 1));
-                pi = sp + 1;
-                ni = sn + 1;
-            }
-            None => return false,
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-/// How many links [`resolve`] follows before it stops (the kernel's own
-/// limit): a loop of links ends, it does not hang the hook.
-const MAX_LINKS: usize = 40;
-
-/// `path` (absolute) as the file system would reach it: each component
-/// followed through links, in order, so `..` after a link leaves the link's
-/// target. A link whose target does not exist (yet) is followed too, through
-/// chains of links, and its target's directories are resolved; components
-/// that do not exist are kept as written. So the same file has one spelling
-/// whether it exists yet or not, and a dangling link into another chat's
-/// worktree names that worktree.
-pub fn resolve(path: &Path) -> PathBuf {
-    /// Pushes `p`'s components on the stack `pending` (the first on top);
-    /// an absolute `p` restarts `out` at its root.
-    fn push_components(pending: &mut Vec<std::ffi::OsString>, p: &Path, out: &mut PathBuf) {
-        let mut parts = Vec::new();
-        for c in p.components() {
-            match c {
-                Component::RootDir | Component::Prefix(_) => *out = PathBuf::from(c.as_os_str()),
-                other => parts.push(other.as_os_str().to_os_string()),
-            }
-        }
-        pending.extend(parts.into_iter().rev());
-    }
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = PathBuf::new();
-    let mut pending = Vec::new();
-    push_components(&mut pending, &path, &mut out);
-    let mut links = 0;
-    while let Some(part) = pending.pop() {
-        if part == "." {
-            continue;
-        }
-        if part == ".." {
-            out.pop();
-            continue;
-        }
-        let next = out.join(&part);
-        let is_link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
-        if is_link && links < MAX_LINKS {
-            if let Ok(target) = std::fs::read_link(&next) {
-                links += 1;
-                // A relative target starts from the link's directory (`out`).
-                push_components(&mut pending, &target, &mut out);
-                continue;
-            }
-        }
-        out = next;
-    }
-    out
-}
-
 /// The issue whose pipeline file (`N.json`) or companion (`N-…`) `file`
 /// is, when it lies directly in `pipeline_dir`.
 pub fn pipeline_issue(file: &Path, pipeline_dir: &Path) -> Option<String> {
@@ -385,27 +270,6 @@ mod tests {
         assert!(of("echo x > /tmp/out").is_empty());
     }
 
-    #[test]
-    fn globs_match_as_the_shell_does() {
-        for (p, n) in [
-            ("*", "42.json"),
-            ("4*.json", "42.json"),
-            ("4?.json", "42.json"),
-            ("[0-9]*", "42.json"),
-            ("[!a]2", "42"),
-            ("chat.db*", "chat.db"),
-            ("st*", "state"),
-        ] {
-            assert!(glob_match(p, n), "{p} {n}");
-        }
-        for (p, n) in [("*.o", "state"), ("4?.json", "4.json"), ("[!4]2", "42")] {
-            assert!(!glob_match(p, n), "{p} {n}");
-        }
-        // Many stars over a long name that does not match: no blow-up.
-        assert!(!glob_match(&"*a".repeat(40), &"a".repeat(39)));
-        assert!(glob_match("[a", "[a"));
-    }
-
     fn no_guard() -> Guarded {
         panic!("asked where the state directory is for a call that writes nothing guarded")
     }
@@ -428,37 +292,6 @@ mod tests {
         );
         assert!(targets("Read", &json!({"file_path": "/x"}), cwd, no_guard).is_empty());
         assert!(targets("Bash", &json!({"command": "ls"}), cwd, no_guard).is_empty());
-    }
-
-    #[test]
-    fn resolve_removes_dots_and_follows_existing_links() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real");
-        std::fs::create_dir(&real).unwrap();
-        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
-        let got = resolve(&dir.path().join("link/./sub/../new.rs"));
-        assert_eq!(got, real.canonicalize().unwrap().join("new.rs"));
-    }
-
-    #[test]
-    fn resolve_follows_dangling_links_and_chains_and_stops_at_loops() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let wt = root.join("wt/42");
-        std::fs::create_dir_all(&wt).unwrap();
-        // A link to a file that does not exist yet, through a relative chain.
-        std::os::unix::fs::symlink("../wt/42/new.rs", root.join("wt/first")).unwrap();
-        std::fs::create_dir(root.join("here")).unwrap();
-        std::os::unix::fs::symlink("../wt/first", root.join("here/notes.md")).unwrap();
-        assert_eq!(resolve(&root.join("here/notes.md")), wt.join("new.rs"));
-        // A dangling link whose target's directory is itself a link.
-        std::os::unix::fs::symlink(&wt, root.join("wt-link")).unwrap();
-        std::os::unix::fs::symlink(root.join("wt-link/missing/x.rs"), root.join("here/x")).unwrap();
-        assert_eq!(resolve(&root.join("here/x")), wt.join("missing/x.rs"));
-        // A loop ends.
-        std::os::unix::fs::symlink("loop-b", root.join("loop-a")).unwrap();
-        std::os::unix::fs::symlink("loop-a", root.join("loop-b")).unwrap();
-        let _ = resolve(&root.join("loop-a/x"));
     }
 
     #[test]

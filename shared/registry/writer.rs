@@ -19,8 +19,9 @@ use std::path::Path;
 use super::acting::{enclosing_chat, REFUSED};
 use super::chat::Liveness;
 use super::clock::{ago, now};
-use super::cmd::{deadline, here, holder_words};
-use super::db::{with_registry, Claimed, Holder, DB_FILE};
+use super::cmd::{bound, here, holder_words};
+use super::db::{Claimed, Holder};
+use super::store::{may_hold_claims, with_registry};
 use super::STALE_AFTER;
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
@@ -33,10 +34,11 @@ pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<St
     let now = now();
     let chat = enclosing_chat()?;
     let Some(chat) = chat else {
-        if !root.join(DB_FILE).exists() {
+        if !may_hold_claims(root) {
             return Ok(Vec::new());
         }
-        return match with_registry(root, deadline(), |r| r.holder_of(issue.as_str())) {
+        let wanted = issue.as_str().to_string();
+        return match with_registry(root, bound(), move |r| r.holder_of(&wanted)) {
             Ok((holder, note)) => {
                 let mut lines: Vec<String> = note.into_iter().collect();
                 match holder {
@@ -57,8 +59,9 @@ pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<St
         };
     };
     // From a chat: the issue becomes the chat's unless another holds it.
-    let claimed = with_registry(root, deadline(), |r| {
-        r.claim(chat.as_str(), issue.as_str(), None, false, here, now)
+    let (who, what) = (chat.as_str().to_string(), issue.as_str().to_string());
+    let claimed = with_registry(root, bound(), move |r| {
+        r.claim(&who, &what, None, false, &here, now)
     });
     match claimed {
         Ok((Claimed::Held(h), _)) if h.liveness(now) == Liveness::Live => {

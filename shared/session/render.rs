@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::notes::Section;
-use crate::compaction::digest::{head_tail, head_units};
+use crate::client_text::{head_tail, head_units};
 use crate::cut::{cut_str, Keep};
 
 /// The most `load` prints, in bytes. Well under what a slash command's

@@ -1,5 +1,8 @@
 //! `jkz doctor`: is jkz working in this project? One line per check, `ok` or
-//! `FAIL` with what to do; `note` lines inform and never fail.
+//! `FAIL` with what to do; `note` lines inform and never fail. The state
+//! directory's line names the root and why (`state: /r/state (main worktree
+//! of /r/wt-42)`); a stray `state/` in another checkout of the repository
+//! is named with what it holds, and moved by `--fix`.
 //!
 //! Exit code: 0 when every check is ok, 1 when any failed.
 
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
 use crate::exit::Failure;
 use crate::pipeline;
-use crate::state_dir::StateDir;
+use crate::state_dir::{create_private_dir, root, stray, StateDir};
 
 mod registration;
 
@@ -29,6 +32,11 @@ pub struct DoctorArgs {
     /// directory is on it.
     #[arg(long, value_name = "PATH")]
     pub shell_path: Option<String>,
+    /// Move the files of a stray state/ (one an older jkz left in a linked
+    /// worktree, or an attached checkout's own) into the repository's state
+    /// directory; nothing newer there is overwritten.
+    #[arg(long)]
+    pub fix: bool,
 }
 
 enum Status {
@@ -166,9 +174,22 @@ pub fn doctor(
         }
     }
 
-    // 4. The state directory.
+    // 4. The state directory: which one, and why.
     let state = StateDir::resolve_for_project(state_flag, &project_dir);
-    check_state_dir(&mut report, state.path())?;
+    match state.problem() {
+        Some(problem) => report.line(
+            Status::Fail,
+            format_args!(
+                "state: cannot tell this repository's state directory: {problem}; hooks fall back to {} (used only if it exists) and commands stop: fix the repository, or name one with --state-dir or JKZ_STATE_DIR",
+                state.path().display()
+            ),
+        )?,
+        None => {
+            report.line(Status::Ok, format_args!("state: {}", state.describe()))?;
+            check_state_dir(&mut report, state.path())?;
+        }
+    }
+    check_strays(&mut report, &project_dir, args.fix)?;
     for refused in crate::state_dir::refused_entries(state.path()) {
         report.line(
             Status::Fail,
@@ -179,7 +200,11 @@ pub fn doctor(
             ),
         )?;
     }
-    if state.path() == project_dir.join("state") {
+    // The project's own state/ (not a root other checkouts share): git
+    // must ignore it.
+    let own =
+        state.problem().is_none() && resolved(state.path()) == resolved(&project_dir.join("state"));
+    if own {
         let text = crate::state_dir::read_user_file(&project_dir.join(".gitignore"))
             .map(|b| String::from_utf8(b).unwrap_or_default())
             .unwrap_or_default();
@@ -193,7 +218,10 @@ pub fn doctor(
         )?;
     }
 
-    // 5. Pipeline files, against the contract (as `jkz state validate`).
+    // 5. The registry, locks and circuits: local, or the team's database.
+    check_registry(&mut report, &state)?;
+
+    // 6. Pipeline files, against the contract (as `jkz state validate`).
     let files = pipeline::list(&state).unwrap_or_default();
     let mut bad = 0;
     for file in &files {
@@ -222,7 +250,7 @@ pub fn doctor(
             )?;
         }
     }
-    for (path, why) in pipeline::misnamed_in(&state.join(pipeline::PIPELINE_DIR)) {
+    for (path, why) in pipeline::misnamed_in(&state.join(crate::state_dir::layout::PIPELINE_DIR)) {
         bad += 1;
         report.line(Status::Fail, format_args!("{}: {why}", path.display()))?;
     }
@@ -246,6 +274,135 @@ pub fn doctor(
         .flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Which backend holds the registry, locks and circuits; for a team
+/// registry, its URL (password masked), schema version and round trip,
+/// read without changing anything.
+fn check_registry<W: Write>(report: &mut Report<W>, state: &StateDir) -> Result<(), Failure> {
+    use crate::team::schema::SCHEMA_VERSION;
+    use crate::team::Backend;
+    match crate::team::backend(state.path()) {
+        Ok(Backend::Local) => report.line(
+            Status::Note,
+            format_args!(
+                "registry: local ({}, locks/, circuit/); team mode: set {} (docs/worktrees.md)",
+                state.join(crate::state_dir::layout::CHAT_DB).display(),
+                crate::team::config::REGISTRY_URL_ENV
+            ),
+        ),
+        Err(why) => report.line(Status::Fail, format_args!("registry: {why}")),
+        Ok(Backend::Team(url, origin)) => match crate::team::cmd::probe(&url) {
+            Ok(p) => {
+                let schema = match p.version {
+                    0 => "no tables yet (created on first use, or by `jkz registry migrate`)".to_string(),
+                    v if v < SCHEMA_VERSION => format!(
+                        "schema version {v} (upgraded to {SCHEMA_VERSION} on first use, or by `jkz registry migrate`)"
+                    ),
+                    v => format!("schema version {v}"),
+                };
+                report.line(
+                    Status::Ok,
+                    format_args!(
+                        "registry: PostgreSQL {url} (from {origin}), {schema}, round trip {:.2} ms",
+                        p.round_trip.as_secs_f64() * 1000.0
+                    ),
+                )
+            }
+            Err(e) => report.line(
+                Status::Fail,
+                format_args!(
+                    "registry: {e} (from {origin}); hooks let every call through meanwhile"
+                ),
+            ),
+        },
+    }
+}
+
+/// Names every stray `state/` of the repository (see
+/// [`crate::state_dir::stray`]) and what it holds; with `fix`, moves its
+/// files into the repository's state directory and says what was left.
+fn check_strays<W: Write>(
+    report: &mut Report<W>,
+    project_dir: &Path,
+    fix: bool,
+) -> Result<(), Failure> {
+    // A layout that cannot be read was reported with the state line.
+    let Ok(found) = root::find(project_dir) else {
+        return Ok(());
+    };
+    let Some(repository) = &found.repository else {
+        return Ok(());
+    };
+    let root = &found.path;
+    for s in stray::find(repository, root) {
+        let dir = s.dir.display();
+        if !fix {
+            report.line(
+                Status::Fail,
+                format_args!(
+                    "{dir} is a stray state directory (it holds {}): this repository's is {} ({}), so no tool sees it; run jkz doctor --fix to move its files there (nothing newer there is overwritten)",
+                    s.holds,
+                    root.display(),
+                    found.why
+                ),
+            )?;
+            continue;
+        }
+        if !root.is_dir() {
+            create_private_dir(root)
+                .map_err(|e| Failure::io(1, format!("creating {}", root.display()), e))?;
+            report.line(
+                Status::Note,
+                format_args!(
+                    "created {} (mode 0700) for the stray's files",
+                    root.display()
+                ),
+            )?;
+        }
+        match stray::migrate(&s.dir, root, &s.checkout) {
+            Ok(m) => {
+                report.line(
+                    Status::Ok,
+                    format_args!(
+                        "moved {} file(s) from the stray {dir} into {} ({} replaced an older file there; {} were there already)",
+                        m.moved.len() + m.replaced.len(),
+                        root.display(),
+                        m.replaced.len(),
+                        m.same.len()
+                    ),
+                )?;
+                for (rel, why) in &m.left {
+                    report.line(
+                        Status::Fail,
+                        format_args!("{} left in place: {why}", s.dir.join(rel).display()),
+                    )?;
+                }
+                if m.removed {
+                    report.line(Status::Ok, format_args!("removed the emptied {dir}"))?;
+                }
+            }
+            Err(e) => report.line(
+                Status::Fail,
+                format_args!("moving the files of {dir} into {}: {e}", root.display()),
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// `path` with its directory resolved (it need not exist itself).
+fn resolved(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => fs::canonicalize(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        })
+        .map(|d| d.join(name))
+        .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
 }
 
 fn check_state_dir<W: Write>(report: &mut Report<W>, state: &Path) -> Result<(), Failure> {

@@ -17,7 +17,8 @@ use super::{
 };
 use crate::atomic::write_atomic_mode;
 use crate::exit::Failure;
-use crate::state_dir::create_private_dir;
+use crate::state_dir::root::{self, Found, Why};
+use crate::state_dir::{create_private_dir, layout};
 
 /// `jkz install`: register jkz's hooks and slash commands in a project.
 #[derive(clap::Args, Debug, Clone)]
@@ -31,6 +32,12 @@ pub struct InstallArgs {
     /// instead; no `state/` or `.gitignore` is touched.
     #[arg(long)]
     pub user: bool,
+    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `[registry] url` in
+    /// the project's jkz.toml, so every machine of the team shares its chats, claims, locks
+    /// and circuits. A URL holding a password is refused: put the password in PGPASSWORD
+    /// or ~/.pgpass. JKZ_REGISTRY_URL, when set, wins over the file.
+    #[arg(long, value_name = "URL", conflicts_with = "user")]
+    pub registry: Option<String>,
 }
 
 /// `jkz uninstall`: remove exactly what `jkz install` added.
@@ -88,17 +95,57 @@ impl SettingsFile {
 }
 
 /// Where install keeps the settings' bytes from before jkz: in a project,
-/// inside its git-ignored `state/` (beside `settings.json` it would be
-/// committed with `.claude/`); for `--user`, beside `~/.claude/settings.json`.
-fn backup_for(target: &Target, settings_real: &Path) -> PathBuf {
-    match &target.project {
-        Some(project) => project.join("state").join(BACKUP_NAME),
-        None => backup_path(settings_real),
+/// inside the repository's state directory (beside `settings.json` it would
+/// be committed with `.claude/`), under the checkout's own name there
+/// ([`layout::settings_backup_name`]); for `--user`, beside
+/// `~/.claude/settings.json`.
+fn backup_for(target: &Target, root: Option<&ProjectRoot>, settings_real: &Path) -> PathBuf {
+    match (&target.project, root) {
+        (Some(project), Some(root)) => root
+            .found
+            .path
+            .join(layout::settings_backup_name(&root.found.path, project)),
+        _ => backup_path(settings_real),
     }
 }
 
-/// The backup's file name inside a project's `state/`.
-pub const BACKUP_NAME: &str = "settings.json.jkz-backup";
+/// The backup's file name inside a project's own `state/`.
+pub const BACKUP_NAME: &str = layout::SETTINGS_BACKUP;
+
+/// The state directory of an install's project: the repository's root
+/// ([`root::find`]), and whether it is the project's own `state/` (else it
+/// is shared: a linked worktree's main checkout, a bare repository's
+/// shared root, an attached root).
+struct ProjectRoot {
+    found: Found,
+    own: bool,
+}
+
+impl ProjectRoot {
+    fn of(project: &Path) -> Result<ProjectRoot, Failure> {
+        let found = root::find(project).map_err(|problem| {
+            Failure::new(
+                1,
+                format!(
+                    "cannot tell the state directory of {}: {problem}; nothing was changed: fix the repository and run this again",
+                    project.display()
+                ),
+            )
+        })?;
+        let real = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let own = match &found.why {
+            Why::Outside { .. } => true,
+            Why::Checkout { top } => real(project) == *top,
+            _ => false,
+        };
+        Ok(ProjectRoot { found, own })
+    }
+
+    /// `/r/state (main worktree of /r/wt-42)`.
+    fn describe(&self) -> String {
+        format!("{} ({})", self.found.path.display(), self.found.why)
+    }
+}
 
 /// The backup of a settings file: its bytes before jkz first changed it.
 pub fn backup_path(settings: &Path) -> PathBuf {
@@ -198,6 +245,23 @@ fn hook_command(bin_dir: &Path, program: &str) -> String {
 
 /// Runs `jkz install`; prints one line per change (or that nothing changed).
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    let registry = match &args.registry {
+        None => None,
+        Some(raw) => {
+            let url = crate::team::RegistryUrl::parse(raw)
+                .map_err(|why| Failure::new(2, format!("--registry: {why}")))?;
+            if url.has_password() {
+                return Err(Failure::new(
+                    2,
+                    format!(
+                        "--registry: {}",
+                        crate::team::config::password_refusal(&url)
+                    ),
+                ));
+            }
+            Some(url)
+        }
+    };
     let target = Target::resolve(args.project.as_deref(), args.user)?;
     if let Some(note) = target.moved_note() {
         say(out, note)?;
@@ -216,26 +280,47 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
     let file = SettingsFile::read(&target.settings())?;
     let gitignore = project_gitignore(&target)?;
+    let root = target.project.as_deref().map(ProjectRoot::of).transpose()?;
     let user = Target::resolve(None, true).ok();
     let from_plugin = plugin::enabled(&target, user.as_ref());
 
-    // Everything is checked; from here on, changes. state/ first: in a
-    // project it holds the settings' backup.
+    // Everything is checked; from here on, changes. The state directory
+    // first: in a project it holds the settings' backup. A checkout that
+    // shares the repository's (a linked worktree, an attached clone) gets
+    // none of its own, nor a .gitignore line for one.
     let mut changes = 0;
-    if let Some(project) = &target.project {
-        let state = project.join("state");
+    if let Some(root) = &root {
+        let state = &root.found.path;
         if !state.is_dir() {
-            create_private_dir(&state)
+            create_private_dir(state)
                 .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
-            say(out, format_args!("created {} (mode 0700)", state.display()))?;
+            say(
+                out,
+                format_args!(
+                    "created {} (mode 0700; {})",
+                    state.display(),
+                    root.found.why
+                ),
+            )?;
             changes += 1;
+        } else if !root.own {
+            say(
+                out,
+                format_args!(
+                    "this checkout shares the state directory {}",
+                    root.describe()
+                ),
+            )?;
         }
         let (path, text) = gitignore.expect("read for a project");
-        if !gitignore_ignores_state(&text) {
+        if root.own && !gitignore_ignores_state(&text) {
             let new = with_gitignore_block(&text);
             write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
             say(out, format_args!("added /state/ to {}", path.display()))?;
             changes += 1;
+        }
+        if let Why::MainWorktree { .. } = root.found.why {
+            main_ignore_note(&root.found.path, out)?;
         }
     }
 
@@ -251,7 +336,22 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             ),
         )?;
     } else {
-        changes += register(&target, &file, &bin_dir, out)?;
+        changes += register(&target, root.as_ref(), &file, &bin_dir, out)?;
+    }
+
+    if let (Some(url), Some(project)) = (&registry, &target.project) {
+        let (file, recorded) =
+            crate::team::config::record(project, url).map_err(|why| Failure::new(1, why))?;
+        if recorded == crate::team::config::Recorded::Written {
+            say(
+                out,
+                format_args!(
+                    "team registry {url} recorded in {} (commit it; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
+                    file.display()
+                ),
+            )?;
+            changes += 1;
+        }
     }
 
     if changes == 0 {
@@ -266,6 +366,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
 /// returns how many changes it made.
 fn register(
     target: &Target,
+    root: Option<&ProjectRoot>,
     file: &SettingsFile,
     bin_dir: &Path,
     out: &mut impl Write,
@@ -278,7 +379,7 @@ fn register(
     if changed {
         if !had_jkz {
             // These bytes are the settings before jkz: what uninstall restores.
-            let backup = backup_for(target, &file.real);
+            let backup = backup_for(target, root, &file.real);
             match &file.bytes {
                 Some(bytes) => write_file(&backup, bytes, 0o600)?,
                 None => {
@@ -322,6 +423,28 @@ fn register(
         changes += 1;
     }
     Ok(changes)
+}
+
+/// A linked worktree's install: says so when the main checkout's
+/// `.gitignore`, where the shared `state/` lies, does not ignore it.
+fn main_ignore_note(state: &Path, out: &mut impl Write) -> Result<(), Failure> {
+    let Some(main) = state.parent() else {
+        return Ok(());
+    };
+    let text = crate::state_dir::read_user_file(&main.join(".gitignore"))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    if gitignore_ignores_state(&text) {
+        return Ok(());
+    }
+    say(
+        out,
+        format_args!(
+            "note: {} does not ignore state/: run jkz install in {} (it adds the line)",
+            main.join(".gitignore").display(),
+            main.display()
+        ),
+    )
 }
 
 /// The project's `.gitignore` (path and text; empty when missing), none for
@@ -399,15 +522,26 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     }
     let file = SettingsFile::read(&target.settings())?;
     let gitignore = project_gitignore(&target)?;
+    let root = target.project.as_deref().map(ProjectRoot::of).transpose()?;
 
     let mut changes = 0;
     let mut map = file.map.clone();
-    // The backup, where this version keeps it or beside the settings (older
-    // versions kept it there).
-    let backup = backup_for(&target, &file.real);
+    // The backup, where this version keeps it, else where older versions
+    // did: in the checkout's own state/ (a linked worktree had one), or
+    // beside the settings.
+    let backup = backup_for(&target, root.as_ref(), &file.real);
     let legacy = backup_path(&file.real);
+    let own_state_backup = target
+        .project
+        .as_ref()
+        .map(|p| p.join("state").join(BACKUP_NAME))
+        .filter(|p| *p != backup);
     if settings::remove_hooks(&mut map).map_err(|e| refusal(&file.shown, &e.0))? {
         let original = crate::state_dir::read_user_file(&backup)
+            .or_else(|e| match &own_state_backup {
+                Some(p) => crate::state_dir::read_user_file(p),
+                None => Err(e),
+            })
             .or_else(|_| crate::state_dir::read_user_file(&legacy))
             .ok();
         let restorable = original
@@ -418,6 +552,9 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
             file.replace(original.as_deref().expect("checked"))?;
             remove_file(&backup)?;
             remove_file(&legacy)?;
+            if let Some(p) = &own_state_backup {
+                remove_file(p)?;
+            }
             say(
                 out,
                 format_args!(
@@ -481,12 +618,23 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         }
     }
 
-    if let Some(project) = &target.project {
+    if let (Some(_), Some(root)) = (&target.project, &root) {
         // state/ first: while it stays, so does the line that keeps git
-        // from committing it.
-        let state = project.join("state");
+        // from committing it. A root the repository's checkouts share is
+        // never removed from one of them.
+        let state = root.found.path.clone();
         let mut state_kept = false;
-        if state.is_dir() {
+        if !root.own {
+            if state.is_dir() {
+                say(
+                    out,
+                    format_args!(
+                        "kept the state directory {}: the repository's checkouts share it",
+                        root.describe()
+                    ),
+                )?;
+            }
+        } else if state.is_dir() {
             if remove_dir_if_empty(&state) {
                 say(out, format_args!("removed empty {}", state.display()))?;
                 changes += 1;
@@ -502,7 +650,7 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
             }
         }
         let (path, text) = gitignore.expect("read for a project");
-        if !state_kept {
+        if root.own && !state_kept {
             if let Some(rest) = without_gitignore_block(&text) {
                 if rest.is_empty() {
                     remove_file(&path)?;

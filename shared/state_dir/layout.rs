@@ -17,6 +17,12 @@
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
 //! | [`MEMORY_DB`] (with SQLite's `-wal`, `-shm`), [`MEMORY_DB_CORRUPT`] | `jkz patterns`, `jkz run`, `jkz-truncate --record`, `jkz ui` (pin, reject) | learned patterns with evidence and feedback (FTS5); rebuilt from the records and the feedback log |
 //! | [`PATTERNS_FEEDBACK`] | the same | the append-only feedback log of the patterns |
+//! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
+//! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
+
+use std::path::Path;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
@@ -54,20 +60,49 @@ pub const MEMORY_DB_CORRUPT: &str = "memory.db.corrupt";
 /// signal, pin, reject and prune of a pattern, append-only; what a rebuilt
 /// `memory.db` takes its feedback from.
 pub const PATTERNS_FEEDBACK: &str = "patterns-feedback.jsonl";
+/// `state/cr-history.db`: review findings across iterations (SQLite, WAL).
+pub const FINDINGS_DB: &str = "cr-history.db";
 /// `state/watch-list.json`: what the observer watches.
 pub const WATCH_LIST: &str = "watch-list.json";
 /// `state/live-session.json`: the running observer (`jkz ui`): its pid,
 /// port, URL without the token, and start.
 pub const LIVE_SESSION: &str = "live-session.json";
 
+/// `state/settings.json.jkz-backup`: the settings of the checkout whose
+/// top holds this `state/`, as they were before `jkz install` changed them.
+pub const SETTINGS_BACKUP: &str = "settings.json.jkz-backup";
+
+/// The name of the settings backup of `checkout` in the state root `root`:
+/// [`SETTINGS_BACKUP`] when the root is the checkout's own `state/`; for
+/// another checkout sharing the root (a linked worktree, an attached
+/// clone), that name with the first 16 hex digits of the sha256 of the
+/// checkout's path, so each checkout's backup has a name of its own.
+pub fn settings_backup_name(root: &Path, checkout: &Path) -> String {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if real(root) == real(&checkout.join("state")) {
+        return SETTINGS_BACKUP.to_string();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(real(checkout).as_os_str().as_encoded_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{SETTINGS_BACKUP}.{hex}")
+}
+
+/// `state/events/`: the event log's segments (the audit trail: `jkz gc`
+/// never removes one) and its index, `index.db`.
+pub const EVENTS_DIR: &str = "events";
+/// `state/metrics.db`: pipeline metrics, derived from the event log.
+pub const METRICS_DB: &str = "metrics.db";
+
 /// The subdirectories of `state/` that jkz reads files in.
-pub const SUBDIRS: [&str; 6] = [
+pub const SUBDIRS: [&str; 7] = [
     PIPELINE_DIR,
     SESSION_RECORD_DIR,
     OFFLOAD_DIR,
     DELIBERATIONS_DIR,
     CIRCUIT_DIR,
     LOCKS_DIR,
+    EVENTS_DIR,
 ];
 
 /// The start of every pre-compact snapshot's name.

@@ -44,20 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::O_NOFOLLOW;
-
-/// `open(2)`'s `O_NONBLOCK`: opening a FIFO returns at once instead of
-/// waiting for a writer. Regular files ignore it. (No libc crate: the Linux
-/// value, the same on the architectures jkz is built for.)
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
-))]
-const O_NONBLOCK: i32 = 0o4000;
-#[cfg(not(all(
-    any(target_os = "linux", target_os = "android"),
-    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
-)))]
-const O_NONBLOCK: i32 = 0;
+use crate::user_file::{whole, O_NONBLOCK};
 
 /// Whether a link in the last path component is followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,16 +280,6 @@ pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     read_bounded(path, Links::Follow, MAX_USER_FILE, &mut bytes)?;
     whole(bytes, MAX_USER_FILE)
-}
-
-fn whole(bytes: Vec<u8>, max: u64) -> io::Result<Vec<u8>> {
-    if bytes.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {max} bytes: not read"),
-        ));
-    }
-    Ok(bytes)
 }
 
 fn read_bounded(path: &Path, links: Links, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {

@@ -34,9 +34,8 @@ rules come first: .claude/jkz-tool-roles in the project, one rule a line,
 SHARE WORDS… (e.g. `0.2 bazel test`), # comments. Built-in rules, tried in
 order (first match wins):
 {table}
-State directory: JKZ_STATE_DIR, else $CLAUDE_PROJECT_DIR/state, else the
-event's cwd + /state; written only when it exists (jkz install creates it)
-or JKZ_STATE_DIR names it. Writes state/context-offload/full-*.txt (the full
+State directory: the repository's, used only if it exists (which one, and
+why: docs/worktrees.md). Writes state/context-offload/full-*.txt (the full
 output) and one line per guarded call to state/tool-output.jsonl (the
 savings ledger; jkz stats sums it up).
 

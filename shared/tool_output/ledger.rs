@@ -34,12 +34,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::json_file::lock_within;
+use crate::state_dir::layout::{TOOL_OUTPUT_LEDGER, TOOL_OUTPUT_LEDGER_ROTATED};
 use crate::state_dir::StateDir;
 
-/// The ledger, in the state directory.
-pub use crate::state_dir::layout::TOOL_OUTPUT_LEDGER as LEDGER;
-/// The ledger's previous part, after a rotation.
-pub use crate::state_dir::layout::TOOL_OUTPUT_LEDGER_ROTATED as ROTATED;
 /// A ledger this large is rotated before the next line is appended.
 pub const ROTATE_BYTES: u64 = 8 * 1024 * 1024;
 /// The most characters of a command kept in `call`.
@@ -74,7 +71,7 @@ pub fn append(state: &StateDir, entry: &Entry) -> io::Result<bool> {
     let Some(root) = state.ensure()? else {
         return Ok(false);
     };
-    let path = root.join(LEDGER);
+    let path = root.join(TOOL_OUTPUT_LEDGER);
     rotate_if_large(&path, ROTATE_BYTES)?;
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');
@@ -83,7 +80,7 @@ pub fn append(state: &StateDir, entry: &Entry) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Renames the ledger at `path` to [`ROTATED`] when it holds `limit` bytes
+/// Renames the ledger at `path` to [`TOOL_OUTPUT_LEDGER_ROTATED`] when it holds `limit` bytes
 /// or more (checked again under the lock); true when it did.
 pub fn rotate_if_large(path: &Path, limit: u64) -> io::Result<bool> {
     let large = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() >= limit);
@@ -94,13 +91,13 @@ pub fn rotate_if_large(path: &Path, limit: u64) -> io::Result<bool> {
     if !large(path) {
         return Ok(false); // another hook rotated it meanwhile
     }
-    fs::rename(path, path.with_file_name(ROTATED))?;
+    fs::rename(path, path.with_file_name(TOOL_OUTPUT_LEDGER_ROTATED))?;
     Ok(true)
 }
 
 /// The ledger's files in reading order (older part first), those present.
 pub fn files(state: &Path) -> Vec<PathBuf> {
-    [ROTATED, LEDGER]
+    [TOOL_OUTPUT_LEDGER_ROTATED, TOOL_OUTPUT_LEDGER]
         .into_iter()
         .map(|n| state.join(n))
         .filter(|p| fs::symlink_metadata(p).is_ok())
@@ -130,7 +127,7 @@ mod tests {
         let state = StateDir::at(tmp.path().join("state"));
         assert!(append(&state, &entry(1)).unwrap());
         assert!(append(&state, &entry(2)).unwrap());
-        let ledger = state.join(LEDGER);
+        let ledger = state.join(TOOL_OUTPUT_LEDGER);
         let text = fs::read_to_string(&ledger).unwrap();
         let lines: Vec<Entry> = text
             .lines()
@@ -141,9 +138,15 @@ mod tests {
         let size = fs::metadata(&ledger).unwrap().len();
         assert!(!rotate_if_large(&ledger, size + 1).unwrap());
         assert!(rotate_if_large(&ledger, size).unwrap());
-        assert_eq!(fs::read_to_string(state.join(ROTATED)).unwrap(), text);
+        assert_eq!(
+            fs::read_to_string(state.join(TOOL_OUTPUT_LEDGER_ROTATED)).unwrap(),
+            text
+        );
         assert!(append(&state, &entry(3)).unwrap());
-        assert_eq!(files(state.path()), vec![state.join(ROTATED), ledger]);
+        assert_eq!(
+            files(state.path()),
+            vec![state.join(TOOL_OUTPUT_LEDGER_ROTATED), ledger]
+        );
     }
 
     #[test]
@@ -160,7 +163,7 @@ mod tests {
         let state = StateDir::at(tmp.path().join("state"));
         fs::create_dir(state.path()).unwrap();
         let outside = tmp.path().join("outside");
-        std::os::unix::fs::symlink(&outside, state.join(LEDGER)).unwrap();
+        std::os::unix::fs::symlink(&outside, state.join(TOOL_OUTPUT_LEDGER)).unwrap();
         assert!(append(&state, &entry(1)).is_err());
         assert!(!outside.exists());
     }

@@ -167,7 +167,7 @@ fn write_table(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "No guarded tool calls recorded (the ledger is state/{}).",
-            ledger::LEDGER
+            crate::state_dir::layout::TOOL_OUTPUT_LEDGER
         )?;
         return Ok(());
     }
@@ -263,7 +263,7 @@ mod tests {
         append(&state, &entry("Read", 90_000, 90_000, 19_000)).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
-            .open(state.join(ledger::LEDGER))
+            .open(state.join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER))
             .unwrap()
             .write_all(b"not json\n{\"tool\":1}\n\n")
             .unwrap();

@@ -3,18 +3,18 @@
 //! rules themselves live in [`crate::truncate`].
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use clap::Parser;
 
 use super::full_output::Keep;
+use super::record;
 use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
 use crate::closed_stdout::UntilStdoutCloses;
-use crate::deliberation::{pipe, Context};
+use crate::deliberation::Context;
 use crate::exit::{Failure, EXIT_USAGE};
-use crate::state_dir::StateDir;
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-truncate";
@@ -61,11 +61,11 @@ text unless they name a kind themselves.
 Head share by role (--head-share overrides):
 {}
 Full output: when the input is truncated, it is saved whole to
-STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being --state-dir >
-JKZ_STATE_DIR > $CLAUDE_PROJECT_DIR/state > ./state (the last two only if
-they exist already). Failing to save it is a warning, never a lost output.
-A kept copy holds at most {limit} bytes (1 GiB); one cut there, or one
-whose input stopped early (the reader of stdout went away), is named
+STATE/context-offload/full-<UTC time>-<pid>.txt, STATE being the state
+directory (found from JKZ_STATE_DIR or CLAUDE_PROJECT_DIR: docs/worktrees.md).
+Failing to save it is a warning, never a lost output. A kept copy holds at
+most {limit} bytes (1 GiB); one cut there, or one whose input stopped early
+(the reader of stdout went away), is named
 full-<UTC time>-<pid>-incomplete.txt.
 
 --record (the flags of `jkz run`: --role, --issue, --phase, --pr,
@@ -87,8 +87,8 @@ Exit codes:
   {EXIT_USAGE}  usage error (bad flag or value)",
         roles::table(),
         caps = Mode::caps_text(),
-        inline = super::thousands(crate::deliberation::INLINE_MAX as u64),
-        limit = super::thousands(super::full_output::KEEP_LIMIT),
+        inline = crate::thousands::thousands(crate::deliberation::INLINE_MAX as u64),
+        limit = crate::thousands::thousands(super::full_output::KEEP_LIMIT),
     )
 });
 
@@ -126,10 +126,8 @@ pub struct TruncateCli {
     #[arg(long, value_name = "F", value_parser = parse_share)]
     pub head_share: Option<f64>,
 
-    /// State directory for the full output (default: JKZ_STATE_DIR, then
-    /// $CLAUDE_PROJECT_DIR/state or ./state if it exists).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state_dir::StateDirArg,
 
     /// Do not save the full input when truncating.
     #[arg(long)]
@@ -191,16 +189,21 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let mode = cli.mode;
     let head_share = roles::resolve_head_share(cli.head_share, cli.context.role.as_deref());
     let mut stderr = io::stderr().lock();
-    let cap = super::cap_from_env(cli.max_bytes, mode, &mut stderr);
-    let state = StateDir::resolve(cli.state_dir.as_deref(), None);
+    let cap = super::cap_from_env(cli.max_bytes, mode, PROGRAM, &mut stderr);
+    let state = cli.state.resolve();
+    if let Err(why) = state.check() {
+        // A filter in a pipe: the output still goes through, unkept.
+        let _ = writeln!(stderr, "jkz-truncate: {why}; nothing is kept on disk");
+    }
     let settings = Settings {
         cap,
         head_share,
         full_output: (!cli.no_full_output && !cli.record)
             .then(|| Keep::WhenTruncated(state.clone())),
+        program: PROGRAM,
     };
     let stdout = BufWriter::with_capacity(STDOUT_BUFFER, io::stdout().lock());
-    let caller = cli.record.then(|| pipe::Caller {
+    let caller = cli.record.then(|| record::Caller {
         context: cli.context.clone(),
         service: cli.service.clone(),
         mode,
@@ -208,7 +211,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
     let go = |input: &mut dyn Read, name: &str| match &caller {
         None => super::truncate(input, stdout, &settings, name, &mut stderr),
         Some(caller) => {
-            pipe::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
+            record::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
     // A closed stdout stops the reading (see `crate::closed_stdout`).
@@ -225,7 +228,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             go(&mut UntilStdoutCloses::new(stdin, io::stdout()), "stdin")?;
         }
     }
-    Ok(0)
+    Ok(crate::exit::EXIT_OK)
 }
 
 #[cfg(test)]

@@ -64,9 +64,9 @@ use crate::atomic::AtomicFile;
 use crate::state_dir::StateDir;
 
 use super::head_tail::Chunk;
+pub use crate::deliberation::response::hex;
 
-/// The subdirectory of the state directory that holds full outputs.
-pub use crate::state_dir::layout::OFFLOAD_DIR as SUBDIR;
+use crate::state_dir::layout::OFFLOAD_DIR;
 
 /// Chunks that may wait for the writer before the reading side waits.
 pub const QUEUE: usize = 4;
@@ -120,8 +120,8 @@ fn incompleteness(stopped: Option<&str>, kept: u64, seen: u64) -> Option<String>
     let cut = (seen > kept).then(|| {
         format!(
             "only its first {} of {} bytes are kept (the bound on a kept copy)",
-            super::thousands(kept),
-            super::thousands(seen),
+            crate::thousands::thousands(kept),
+            crate::thousands::thousands(seen),
         )
     });
     match (stopped, cut) {
@@ -233,16 +233,6 @@ impl Keeper {
     }
 }
 
-/// Lowercase hex of a digest.
-pub fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(digest.len() * 2);
-    for b in digest {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 /// What the writer thread writes to.
 #[derive(Debug)]
 enum Dest {
@@ -300,9 +290,9 @@ impl FullOutput {
     pub fn start(keep: &Keep, limit: u64) -> Result<Option<FullOutput>, String> {
         let (dest, target) = match keep {
             Keep::WhenTruncated(dir) => {
-                let offload = dir
-                    .ensure_subdir(SUBDIR)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.join(SUBDIR).display()))?;
+                let offload = dir.ensure_subdir(OFFLOAD_DIR).map_err(|e| {
+                    format!("cannot create {}: {e}", dir.join(OFFLOAD_DIR).display())
+                })?;
                 let Some(offload) = offload else {
                     return Ok(None);
                 };
@@ -509,7 +499,7 @@ mod tests {
         use super::super::head_tail::Chunk;
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::at(dir.path());
-        std::fs::create_dir_all(dir.path().join(SUBDIR)).unwrap();
+        std::fs::create_dir_all(dir.path().join(OFFLOAD_DIR)).unwrap();
         let keep = Keep::WhenTruncated(state);
         for (limit, stopped, whole) in [
             (1 << 20, None, true),

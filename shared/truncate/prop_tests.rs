@@ -12,8 +12,12 @@ use std::io::{self, Read};
 
 use proptest::prelude::*;
 
+use super::marker::*;
+use super::select::*;
+use super::stream::{truncate_with, Tuning};
 use super::*;
-use crate::blocks::{BlockScanner, Event};
+use crate::blocks::{BlockScanner, Event, Kind};
+use crate::cut;
 use crate::state_dir::StateDir;
 
 const MAX_LINE: usize = 16;
@@ -338,6 +342,7 @@ fn streaming(input: &[u8], cap: u64, share: f64, sizes: Vec<usize>, tuning: Tuni
         cap,
         head_share: share,
         full_output: None,
+        program: "jkz-truncate",
     };
     let mut out = Vec::new();
     let mut warnings = Vec::new();
@@ -670,6 +675,7 @@ proptest! {
             cap,
             head_share: 0.5,
             full_output: Some(full_output::Keep::WhenTruncated(StateDir::at(dir.path().join("state")))),
+            program: "jkz-truncate",
         };
         let reader = Chunked { data: &input, sizes, next: 0 };
         let mut out = Vec::new();
@@ -677,7 +683,7 @@ proptest! {
         let summary = truncate_with(reader, &mut out, &settings, "test", &mut warnings, tuning, &mut None)
             .unwrap();
         prop_assert!(warnings.is_empty(), "{}", String::from_utf8_lossy(&warnings));
-        let offload = dir.path().join("state").join(full_output::SUBDIR);
+        let offload = dir.path().join("state").join(crate::state_dir::layout::OFFLOAD_DIR);
         if input.len() as u64 <= cap {
             prop_assert_eq!(summary.full_output, None);
             prop_assert!(!offload.exists());
@@ -709,6 +715,7 @@ proptest! {
                 offload: dir.path().to_path_buf(),
                 inline_max,
             }),
+            program: "jkz-truncate",
         };
         let reader = Chunked { data: &input, sizes, next: 0 };
         let mut out = Vec::new();

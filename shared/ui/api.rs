@@ -1,5 +1,5 @@
 //! The JSON API behind the page: what each endpoint answers, built from the
-//! state directory with the project's readers (documented in the README).
+//! state directory with the project's readers (documented in docs/ui.md).
 //!
 //! Every part of the state that does not exist yet (no deliberations, no
 //! locks, no registry, no ledger) answers empty, never an error.
@@ -17,9 +17,10 @@ use super::own_files::{read_live_session, read_watch_list};
 use super::poll::{Row, Table};
 use crate::compaction::snapshot::{self, SnapshotHead};
 use crate::deliberation::index::{load_read_only, read_record, Entry};
+use crate::json_file::HOOK_LOCK_WAIT;
 use crate::pipeline::IssueNumber;
 use crate::process::{liveness, Liveness};
-use crate::state_dir::layout::{CHAT_DB, OFFLOAD_DIR};
+use crate::state_dir::layout::CHAT_DB;
 use crate::state_dir::{StateDir, DELIBERATIONS_DIR};
 
 /// `GET /api/pipelines`: every pipeline's normalized view, in issue order,
@@ -212,8 +213,8 @@ pub fn issue(
     let locks: Vec<Value> = crate::lock::list(state)
         .unwrap_or_default()
         .into_iter()
-        .filter(|(_, l)| l.name == issue.as_str() || l.name == format!("issue-{issue}"))
-        .map(|(_, l)| lock_json(&l, now))
+        .filter(|l| l.name == issue.as_str() || l.name == format!("issue-{issue}"))
+        .map(|l| lock_json(&l, now))
         .collect();
     json!({
         "issue": issue.as_str(),
@@ -225,6 +226,7 @@ pub fn issue(
         "deliberations": deliberations,
         "compactions": compactions,
         "locks": locks,
+        "findings": crate::findings::observer::issue_json(state, issue.as_str()),
     })
 }
 
@@ -247,16 +249,11 @@ pub fn deliberations(state: &StateDir) -> (Vec<Entry>, Option<String>) {
     }
 }
 
-/// Whether `id` can name a deliberation record: the characters record ids
-/// are made of, no leading dot, no separator. Anything else (`..`, `/`) is
-/// refused before any path is built.
+/// Whether `id` can name a deliberation record: the one file-name rule
+/// (record ids are made of those characters), no leading dot. Anything
+/// else (`..`, `/`) is refused before any path is built.
 pub fn is_record_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 255
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
+    crate::file_name::is_safe_visible(id)
 }
 
 /// `GET /api/deliberations/ID`: the whole record with its full response
@@ -288,15 +285,10 @@ pub fn deliberation(state: &StateDir, id: &str) -> Result<Value, (u16, String)> 
 /// The largest response shown on the page.
 const MAX_RESPONSE_SHOWN: u64 = 16 * 1024 * 1024;
 
-/// A response file named by a record: only `context-offload/<hex>.txt`.
+/// A response file named by a record, read when
+/// [`response_path`](crate::deliberation::response::response_path) accepts its name.
 fn offload_text(state: &StateDir, file: &str) -> Result<String, String> {
-    let name = file
-        .strip_prefix(OFFLOAD_DIR)
-        .and_then(|n| n.strip_prefix('/'))
-        .and_then(|n| n.strip_suffix(".txt"))
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| format!("the record names {file:?}, not a response file"))?;
-    let path = state.join(OFFLOAD_DIR).join(format!("{name}.txt"));
+    let path = crate::deliberation::response::response_path(state, file)?;
     crate::state_dir::read_state_file(&path, MAX_RESPONSE_SHOWN)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|e| format!("{file}: {e}"))
@@ -318,8 +310,8 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
     let locks: Vec<Value> = crate::lock::list(state)
         .unwrap_or_default()
         .into_iter()
-        .filter(|(_, l)| l.state(now) == crate::lock::LockState::Held)
-        .map(|(_, l)| lock_json(&l, now))
+        .filter(|l| l.state(now) == crate::lock::LockState::Held)
+        .map(|l| lock_json(&l, now))
         .collect();
     let savings = match crate::tool_output::stats::summarize(state.path()) {
         Ok(s) => json!(s),
@@ -342,11 +334,17 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
 /// The live chats and their claims, read-only; empty without a registry.
 fn registry(state: &StateDir) -> Value {
     use crate::registry::clock::{now, timestamp};
-    let path = state.join(CHAT_DB);
-    let present = path.is_file();
-    let (listed, error) = match crate::registry::db::chats_read_only(&path) {
+    // A page refresh waits no longer than a hook on a team registry.
+    let bound = crate::registry::Bound::Hook(std::time::Instant::now() + HOOK_LOCK_WAIT);
+    let (present, listed) = crate::registry::store::chats_for_observer(state.path(), bound);
+    let (listed, error) = match listed {
         Ok(listed) => (listed, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let backend = match crate::team::backend(state.path()) {
+        Ok(crate::team::Backend::Team(url, _)) => json!({"kind": "team", "url": url.masked()}),
+        Ok(crate::team::Backend::Local) => json!({"kind": "local", "path": state.join(CHAT_DB)}),
+        Err(e) => json!({"kind": "unusable", "error": e}),
     };
     let now = now();
     let mut claims = Vec::new();
@@ -358,13 +356,14 @@ fn registry(state: &StateDir) -> Value {
                     "issue": k.issue,
                     "session_id": k.session_id,
                     "worktree": k.worktree,
+                    "host": k.host,
                     "acquired": timestamp(k.acquired),
                 }));
             }
             crate::registry::cmd::chat_json(c, held, now)
         })
         .collect();
-    json!({"present": present, "error": error, "chats": chats, "claims": claims})
+    json!({"present": present, "backend": backend, "error": error, "chats": chats, "claims": claims})
 }
 
 #[cfg(test)]

@@ -147,13 +147,7 @@ pub fn write_live_session(state: &StateDir, session: &LiveSession) -> io::Result
 
 fn write_own(state: &StateDir, name: &str, bytes: &[u8]) -> io::Result<()> {
     let Some(root) = state.ensure()? else {
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "the state directory {} does not exist (run jkz install, or pass --state-dir)",
-                state.path().display()
-            ),
-        ));
+        return Err(io::Error::new(io::ErrorKind::NotFound, state.missing()));
     };
     crate::atomic::write_atomic(&root.join(name), bytes)
 }

@@ -20,7 +20,9 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 
 use crate::pipeline::{self, IssueNumber, PipelineFile};
-use crate::state_dir::layout::{CHAT_DB, LIVE_SESSION, MEMORY_DB, PATTERNS_FEEDBACK, WATCH_LIST};
+use crate::state_dir::layout::{
+    CHAT_DB, FINDINGS_DB, LIVE_SESSION, MEMORY_DB, PATTERNS_FEEDBACK, WATCH_LIST,
+};
 use crate::state_dir::{StateDir, CIRCUIT_DIR, DELIBERATIONS_DIR, LOCKS_DIR};
 
 /// How often the state is polled: a change shows on the page well within 1 s.
@@ -121,6 +123,15 @@ impl Poller {
             return None;
         }
         self.others = others;
+        if !changed.is_empty() && self.version > 0 {
+            // The observer's watcher: a change jkz did not write is logged.
+            if let Err(e) = crate::events::up_to_date(&self.state) {
+                crate::events::warn_once(
+                    "ui-reconcile",
+                    format!("reconciling pipeline files with the event log: {e}"),
+                );
+            }
+        }
         if !changed.is_empty() {
             let files: Vec<PipelineFile> = changed.iter().map(|(f, _)| f.clone()).collect();
             for ((_, stamp), loaded) in changed.iter().zip(pipeline::load_all(&files)) {
@@ -160,11 +171,22 @@ impl Poller {
             s.join(LIVE_SESSION),
             s.join(CHAT_DB),
             s.join(format!("{CHAT_DB}-wal")),
+            s.join(FINDINGS_DB),
+            s.join(format!("{FINDINGS_DB}-wal")),
             s.join(MEMORY_DB),
             s.join(format!("{MEMORY_DB}-wal")),
             s.join(PATTERNS_FEEDBACK),
         ];
         paths.extend(crate::tool_output::ledger::files(s.path()));
+        // The event log: its newest segment grows with every event.
+        let events = s.join(crate::events::EVENTS_DIR);
+        paths.push(events.clone());
+        if let Some((_, newest)) = crate::events::segment::list(&events)
+            .ok()
+            .and_then(|mut l| l.pop())
+        {
+            paths.push(newest);
+        }
         paths.iter().map(|p| Stamp::of_path(p)).collect()
     }
 }

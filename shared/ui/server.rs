@@ -112,6 +112,9 @@ fn router(shared: AppState) -> Router {
         .route("/api/patterns", get(patterns))
         .route("/api/patterns/{id}", axum::routing::post(act_on_pattern))
         .route("/api/events", get(events))
+        .route("/api/timeline/{issue}", get(timeline))
+        .route("/api/metrics", get(metrics))
+        .route("/metrics", get(prometheus))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -314,6 +317,56 @@ async fn events(State(s): State<AppState>) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+async fn timeline(State(s): State<AppState>, UrlPath(raw): UrlPath<String>) -> Response {
+    let Ok(n) = IssueNumber::parse(&raw) else {
+        return error(StatusCode::BAD_REQUEST, "not an issue number");
+    };
+    match blocking(move || super::history::timeline(&s.state, &n, Utc::now())).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+    }
+}
+
+#[derive(Deserialize)]
+struct Window {
+    since: Option<String>,
+}
+
+async fn metrics(
+    State(s): State<AppState>,
+    axum::extract::Query(w): axum::extract::Query<Window>,
+) -> Response {
+    let since = w
+        .since
+        .unwrap_or_else(|| crate::metrics::DEFAULT_WINDOW.into());
+    match blocking(move || super::history::metrics(&s.state, &since, Utc::now())).await {
+        Ok(report) => Json(report).into_response(),
+        Err((code, message)) => error(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            &message,
+        ),
+    }
+}
+
+/// The metrics in Prometheus' text format, over the default window.
+async fn prometheus(State(s): State<AppState>) -> Response {
+    let window = crate::metrics::DEFAULT_WINDOW;
+    match blocking(move || super::history::metrics(&s.state, window, Utc::now())).await {
+        Ok(report) => (
+            [(
+                header::CONTENT_TYPE,
+                crate::metrics::prometheus::CONTENT_TYPE,
+            )],
+            crate::metrics::prometheus::exposition(&report),
+        )
+            .into_response(),
+        Err((code, message)) => error(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            &message,
+        ),
+    }
 }
 
 /// 128 random bits, hex: the token a change must carry.

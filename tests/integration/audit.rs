@@ -1,14 +1,14 @@
 //! `jkz run`, deliberation records, `jkz deliberations`, and what `jkz gc`
 //! keeps of them: real child processes, real exit codes and signals.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::util::{bin, Dir};
+use crate::util::{self, bin, Dir};
 
 fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
@@ -338,16 +338,6 @@ fn sigkill_at_random_moments_leaves_record_and_response_whole_or_absent() {
     assert_eq!(listed.len(), records(&dir).len());
 }
 
-fn set_old(path: &Path, days: u64) {
-    let t = std::time::SystemTime::now() - Duration::from_secs(days * 86_400);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_times(std::fs::FileTimes::new().set_modified(t).set_accessed(t))
-        .unwrap();
-}
-
 #[test]
 fn gc_keeps_deliberations_and_held_locks_and_removes_expired_locks() {
     let dir = Dir::new();
@@ -362,11 +352,11 @@ fn gc_keeps_deliberations_and_held_locks_and_removes_expired_locks() {
     let recs = records(&dir);
     let response = state.join(recs[0].1["response_file"].as_str().unwrap());
     // A month old, the record too: still the audit trail.
-    set_old(&response, 30);
-    set_old(&recs[0].0, 30);
+    util::age(&response, util::DAY * 30);
+    util::age(&recs[0].0, util::DAY * 30);
     let stray = state.join("context-offload/old-section.md");
     std::fs::write(&stray, "offloaded long ago").unwrap();
-    set_old(&stray, 30);
+    util::age(&stray, util::DAY * 30);
     let jkz = |args: &[&str]| {
         dir.cmd("jkz")
             .arg("--state-dir")
@@ -603,8 +593,8 @@ fn gc_keeps_a_month_old_response_when_the_deliberation_index_cannot_be_read() {
         .success();
     let recs = records(&dir);
     let response = state.join(recs[0].1["response_file"].as_str().unwrap());
-    set_old(&response, 30);
-    set_old(&recs[0].0, 30);
+    util::age(&response, util::DAY * 30);
+    util::age(&recs[0].0, util::DAY * 30);
     // An index that cannot be read: a directory in its place.
     let index = state.join("deliberations/index.jsonl");
     let _ = std::fs::remove_file(&index);
@@ -647,7 +637,7 @@ fn gc_keeps_the_temp_file_of_a_response_still_streaming_after_a_long_silence() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    set_old(&temp, 1);
+    util::age(&temp, util::DAY * 1);
     let gc = run(&dir).arg("gc").run().success();
     assert!(
         temp.exists(),
@@ -664,7 +654,7 @@ fn gc_keeps_the_temp_file_of_a_response_still_streaming_after_a_long_silence() {
         "state/context-offload/.left.txt.abc123.tmp",
         "killed writer",
     );
-    set_old(&left, 1);
+    util::age(&left, util::DAY * 1);
     run(&dir).arg("gc").run().success();
     assert!(!left.exists());
 }

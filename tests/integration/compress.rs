@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::util::{bin, Dir};
+use crate::util::{self, bin, Dir};
 
 const MARKER: &str = "<!-- jkz:offload sha256=";
 
@@ -473,18 +473,6 @@ fn budget_never_makes_the_output_larger_than_no_budget() {
     assert_eq!(back.stdout(), NOT_MONOTONE.as_bytes());
 }
 
-/// Sets a file's access and modification times `days` days back.
-fn age(path: &Path, days: u64) {
-    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
-    let file = std::fs::File::options().write(true).open(path).unwrap();
-    file.set_times(
-        std::fs::FileTimes::new()
-            .set_accessed(then)
-            .set_modified(then),
-    )
-    .unwrap();
-}
-
 /// A compress that finds its offload file already there used to leave it
 /// untouched, so its times stayed old and `jkz gc` removed it as idle: the
 /// document just compressed could no longer be restored.
@@ -493,7 +481,7 @@ fn gc_keeps_an_offload_file_that_a_compress_just_reused() {
     let dir = Dir::new();
     let (sha, _) = compressed_in(&dir);
     let file = dir.join(format!("st/context-offload/{sha}.md"));
-    age(&file, 30);
+    util::age(&file, util::DAY * 30);
     let again = compress_in(&dir, &["doc.md"]).run().success();
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
     assert!(
@@ -685,7 +673,9 @@ fn stats_line_only_when_asked_or_on_a_terminal() {
     );
     // stderr on a terminal (script(1) gives the command one).
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("note: no script(1); the terminal case is not checked");
+        util::cannot_run(
+            "no script(1) here (apt-get install bsdutils): the terminal case is not checked",
+        );
         return;
     }
     let shown = Command::new("script")

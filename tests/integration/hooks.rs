@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::util::{Dir, Run};
+use crate::util::{self, Dir, Run};
 
 fn event(dir: &Dir, session: &str, extra: Value) -> Vec<u8> {
     let mut e = json!({
@@ -25,16 +25,14 @@ fn event(dir: &Dir, session: &str, extra: Value) -> Vec<u8> {
 }
 
 fn pipeline(dir: &Dir, n: u32, phase: &str) {
-    dir.write(
-        format!("state/pipeline/{n}.json"),
-        json!({ n.to_string(): {
-            "current_phase": phase, "active_agent": "builder", "pr_number": n.to_string(),
-            "plan_iterations": "1", "review_passed": "true", "qa_passed": "false",
-            "pending_decisions": [format!("decide {n}")], "failure_context": format!("failure {n}"),
-            "last_updated": format!("2025-01-01T00:00:{:02}.000Z", n % 60),
-        }, "lastActivity": "2025-01-01T00:00:00.000Z", "heartbeat_pid": 1 })
-        .to_string(),
-    );
+    let issue = json!({
+        "current_phase": phase, "active_agent": "builder", "pr_number": n.to_string(),
+        "plan_iterations": "1", "review_passed": "true", "qa_passed": "false",
+        "pending_decisions": [format!("decide {n}")], "failure_context": format!("failure {n}"),
+        "last_updated": format!("2025-01-01T00:00:{:02}.000Z", n % 60),
+    });
+    let top = json!({ "lastActivity": "2025-01-01T00:00:00.000Z", "heartbeat_pid": 1 });
+    util::write_pipeline(&dir.join("state"), n, &util::pipeline_doc(n, issue, top));
 }
 
 /// Files outside `state/`.
@@ -291,12 +289,7 @@ fn old_snapshots_are_pruned_but_the_newest_twenty_kept() {
             "{}",
         );
         // Retention reads a snapshot's age from its modification time.
-        std::fs::File::options()
-            .write(true)
-            .open(path)
-            .unwrap()
-            .set_modified(t.into())
-            .unwrap();
+        crate::util::set_file_time(&path, t.into());
     }
     let before = snapshots(&dir);
     pre_compact(&dir, event(&dir, "s", json!({}))).success();

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{Cmd, Dir, Immutable, Run};
+use crate::util::{self, Cmd, Dir, Immutable, Run};
 
 /// A temp dir holding a project `p/` (with `state/`) and a sibling `outside/`.
 struct World {
@@ -60,12 +60,7 @@ impl World {
         for (k, v) in extra.as_object().unwrap() {
             data[k] = v.clone();
         }
-        std::fs::create_dir_all(self.state().join("pipeline")).unwrap();
-        std::fs::write(
-            self.state().join(format!("pipeline/{n}.json")),
-            json!({ n.to_string(): data }).to_string(),
-        )
-        .unwrap();
+        util::write_pipeline(&self.state(), n, &util::pipeline_doc(n, data, Value::Null));
     }
 }
 
@@ -773,17 +768,10 @@ fn a_state_root_link_is_the_users_choice() {
 #[test]
 fn gc_does_not_remove_files_through_a_linked_subdirectory() {
     let world = World::new();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(90 * 24 * 3600);
     for name in ["a.json", "b.json", "c.md"] {
         let path = world.outside().join(name);
         std::fs::write(&path, "{}").unwrap();
-        let f = std::fs::File::options().write(true).open(&path).unwrap();
-        f.set_times(
-            std::fs::FileTimes::new()
-                .set_modified(old)
-                .set_accessed(old),
-        )
-        .unwrap();
+        util::age(&path, util::DAY * 90);
     }
     symlink(world.outside(), world.state().join("session-snapshots")).unwrap();
     symlink(world.outside(), world.state().join("context-offload")).unwrap();
@@ -857,7 +845,7 @@ fn a_state_that_cannot_be_written() {
     let world = World::new();
     world.pipeline(1, json!({}));
     let Some(_guard) = Immutable::set(&world.state()) else {
-        eprintln!("chattr +i is not supported here: read-only state/ not tested");
+        util::cannot_run("chattr +i is not supported here: read-only state/ not tested");
         return;
     };
     // Prove the directory really refuses writes, as root.
@@ -877,7 +865,9 @@ fn a_state_that_cannot_be_written() {
     let e = event(&world, "s").to_string();
     let run = hook(&world, "jkz-pre-compact", e.as_bytes(), why);
     assert!(run.stdout_str().contains("decide"), "{}", run.report());
-    hook(&world, "jkz-session-start", e.as_bytes(), "");
+    // It reads the state, and appends session.started to the event log:
+    // that write is refused too, and said.
+    hook(&world, "jkz-session-start", e.as_bytes(), why);
     let before = world.outside_state();
     let run = world
         .cmd("jkz-truncate")

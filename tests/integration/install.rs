@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -339,13 +339,7 @@ fn doctor_says_what_to_fix() {
 
 fn aged(dir: &Dir, rel: &str, age: Duration) {
     let path = dir.write(rel, vec![b'x'; 1000]);
-    let t = SystemTime::now() - age;
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_times(std::fs::FileTimes::new().set_modified(t).set_accessed(t))
-        .unwrap();
+    crate::util::age(&path, age);
 }
 
 #[test]

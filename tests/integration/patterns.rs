@@ -884,3 +884,64 @@ fn the_observer_lists_patterns_and_changes_them_only_with_the_token() {
     let log = String::from_utf8(dir.read("state/patterns-feedback.jsonl")).unwrap();
     assert_eq!(log.lines().count(), 2, "{log}");
 }
+
+#[test]
+fn a_finding_seen_in_two_issues_becomes_a_pattern() {
+    let dir = project();
+    let verdict = |messages: &[&str]| {
+        let findings: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"file": "src/pay.rs", "line": 3, "message": m, "severity": "major"}))
+            .collect();
+        format!(
+            "<!-- jkz:verdict-json {} -->\n",
+            json!({"verdict": "FAIL", "findings": findings})
+        )
+    };
+    let import = |issue: &str, messages: &[&str]| {
+        dir.write("review.md", verdict(messages));
+        jkz(&dir)
+            .args([
+                "findings",
+                "import",
+                "--issue",
+                issue,
+                "--iteration",
+                "1",
+                "--source",
+                "verdict",
+                "--role",
+                "reviewer",
+            ])
+            .arg(dir.join("review.md"))
+            .run()
+            .success();
+    };
+    import("41", &["Round after converting to cents, not before"]);
+    import(
+        "42",
+        &[
+            "Round after converting to cents — not before!",
+            "A finding of one issue only",
+        ],
+    );
+    mine(&dir);
+    let all = list(&dir, &[]);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let p = &all[0];
+    assert_eq!(p["occurrences"], 2);
+    let issues: Vec<u64> = p["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["issue"].as_u64().unwrap())
+        .collect();
+    assert_eq!(issues, [41, 42]);
+    assert!(p["sources"][0]["record"]
+        .as_str()
+        .unwrap()
+        .starts_with("finding:"));
+    // Counted once, however often it is mined.
+    mine(&dir);
+    assert_eq!(list(&dir, &[])[0]["occurrences"], 2);
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::util::{bin, Dir};
+use crate::util::{self, bin, Dir};
 
 /// What no output and no file under `state/` may ever contain.
 const SECRET: &str = "SECRET-4f1c9e-NEVER-SHOWN";
@@ -388,17 +388,7 @@ fn every_reader_refuses_a_link_a_fifo_dev_zero_and_a_directory() {
                 plant(&path, what, &project.secret());
                 // An idle offload file, so that gc scans for references.
                 let idle = project.dir.write("p/state/context-offload/idle.md", "x");
-                let old = std::time::SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
-                std::fs::File::options()
-                    .write(true)
-                    .open(&idle)
-                    .unwrap()
-                    .set_times(
-                        std::fs::FileTimes::new()
-                            .set_modified(old)
-                            .set_accessed(old),
-                    )
-                    .unwrap();
+                util::age(&idle, util::DAY * 8);
                 let out = run(
                     &project.project(),
                     reader.program,

@@ -114,10 +114,16 @@ fn a_chat_registers_beats_and_goes_stale_after_five_minutes() {
     assert_eq!(p.chats(T + 40 + 300)[0]["state"], "stale");
     let table = p.jkz(&["chats"], T + 40 + 300).success().stdout_str();
     assert!(table.starts_with("SESSION"), "{table}");
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["SESSION", "STATE", "SEEN", "HOST", "BRANCH", "CLAIMS", "WORKTREE"]
+    );
+    // The local registry knows a chat's host only with its client's pid.
     let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(
         row,
-        ["chat-a", "stale", "5m", "ago", "-", "-", "-"],
+        ["chat-a", "stale", "5m", "ago", "-", "-", "-", "-"],
         "{table}"
     );
     quiet(&p.hook("SessionEnd", "chat-a", json!({"reason": "exit"}), T + 400));
@@ -356,7 +362,7 @@ fn a_corrupt_chat_db_is_rebuilt_empty_and_said_so() {
 fn a_read_only_state_directory_never_breaks_a_hook() {
     let p = Project::new();
     let Some(_guard) = Immutable::set(&p.dir.join("state")) else {
-        eprintln!("chattr +i is not supported here: read-only state/ not tested");
+        crate::util::cannot_run("chattr +i is not supported here: read-only state/ not tested");
         return;
     };
     assert!(std::fs::write(p.dir.join("state/probe"), "x").is_err());

@@ -81,13 +81,20 @@ fn set_keeps_unknown_fields_and_their_order() {
     assert_eq!(data, ["zz", "current_phase", "aa", "last_updated"]);
     assert_eq!(v["42"]["zz"]["k"], json!([1, 2]));
     assert_eq!(v["42"]["current_phase"], "qa");
-    // Nothing else in the directory: no temp file left behind.
+    // Nothing else in the directory: no temp file left behind (the event
+    // log holds the change).
     let names: Vec<_> = dir
         .files()
         .into_iter()
         .map(|p| p.display().to_string())
+        .filter(|p| !p.starts_with("st/events/"))
         .collect();
     assert_eq!(names, ["st/pipeline/.42.json.lock", "st/pipeline/42.json"]);
+    let log: Vec<_> = std::fs::read_dir(dir.join("st/events"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(log.len() == 1 && log[0].ends_with("-0000.jsonl"), "{log:?}");
 }
 
 #[test]

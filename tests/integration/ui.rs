@@ -18,10 +18,16 @@ pub struct Server {
 
 impl Server {
     pub fn start(state: &std::path::Path) -> Server {
+        Server::start_with(state, &[])
+    }
+
+    /// Starts `jkz ui` with `envs` set as well.
+    pub fn start_with(state: &std::path::Path, envs: &[(&str, &str)]) -> Server {
         let mut child = Command::new(bin("jkz"))
             .args(["ui", "--state-dir"])
             .arg(state)
             .env_remove("JKZ_STATE_DIR")
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -2,8 +2,9 @@
 //! package, `/usr/bin/chromium`), driven over the DevTools protocol on a
 //! WebSocket. Loads the page against a fixture state directory, checks the
 //! pipelines table, pins an issue through the page, changes a pipeline file
-//! on disk and sees the change without a reload, and saves a screenshot
-//! (to `$JKZ_UI_SCREENSHOT` when set); pins and rejects a learned pattern.
+//! on disk and sees the change without a reload, shows an issue's review
+//! findings by iteration (a new import shows without a reload too), and
+//! saves a screenshot (to `$JKZ_UI_SCREENSHOT` when set); pins and rejects a learned pattern.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -225,11 +226,9 @@ fn ui_in_chromium_pins_and_rejects_a_learned_pattern() {
 #[test]
 fn ui_in_chromium_shows_pins_and_updates_live() {
     if !std::path::Path::new(CHROMIUM).exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)"
-        );
-        eprintln!("skipped: {CHROMIUM} is not installed (apt-get install chromium)");
+        crate::util::cannot_run(&format!(
+            "{CHROMIUM} is not installed (apt-get install chromium; .ci/run installs it)"
+        ));
         return;
     }
     let dir = Dir::new();
@@ -246,6 +245,29 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
         "state/tool-output.jsonl",
         "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n",
     );
+    let import = |iteration: u32| {
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/integration/fixtures/findings/coderabbit-{iteration}.json"
+        ));
+        crate::util::Cmd::new("jkz", dir.path())
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args([
+                "findings",
+                "import",
+                "--issue",
+                "102",
+                "--source",
+                "coderabbit",
+            ])
+            .arg("--iteration")
+            .arg(iteration.to_string())
+            .arg(fixture)
+            .run()
+            .success();
+    };
+    import(1);
+    import(2);
     let server = Server::start(&dir.join("state"));
     let mut b = Browser::start();
     b.open(&server.url);
@@ -289,6 +311,30 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
         "document.getElementById('issue').textContent.includes('#102')",
         Duration::from_secs(5),
     );
+    // Its review findings, by iteration, the newest open.
+    let findings = "(document.querySelector('#issue .findings') || {textContent: ''}).textContent";
+    b.wait_for(
+        &format!("{findings}.includes('Findings (3 standing)')"),
+        Duration::from_secs(5),
+    );
+    let text = b.eval(findings).as_str().unwrap().to_string();
+    for want in [
+        "iteration 2 · 1 new · 2 open · 2 resolved",
+        "iteration 1 · 4 new",
+        "resolved [major] src/pay.rs:88 — Round after converting to cents, not before.",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    assert_eq!(
+        b.eval("document.querySelector('#issue .findings details').open"),
+        json!(true)
+    );
+    // A new import shows on the open page, without a reload.
+    import(3);
+    b.wait_for(
+        &format!("{findings}.includes('iteration 3 · 1 open · 1 reintroduced · 2 resolved')"),
+        Duration::from_secs(5),
+    );
     dir.write(
         "state/pipeline/102.json",
         pipeline(102, "merged", "true", "true"),
@@ -324,5 +370,242 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
     let out = std::env::var_os("JKZ_UI_SCREENSHOT")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| dir.join("ui.png"));
+    std::fs::write(out, png).unwrap();
+}
+
+/// One event line at `ago` before now, as jkz writes them.
+fn event_line(
+    n: u32,
+    ago: chrono::Duration,
+    kind: &str,
+    issue: Option<&str>,
+    session: Option<&str>,
+    payload: Value,
+) -> String {
+    let at = chrono::Utc::now() - ago;
+    let mut e = json!({
+        "id": format!("{:013x}-00000001-{n:04x}", at.timestamp_micros()),
+        "type": kind,
+        "timestamp": at.to_rfc3339(),
+        "payload": payload,
+    });
+    if let Some(i) = issue {
+        e["issue"] = json!(i);
+    }
+    if let Some(s) = session {
+        e["session"] = json!(s);
+    }
+    format!("{e}\n")
+}
+
+#[test]
+fn ui_in_chromium_draws_the_timeline_and_the_metrics_and_updates_them_live() {
+    if !std::path::Path::new(CHROMIUM).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: {CHROMIUM} is not installed (apt-get install chromium)");
+        return;
+    }
+    let dir = Dir::new();
+    dir.write("state/pipeline/201.json", pipeline(201, "building", "", ""));
+    let h = chrono::Duration::hours;
+    let m = chrono::Duration::minutes;
+    let phase = |from: Option<&str>, to: &str| json!({"from": from, "to": to});
+    let log = [
+        event_line(
+            1,
+            h(30),
+            "phase.changed",
+            Some("202"),
+            None,
+            phase(None, "plan"),
+        ),
+        event_line(
+            2,
+            h(26),
+            "phase.changed",
+            Some("202"),
+            None,
+            phase(Some("plan"), "done"),
+        ),
+        event_line(
+            3,
+            h(20),
+            "phase.changed",
+            Some("203"),
+            None,
+            phase(None, "plan"),
+        ),
+        event_line(
+            4,
+            h(19),
+            "phase.changed",
+            Some("203"),
+            None,
+            phase(Some("plan"), "failed"),
+        ),
+        event_line(
+            5,
+            h(3),
+            "phase.changed",
+            Some("201"),
+            None,
+            phase(None, "plan"),
+        ),
+        event_line(
+            6,
+            h(3),
+            "claim.taken",
+            Some("201"),
+            Some("chat-1"),
+            json!({}),
+        ),
+        event_line(
+            7,
+            h(2),
+            "phase.changed",
+            Some("201"),
+            None,
+            phase(Some("plan"), "building"),
+        ),
+        event_line(
+            8,
+            m(90),
+            "agent.finished",
+            Some("201"),
+            None,
+            json!({"role": "builder", "status": "ok", "duration_ms": 600_000}),
+        ),
+        event_line(
+            9,
+            m(80),
+            "session.compacted",
+            None,
+            Some("chat-1"),
+            json!({"trigger": "auto"}),
+        ),
+    ]
+    .concat();
+    dir.write(
+        format!(
+            "state/events/{}-0000.jsonl",
+            chrono::Utc::now().format("%Y%m%d")
+        ),
+        log,
+    );
+    let server = Server::start(&dir.join("state"));
+    let mut b = Browser::start();
+    b.open(&server.url);
+
+    // The metrics: completion rate and the phase-duration chart.
+    b.wait_for(
+        "(document.getElementById('completion') || {}).textContent?.includes('50.0%')",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        b.eval(
+            "[...document.querySelectorAll('#phase-chart rect.p50')].map((r) => r.dataset.phase)"
+        ),
+        json!(["plan"]),
+        "only stays in plan ended within the window"
+    );
+    for kind in ["completed", "failed"] {
+        let drawn = format!("[...document.querySelectorAll('#completion-chart rect.{kind}')].filter((r) => +r.getAttribute('height') > 0).length");
+        assert_eq!(b.eval(&drawn), json!(1), "one issue {kind}");
+    }
+
+    // The timeline of issue 201: two phases, a run, a compaction, a claim.
+    b.wait_for(
+        "!!document.querySelector('tr[data-issue=\"201\"]')",
+        Duration::from_secs(10),
+    );
+    b.eval(
+        "window.__no_reload = 1; document.querySelector('tr[data-issue=\"201\"]').click(); true",
+    );
+    b.wait_for(
+        "document.querySelectorAll('#timeline rect.phase').length === 2",
+        Duration::from_secs(10),
+    );
+    let phases = b
+        .eval("[...document.querySelectorAll('#timeline rect.phase')].map((r) => r.dataset.phase)");
+    assert_eq!(phases, json!(["plan", "building"]));
+    assert_eq!(
+        b.eval("document.querySelectorAll('#timeline rect.run[data-role=builder]').length"),
+        json!(1)
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('#timeline path.compaction').length"),
+        json!(1)
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('#timeline rect.claim').length"),
+        json!(1)
+    );
+    // The band is drawn in time order, left to right, the current phase up to now.
+    let xs = b.eval("[...document.querySelectorAll('#timeline rect.phase')].map((r) => [+r.getAttribute('x'), +r.getAttribute('width')])");
+    let (x0, w0, x1) = (
+        xs[0][0].as_f64().unwrap(),
+        xs[0][1].as_f64().unwrap(),
+        xs[1][0].as_f64().unwrap(),
+    );
+    assert!((x0 + w0 - x1).abs() < 0.5 && x0 < x1, "{xs}");
+
+    // A pipeline script writes the file directly: the observer logs the
+    // change and the open timeline shows it, without a reload.
+    dir.write("state/pipeline/201.json", pipeline(201, "review", "", ""));
+    b.wait_for(
+        "[...document.querySelectorAll('#timeline rect.phase')].map((r) => r.dataset.phase).join() === 'plan,building,review'",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        b.eval("window.__no_reload"),
+        json!(1),
+        "the page was reloaded"
+    );
+    let direct = std::process::Command::new(crate::util::bin("jkz"))
+        .args(["--state-dir"])
+        .arg(dir.join("state"))
+        .args([
+            "events",
+            "--json",
+            "--issue",
+            "201",
+            "--type",
+            "phase.changed",
+        ])
+        .output()
+        .unwrap();
+    let last = String::from_utf8_lossy(&direct.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        last.contains("\"to\":\"review\"") && last.contains("\"direct\":true"),
+        "{last}"
+    );
+
+    // Prometheus scrapes the same server.
+    let (code, body) = server.get("/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains("# TYPE jkz_completion_rate gauge")
+            && body.contains("jkz_completion_rate 0.5"),
+        "{body}"
+    );
+
+    let shot = b.call(
+        "Page.captureScreenshot",
+        json!({"format": "png", "captureBeyondViewport": true}),
+    );
+    let png = data_encoding::BASE64
+        .decode(shot["data"].as_str().unwrap().as_bytes())
+        .unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    let out = std::env::var_os("JKZ_UI_TIMELINE_SCREENSHOT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.join("timeline.png"));
     std::fs::write(out, png).unwrap();
 }

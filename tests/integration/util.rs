@@ -7,6 +7,12 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// How long a run may take before the harness kills it and fails the test
+/// ([`Cmd::deadline`] sets another): a hang shows as a failure naming the
+/// command, never as a suite that never ends.
+pub const DEADLINE: Duration = Duration::from_secs(120);
 
 /// Every binary the harness runs, with its path as cargo built it for this
 /// test crate. `regression::contract` holds it to `jkz::setup::BINARIES`.
@@ -95,6 +101,7 @@ pub struct Cmd {
     cmd: Command,
     stdin: Vec<u8>,
     shown: String,
+    deadline: Duration,
 }
 
 /// `program` in `cwd` with `CLAUDE*` and `JKZ_*` scrubbed from its
@@ -117,6 +124,7 @@ impl Cmd {
             cmd: scrubbed(bin(name), cwd),
             stdin: Vec::new(),
             shown: name.to_string(),
+            deadline: DEADLINE,
         }
     }
 
@@ -130,6 +138,7 @@ impl Cmd {
             cmd,
             stdin: Vec::new(),
             shown: format!("sh -c '{script}' {name}"),
+            deadline: DEADLINE,
         }
     }
 
@@ -164,8 +173,16 @@ impl Cmd {
         self
     }
 
+    /// How long this run may take (default [`DEADLINE`]) before it is
+    /// killed and the test fails.
+    pub fn deadline(mut self, deadline: Duration) -> Cmd {
+        self.deadline = deadline;
+        self
+    }
+
     /// Runs to completion, feeding stdin from a thread so large inputs and
-    /// outputs cannot deadlock.
+    /// outputs cannot deadlock. A run still going at its deadline is killed
+    /// and fails the test, naming the command.
     pub fn run(mut self) -> Run {
         self.cmd
             .stdin(Stdio::piped())
@@ -181,7 +198,25 @@ impl Cmd {
             // The program may exit without reading everything; that is its right.
             let _ = stdin.write_all(&input);
         });
-        let output = child.wait_with_output().expect("wait");
+        let pid = child.id();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(child.wait_with_output());
+        });
+        let output = match finished.recv_timeout(self.deadline) {
+            Ok(output) => output.expect("wait"),
+            Err(_) => {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .arg(pid.to_string())
+                    .status();
+                panic!(
+                    "did not finish within {} s, killed: {}",
+                    self.deadline.as_secs_f64(),
+                    self.shown
+                );
+            }
+        };
         feeder.join().expect("stdin feeder");
         Run {
             shown: self.shown,
@@ -264,6 +299,60 @@ impl Run {
         );
         self
     }
+}
+
+/// The document of issue `n`'s pipeline file: `{"<n>": issue}`, beside
+/// the top-level fields of `top` (an object; `null` for none).
+pub fn pipeline_doc(
+    n: impl std::fmt::Display,
+    issue: serde_json::Value,
+    top: serde_json::Value,
+) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    doc.insert(n.to_string(), issue);
+    if let serde_json::Value::Object(top) = top {
+        doc.extend(top);
+    }
+    serde_json::Value::Object(doc)
+}
+
+/// Writes `doc` as issue `n`'s pipeline file, `pipeline/<n>.json` under
+/// the state directory `state` (made when missing); returns its path.
+pub fn write_pipeline(state: &Path, n: impl std::fmt::Display, doc: &serde_json::Value) -> PathBuf {
+    let path = state.join(format!("pipeline/{n}.json"));
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("make pipeline/");
+    std::fs::write(&path, doc.to_string()).expect("write a pipeline file");
+    path
+}
+
+/// A test that cannot run where it is (it needs root, `chattr`, a mount,
+/// a program that is not installed) calls this, then returns: with `CI`
+/// set it fails, saying `why`, since CI must run every test; elsewhere it
+/// says `SKIPPED: why` on stderr, so a skipped test is never silent.
+pub fn cannot_run(why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "cannot run here, and CI runs every test: {why}"
+    );
+    eprintln!("SKIPPED: {why}");
+}
+
+/// A day, for ageing files.
+pub const DAY: Duration = Duration::from_secs(86_400);
+
+/// Sets `path`'s modification and access times to `t`: retention and `jkz
+/// gc` read a file's age from them.
+pub fn set_file_time(path: &Path, t: SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(t).set_accessed(t)))
+        .unwrap_or_else(|e| panic!("set the times of {}: {e}", path.display()));
+}
+
+/// Makes `path` `age` old (see [`set_file_time`]).
+pub fn age(path: &Path, age: Duration) {
+    set_file_time(path, SystemTime::now() - age);
 }
 
 /// Removes the immutable flag when dropped, so a failing test leaves the

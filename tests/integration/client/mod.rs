@@ -19,6 +19,7 @@ mod plugin;
 mod registry;
 mod session;
 mod tool_output;
+mod worktrees;
 
 use std::fs::OpenOptions;
 use std::io::Read;
@@ -231,7 +232,14 @@ impl Project {
 
     /// Runs `claude -p PROMPT --output-format json [extra…]` in the project.
     pub fn claude(&self, prompt: &str, extra: &[&str]) -> ClaudeRun {
+        self.claude_in(self.path(), prompt, extra)
+    }
+
+    /// [`Project::claude`] in another directory (a worktree of the
+    /// project's repository), with the same `HOME` and model server.
+    pub fn claude_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClaudeRun {
         let mut cmd = self.offline_claude();
+        cmd.current_dir(dir);
         cmd.arg("-p")
             .arg(prompt)
             .args(["--output-format", "json"])

@@ -27,7 +27,7 @@ const BRAVO_2: &str = "BRAVO-2: fix the greeting again";
 
 /// The tool results in the messages after the last user message that
 /// carries `marker`, in order: (text, is_error).
-fn results_since(r: &Recorded, marker: &str) -> Option<Vec<(String, bool)>> {
+pub(super) fn results_since(r: &Recorded, marker: &str) -> Option<Vec<(String, bool)>> {
     let messages = r.body["messages"].as_array()?;
     let start = messages
         .iter()

@@ -178,7 +178,7 @@ fn a_400k_test_run_reaches_the_model_with_its_verdict_failure_and_summary() {
 }
 
 #[test]
-#[ignore = "a measurement: prints the README's table (about a minute)"]
+#[ignore = "a measurement, run by bench/next_request.sh: prints the table of docs/tool-output-guard.md (about a minute)"]
 fn measure_what_the_next_request_carries() {
     let mut rows = Vec::new();
     let row = |what: &str, hooks: Hooks, seen: &Seen| {

@@ -79,10 +79,7 @@ fn concurrent_pre_compact_loses_no_snapshot() {
     let dir = Dir::new();
     let state = dir.join("state");
     for n in 1..=5 {
-        dir.write(
-            format!("state/pipeline/{n}.json"),
-            pipeline_doc(n, 1024).to_string(),
-        );
+        crate::util::write_pipeline(&dir.join("state"), n, &pipeline_doc(n, 1024));
     }
     let writers: Vec<Writer> = (0..32)
         .map(|_| Writer::PreCompact {
@@ -106,7 +103,7 @@ fn concurrent_pre_compact_with_slow_git_loses_no_nudge() {
     use std::os::unix::fs::PermissionsExt;
     let dir = Dir::new();
     let state = dir.join("state");
-    dir.write("state/pipeline/1.json", pipeline_doc(1, 1024).to_string());
+    crate::util::write_pipeline(&dir.join("state"), 1, &pipeline_doc(1, 1024));
     let shim = dir.join("slow-git/git");
     dir.write("slow-git/git", "#!/bin/sh\nexec sleep 4\n");
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -219,7 +216,7 @@ fn concurrent_session_saves_merge() {
 fn concurrent_mixed_writers() {
     let dir = Dir::new();
     let state = dir.join("state");
-    dir.write("state/pipeline/9.json", pipeline_doc(9, 1024).to_string());
+    crate::util::write_pipeline(&dir.join("state"), 9, &pipeline_doc(9, 1024));
     let mut writers = Vec::new();
     let (mut hooks, mut sets, mut saves) = (0, 0, 0);
     for k in 0..32 {

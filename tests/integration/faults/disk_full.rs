@@ -157,6 +157,21 @@ fn disk_full_cases(dir: &Dir, state: &Path, prelude: &str, why: &str) {
             if &after[p] != b {
                 assert_eq!(v["last_pre_compact_snapshot"], Value::Null);
             }
+        } else if name_of(p).ends_with(".jsonl") {
+            // The event log is appended to, never rewritten: if the line
+            // fit, it records the compaction, without a snapshot.
+            let now = &after[p];
+            assert!(now.starts_with(b), "pre-compact: {} rewritten", p.display());
+            for line in now[b.len()..]
+                .split(|&c| c == b'\n')
+                .filter(|l| !l.is_empty())
+            {
+                let e: Value = serde_json::from_slice(line).unwrap();
+                assert_eq!(
+                    (e["type"].as_str(), &e["payload"]["snapshot"]),
+                    (Some("session.compacted"), &Value::Null)
+                );
+            }
         } else {
             assert!(
                 after.get(p) == Some(b),
@@ -172,10 +187,7 @@ fn disk_full_cases(dir: &Dir, state: &Path, prelude: &str, why: &str) {
 /// The files a disk-full run must leave intact: a pipeline, a session
 /// record, a pre-compact snapshot, an offload.
 fn seed_state(dir: &Dir, state: &Path, pipeline_filler: usize) {
-    dir.write(
-        "state/pipeline/7.json",
-        pipeline_doc(7, pipeline_filler).to_string(),
-    );
+    crate::util::write_pipeline(state, 7, &pipeline_doc(7, pipeline_filler));
     let st = state.as_os_str();
     let notes = dir.write("small-notes.md", "## Decisions\n- keep it small\n");
     run_sh(
@@ -251,7 +263,7 @@ fn disk_full_on_a_tiny_tmpfs() {
         .stderr(Stdio::null())
         .status();
     if !status.is_ok_and(|s| s.success()) {
-        eprintln!("disk_full_on_a_tiny_tmpfs: skipped, mount -t tmpfs refused here (needs root); the RLIMIT_FSIZE variant ran");
+        crate::util::cannot_run("disk_full_on_a_tiny_tmpfs: mount -t tmpfs refused here (needs root); the RLIMIT_FSIZE variant ran");
         return;
     }
     let _mounted = Tmpfs(mount.clone());

@@ -2,18 +2,7 @@
 
 use super::*;
 
-/// Sets a file's modification and access times to `age` ago.
-fn age(path: &Path, age: Duration) {
-    let t = SystemTime::now() - age;
-    fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_times(fs::FileTimes::new().set_modified(t).set_accessed(t))
-        .unwrap();
-}
-
-const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+use crate::util::{age, DAY};
 
 /// Regression: gc picked its targets by modification time, scanned for
 /// seconds, then removed them without looking again: a `jkz-session save`

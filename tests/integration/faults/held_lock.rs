@@ -64,7 +64,7 @@ fn pre_compact_does_not_hang_on_a_held_session_lock() {
 fn writers_give_up_on_a_held_lock_with_a_clear_error() {
     let dir = Dir::new();
     let state = dir.join("state");
-    dir.write("state/pipeline/7.json", pipeline_doc(7, 10).to_string());
+    crate::util::write_pipeline(&dir.join("state"), 7, &pipeline_doc(7, 10));
     dir.write("state/session-snapshots/s1.json", r#"{"session_id":"s1"}"#);
     let pipeline = state.join("pipeline/7.json");
     let record = state.join("session-snapshots/s1.json");

@@ -34,10 +34,7 @@ fn kill_during_pre_compact_snapshot() {
     let state = dir.join("state");
     const PIPELINES: usize = 40;
     for n in 1..=PIPELINES {
-        dir.write(
-            format!("state/pipeline/{n}.json"),
-            pipeline_doc(n, 8 * 1024).to_string(),
-        );
+        crate::util::write_pipeline(&dir.join("state"), n, &pipeline_doc(n, 8 * 1024));
     }
     let record = state.join("session-snapshots/s1.json");
     let event = pre_compact_event(dir.path(), "s1");

@@ -197,11 +197,40 @@ fn survey(state: &Path, mut valid: impl FnMut(&Path) -> Result<(), String>) -> u
         } else if is_lock(&name) {
             let len = fs::metadata(&path).unwrap().len();
             assert_eq!(len, 0, "lock file {} holds data", path.display());
+        } else if path.parent().map(name_of).as_deref() == Some("events") {
+            if let Err(why) = valid_event_log_file(&path) {
+                panic!("{}: {why}", path.display());
+            }
         } else if let Err(why) = valid(&path) {
             panic!("{}: {why}", path.display());
         }
     }
     temps
+}
+
+/// A file of the event log (`state/events/`), whatever the writer: a
+/// segment is whole lines of events (a writer killed mid-line may leave a
+/// torn last line, which readers skip); the index is derived (SQLite).
+fn valid_event_log_file(path: &Path) -> Result<(), String> {
+    let name = name_of(path);
+    if name.starts_with("index.db") {
+        return Ok(());
+    }
+    if !name.ends_with(".jsonl") {
+        return Err("unexpected file in the event log".into());
+    }
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+        return Ok(()); // empty, or one torn line
+    };
+    for line in bytes[..end].split(|&b| b == b'\n') {
+        let v: Value =
+            serde_json::from_slice(line).map_err(|e| format!("a line that is not JSON ({e})"))?;
+        if !(v["id"].is_string() && v["type"].is_string()) {
+            return Err(format!("a line that is not an event: {v}"));
+        }
+    }
+    Ok(())
 }
 
 fn parse_json(path: &Path) -> Result<Value, String> {
@@ -230,14 +259,8 @@ fn gc_cleans_temps(dir: &Dir, state: &Path) -> usize {
         young.iter().all(|d| !temps.contains(&d.path)),
         "gc would remove a temp file younger than 10 minutes: {young:?}"
     );
-    let aged = SystemTime::now() - Duration::from_secs(11 * 60);
     for t in &temps {
-        fs::File::options()
-            .write(true)
-            .open(t)
-            .unwrap()
-            .set_times(fs::FileTimes::new().set_modified(aged).set_accessed(aged))
-            .unwrap();
+        crate::util::age(t, Duration::from_secs(11 * 60));
     }
     dir.cmd("jkz")
         .arg("--state-dir")
@@ -265,16 +288,19 @@ fn report(test: &str, stats: &KillStats, temps: usize) {
 
 // Fixtures shared by the fault kinds.
 
+/// Issue `n`'s pipeline document, its notes `filler` bytes long.
 fn pipeline_doc(n: usize, filler: usize) -> Value {
-    json!({
-        n.to_string(): {
-            "current_phase": "building",
-            "active_agent": "builder",
-            "plan_iterations": "1",
-            "notes": "x".repeat(filler),
-        },
-        "lastActivity": "2025-01-01T00:00:00.000Z",
-    })
+    let issue = json!({
+        "current_phase": "building",
+        "active_agent": "builder",
+        "plan_iterations": "1",
+        "notes": "x".repeat(filler),
+    });
+    crate::util::pipeline_doc(
+        n,
+        issue,
+        json!({ "lastActivity": "2025-01-01T00:00:00.000Z" }),
+    )
 }
 
 fn pre_compact_event(cwd: &Path, session: &str) -> Vec<u8> {

@@ -190,6 +190,67 @@ fn state_pr_accepts_a_hash_prefix() {
     }
 }
 
+/// The fuzzer found a document that `jkz-compress` passed through and
+/// `jkz-compress --restore` then refused: a line
+/// `<!-- jkz:offload<!-- jkz:verdict-json … -->` is a jkz comment (kept
+/// verbatim by compress) that looks like an offload marker but is not one.
+/// Compress now refuses such an input with restore's own check and exit
+/// code (5, stdout empty, nothing offloaded), so `restore(compress(x)) == x`
+/// holds for everything compress accepts; valid markers still pass.
+#[test]
+fn compress_refuses_an_input_whose_marker_lookalike_restore_would_refuse() {
+    let dir = Dir::new();
+    let lookalike = r#"<!-- jkz:offload<!-- jkz:verdict-json {"verdict":"PASS"} -->"#;
+    let mut doc = String::from("# Title\n## Section 0\n");
+    for i in 0..200 {
+        doc.push_str(&format!("line {i} of section 0 with text\n"));
+    }
+    let line_no = doc.lines().count() + 1;
+    doc.push_str(&format!("{lookalike}\nafter it\n"));
+    let compress = |input: &str, extra: &[&str]| {
+        dir.cmd("jkz-compress")
+            .args(["--state-dir", "st", "--threshold", "1024"])
+            .args(extra)
+            .stdin(input)
+            .run()
+    };
+    let refused = compress(&doc, &[]).expect_code(5);
+    assert!(refused.stdout().is_empty(), "{}", refused.report());
+    let err = refused.stderr_str();
+    assert_eq!(err.lines().count(), 1, "{}", refused.report());
+    assert!(err.contains(&format!("line {line_no} ")), "{err}");
+    assert!(err.contains("--restore would refuse it"), "{err}");
+    assert!(
+        !dir.path().join("st/context-offload").exists(),
+        "nothing offloaded: {}",
+        refused.report()
+    );
+    // Restore refuses the same input the same way.
+    let restore = dir
+        .cmd("jkz-compress")
+        .args(["--state-dir", "st", "--restore"])
+        .stdin(&doc)
+        .run()
+        .expect_code(5);
+    assert!(restore.stderr_str().contains(&format!("line {line_no} ")));
+    // `--partial` is for restore only.
+    compress(&doc, &["--partial"]).expect_code(2);
+
+    // Quoted in a fenced code block the line is text: compressed and
+    // restored byte for byte, and compressing again changes nothing.
+    let quoted = doc.replace(lookalike, &format!("```\n{lookalike}\n```"));
+    let once = compress(&quoted, &[]).success().stdout_str();
+    assert!(once.contains("<!-- jkz:offload sha256="), "{once}");
+    assert_eq!(compress(&once, &[]).success().stdout_str(), once);
+    let back = dir
+        .cmd("jkz-compress")
+        .args(["--state-dir", "st", "--restore"])
+        .stdin(&once)
+        .run()
+        .success();
+    assert_eq!(back.stdout_str(), quoted);
+}
+
 /// `jkz-compress --restore` took a line that looks like an offload marker
 /// but does not verify (an edited `bytes=`, `lines=`, a bad sha256) for
 /// plain text and exited 0 with the document still compressed. Such a line

@@ -289,11 +289,7 @@ fn dangling_symlink_into_a_claimed_worktree_is_refused() {
 #[test]
 fn chat_with_a_dead_pid_is_stale_at_once() {
     if std::fs::metadata("/proc/self/stat").is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs /proc to tell a dead client"
-        );
-        eprintln!("no /proc here: a dead client cannot be told; not tested");
+        crate::util::cannot_run("no /proc here: a dead client cannot be told");
         return;
     }
     let p = Project::new();

@@ -439,3 +439,23 @@ fn lock_ttl_past_year_9999_is_not_instantly_expired() {
         .success();
     assert_eq!(dir.read("got"), b"3\n", "a second owner took the lock");
 }
+
+/// A warning raised inside `jkz run` (an invalid `JKZ_MAX_OUTPUT_BYTES`)
+/// named `jkz-truncate`, a program the user never started. It names the
+/// program that is running.
+#[test]
+fn warnings_inside_jkz_run_said_jkz_truncate() {
+    let dir = Dir::new();
+    let run = jkz(&dir)
+        .env("JKZ_MAX_OUTPUT_BYTES", "abc")
+        .args(["run", "--", "echo", "hi"])
+        .run()
+        .success();
+    let stderr = run.stderr_str();
+    assert!(
+        stderr.contains("jkz run: warning: JKZ_MAX_OUTPUT_BYTES="),
+        "{}",
+        run.report()
+    );
+    assert!(!stderr.contains("jkz-truncate"), "{}", run.report());
+}

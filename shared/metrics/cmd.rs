@@ -1,0 +1,212 @@
+//! `jkz metrics`: the pipeline metrics over a window, as a table, as JSON,
+//! or in Prometheus' text format.
+//!
+//! Exit codes of `jkz metrics`:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done |
+//! | 1 | no state directory, or the log, its index or `metrics.db` could not be read |
+//! | 2 | usage: a bad flag or value |
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use chrono::Utc;
+use clap::{Args, ValueEnum};
+
+use super::report::{Report, Spread};
+use crate::exit::Failure;
+use crate::pipeline::IssueNumber;
+use crate::state_dir::StateDir;
+use crate::time_span::format_span;
+
+/// `jkz metrics`.
+#[derive(Args, Debug)]
+pub struct MetricsArgs {
+    /// Only issue N: its phases, iterations, agent runs and compactions.
+    #[arg(long, value_name = "N", value_parser = IssueNumber::parse)]
+    pub issue: Option<IssueNumber>,
+    /// The window: a span back from now (24h, 7d, 4w) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", default_value = super::DEFAULT_WINDOW)]
+    pub since: String,
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// How `jkz metrics` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// An aligned table, for people.
+    Table,
+    /// Prometheus' text exposition format (`jkz_…` metrics).
+    Prometheus,
+}
+
+/// Runs `jkz metrics`.
+pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
+    let now = Utc::now();
+    let since = crate::time_span::parse_since(&args.since, now)
+        .map_err(|e| Failure::new(2, format!("--since: {e}")))?;
+    let failed = |e: io::Error| {
+        Failure::io(
+            1,
+            format!("reading the metrics of {}", state.path().display()),
+            e,
+        )
+    };
+    let Some(db) = super::up_to_date(state).map_err(failed)? else {
+        return Err(Failure::new(
+            1,
+            format!(
+                "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
+                state.path().display()
+            ),
+        ));
+    };
+    let issue = args.issue.as_ref().map(IssueNumber::as_str);
+    let report = db.report(since, now, issue).map_err(failed)?;
+    let text = if args.json {
+        let mut text = serde_json::to_string_pretty(&report).expect("a report serializes");
+        text.push('\n');
+        text
+    } else {
+        match args.format {
+            Format::Prometheus => super::prometheus::exposition(&report),
+            Format::Table => table(&report, issue),
+        }
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(0)
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map(|s| format_span(Duration::from_secs_f64(s.max(0.0))))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn count(v: Option<f64>) -> String {
+    v.map(|n| format!("{n}")).unwrap_or_else(|| "-".into())
+}
+
+fn spread(s: &Spread) -> String {
+    match s.count {
+        0 => "-".into(),
+        n => format!(
+            "p50 {}, p90 {} ({n} issue{})",
+            count(s.p50),
+            count(s.p90),
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// The report as a table.
+fn table(r: &Report, issue: Option<&str>) -> String {
+    let mut t = String::new();
+    let mut line = |s: String| {
+        t.push_str(&s);
+        t.push('\n');
+    };
+    line(format!("window           {} → {} (UTC)", r.since, r.until));
+    if let Some(one) = issue {
+        match r.issues.iter().find(|i| i.issue == one) {
+            None => line(format!("issue {one}: no events in the window")),
+            Some(i) => {
+                line(format!("issue            {one}"));
+                line(format!(
+                    "phase            {}",
+                    i.phase.as_deref().unwrap_or("-")
+                ));
+                line(format!(
+                    "outcome          {}",
+                    match (&i.outcome, &i.outcome_at) {
+                        (Some(o), Some(at)) => format!("{o} at {at}"),
+                        _ => "-".into(),
+                    }
+                ));
+                let n = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+                line(format!(
+                    "fix iterations   {} (review {}, qa {})",
+                    n(i.fix_iterations),
+                    n(i.review_fix_count),
+                    n(i.qa_fix_count)
+                ));
+                line(format!("plan iterations  {}", n(i.plan_iterations)));
+                line(format!("agent runs       {}", i.agent_runs));
+                line(format!("compactions      {}", i.compactions));
+                if !i.phase_seconds.is_empty() {
+                    line(String::new());
+                    line(format!("{:<20}  TIME IN PHASE", "PHASE"));
+                    for (phase, s) in &i.phase_seconds {
+                        line(format!(
+                            "{:<20}  {}",
+                            crate::pipeline::shorten(phase, 20),
+                            secs(Some(*s))
+                        ));
+                    }
+                }
+            }
+        }
+    } else {
+        line(format!(
+            "completion rate  {}",
+            match r.completion_rate {
+                Some(rate) => format!(
+                    "{:.1}% ({} completed, {} failed)",
+                    rate * 100.0,
+                    r.completed,
+                    r.failed
+                ),
+                None => "- (no issue completed or failed in the window)".into(),
+            }
+        ));
+        line(format!("fix iterations   {}", spread(&r.fix_iterations)));
+        line(format!("plan iterations  {}", spread(&r.plan_iterations)));
+        line(format!("compactions      {}", r.compactions));
+        line(format!("active issues    {}", r.issues.len()));
+    }
+    if !r.phases.is_empty() {
+        line(String::new());
+        line(format!(
+            "{:<20}  {:>6}  {:>9}  {:>9}",
+            "PHASE", "STAYS", "P50", "P90"
+        ));
+        for p in &r.phases {
+            line(format!(
+                "{:<20}  {:>6}  {:>9}  {:>9}",
+                crate::pipeline::shorten(&p.phase, 20),
+                p.seconds.count,
+                secs(p.seconds.p50),
+                secs(p.seconds.p90)
+            ));
+        }
+    }
+    if !r.roles.is_empty() {
+        line(String::new());
+        line(format!(
+            "{:<20}  {:>6}  {:>6}  {:>9}  {:>9}  {:>10}  {:>10}",
+            "ROLE", "RUNS", "FAILED", "P50", "P90", "TOKENS IN", "TOKENS OUT"
+        ));
+        for role in &r.roles {
+            let tokens = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+            line(format!(
+                "{:<20}  {:>6}  {:>6}  {:>9}  {:>9}  {:>10}  {:>10}",
+                crate::pipeline::shorten(&role.role, 20),
+                role.runs,
+                role.failed,
+                secs(role.seconds.p50),
+                secs(role.seconds.p90),
+                tokens(role.tokens_in),
+                tokens(role.tokens_out)
+            ));
+        }
+    }
+    t
+}

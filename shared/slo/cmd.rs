@@ -1,0 +1,110 @@
+//! `jkz slo check`: each objective of `jkz.toml`, its measured value, and
+//! whether it is met.
+//!
+//! Exit codes of `jkz slo check`:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | every objective met (or without data) |
+//! | 1 | at least one objective violated |
+//! | 2 | `jkz.toml` unreadable or bad (the key and why are named), no state directory, the event log unreadable, or a usage error |
+
+use std::io::Write;
+use std::path::Path;
+
+use chrono::Utc;
+use clap::{Args, Subcommand};
+
+use super::config;
+use super::{judge, Standing};
+use crate::exit::Failure;
+use crate::state_dir::StateDir;
+
+/// `jkz slo`.
+#[derive(Args, Debug)]
+pub struct SloArgs {
+    #[command(subcommand)]
+    pub command: SloCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SloCommand {
+    /// Check the objectives of jkz.toml (at the project root: the state
+    /// directory's parent) against the metrics of the event log.
+    ///
+    /// Without jkz.toml (or its [slo] table): completion rate at least 0.8
+    /// and fix iterations p90 at most 3 over 7 days. Exit codes: 0 every
+    /// objective met (or without data), 1 one violated, 2 jkz.toml bad or
+    /// unreadable (the key and why are named), or nothing to measure.
+    Check,
+}
+
+/// The project root: the directory holding the state directory.
+pub fn project_root(state: &StateDir) -> &Path {
+    state
+        .path()
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Runs `jkz slo check`.
+pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
+    let SloCommand::Check = args.command;
+    let objectives =
+        config::load(project_root(state)).map_err(|e| Failure::new(2, e.to_string()))?;
+    let failed = |e: std::io::Error| {
+        Failure::io(
+            2,
+            format!("reading the metrics of {}", state.path().display()),
+            e,
+        )
+    };
+    let Some(db) = crate::metrics::up_to_date(state).map_err(failed)? else {
+        return Err(Failure::new(
+            2,
+            format!(
+                "no state directory at {}: nothing to measure (run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR)",
+                state.path().display()
+            ),
+        ));
+    };
+    let now = Utc::now();
+    let window = chrono::Duration::from_std(objectives.window).unwrap_or(chrono::Duration::MAX);
+    let since = now
+        .checked_sub_signed(window)
+        .unwrap_or(chrono::DateTime::<Utc>::MIN_UTC);
+    let report = db.report(since, now, None).map_err(failed)?;
+    let judged = judge(&objectives, &report);
+    let mut text = format!(
+        "{:<36}  {:>10}  {:>10}  STATUS\n",
+        "OBJECTIVE", "TARGET", "MEASURED"
+    );
+    for j in &judged {
+        text.push_str(&format!(
+            "{:<36}  {:>10}  {:>10}  {}\n",
+            crate::pipeline::shorten(&j.key, 36),
+            j.target,
+            j.measured,
+            j.standing.name()
+        ));
+    }
+    let origin = match &objectives.file {
+        Some(file) => file.display().to_string(),
+        None => format!(
+            "no {} in {}: the defaults",
+            config::CONFIG_FILE,
+            project_root(state).display()
+        ),
+    };
+    text.push_str(&format!(
+        "window {} ({} → {}); objectives from {origin}\n",
+        objectives.window_text, report.since, report.until
+    ));
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::io(2, "writing stdout", e))?;
+    Ok(u8::from(
+        judged.iter().any(|j| j.standing == Standing::Violated),
+    ))
+}

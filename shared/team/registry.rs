@@ -1,0 +1,430 @@
+//! The registry's [`Store`] in PostgreSQL: the tables `jkz_chats` and
+//! `jkz_claims` ([`super::schema`]), the same transactions as
+//! `state/chat.db` ([`crate::registry::db`]) and the same rules, shared
+//! ([`in_the_way`], [`blocking`]). A claim, a release and a chat's end hold
+//! the registry's advisory lock for their transaction, as `BEGIN IMMEDIATE`
+//! holds SQLite's write lock: a claim reads every claimed worktree to keep
+//! them from nesting, which no row lock could guard. Chats and claims
+//! record the machine they were made on.
+
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{GenericClient, IsolationLevel, Row};
+
+use super::connect::{with_conn, Conn, Schema};
+use super::error::{Kind, TeamError};
+use super::url::{Budget, RegistryUrl};
+use super::LockClass;
+use crate::registry::chat::{Chat, Client, Place};
+use crate::registry::db::{blocking, in_the_way, Claim, Claimed, Holder, Released};
+use crate::registry::store::{Store, StoreError};
+use crate::registry::HEARTBEAT_EVERY;
+
+/// Gone chats are forgotten this long after they ended (as locally).
+const FORGET_GONE_AFTER: i64 = 86_400;
+
+/// The registry on an open connection.
+pub struct TeamRegistry<'a> {
+    conn: &'a mut Conn,
+}
+
+/// Runs `op` on the team registry at `url` within `budget` (the schema is
+/// brought up to date first).
+pub fn with_team_registry<T, F>(
+    url: &RegistryUrl,
+    budget: Budget,
+    mut op: F,
+) -> Result<T, TeamError>
+where
+    T: Send + 'static,
+    F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
+{
+    with_conn(
+        url,
+        budget,
+        Schema::Migrate,
+        Some(Duration::ZERO),
+        move |conn| {
+            let shown = conn.url.clone();
+            let mut reg = TeamRegistry { conn };
+            op(&mut reg).map_err(|e| match e {
+                StoreError::Team(t) => t,
+                StoreError::Sqlite(e) => TeamError::new(Kind::Query, &shown, e.to_string()),
+            })
+        },
+    )
+}
+
+/// Every chat not gone, with its claims, changing nothing (no migration):
+/// for the observer. A database jkz never used lists nothing.
+pub fn chats_read_only(
+    url: &RegistryUrl,
+    budget: Budget,
+) -> Result<Vec<(Chat, Vec<Claim>)>, TeamError> {
+    with_conn(
+        url,
+        budget,
+        Schema::ReadOnly,
+        Some(Duration::ZERO),
+        |conn| {
+            if conn.version == 0 {
+                return Ok(Vec::new());
+            }
+            TeamRegistry { conn }.chats().map_err(|e| match e {
+                StoreError::Team(t) => t,
+                StoreError::Sqlite(e) => TeamError::new(Kind::Query, "", e.to_string()),
+            })
+        },
+    )
+}
+
+const CHAT_COLUMNS: &str =
+    "session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host, pid_start";
+
+fn chat_at(r: &Row, first: usize) -> Chat {
+    Chat {
+        session_id: r.get(first),
+        cwd: r.get(first + 1),
+        worktree: r.get(first + 2),
+        branch: r.get(first + 3),
+        pid: r.get(first + 4),
+        started: r.get(first + 5),
+        heartbeat: r.get(first + 6),
+        ended: r.get(first + 7),
+        host: r.get(first + 8),
+        pid_start: r.get(first + 9),
+    }
+}
+
+fn claim_at(r: &Row) -> Claim {
+    Claim {
+        issue: r.get(0),
+        session_id: r.get(1),
+        worktree: r.get(2),
+        acquired: r.get(3),
+        host: r.get(4),
+    }
+}
+
+/// Claims matching `filter` (over `jkz_claims c`), each with its chat.
+fn holders(
+    client: &mut impl GenericClient,
+    filter: &str,
+    args: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Holder>, postgres::Error> {
+    let sql = format!(
+        "SELECT c.issue, c.session_id, c.worktree, c.acquired, c.host,
+                h.session_id, h.cwd, h.worktree, h.branch, h.pid, h.started, h.heartbeat,
+                h.ended, h.host, h.pid_start
+         FROM jkz_claims c LEFT JOIN jkz_chats h ON h.session_id = c.session_id {filter}
+         ORDER BY length(c.issue), c.issue"
+    );
+    Ok(client
+        .query(&sql, args)?
+        .iter()
+        .map(|r| Holder {
+            claim: claim_at(r),
+            chat: r.get::<_, Option<String>>(5).map(|_| chat_at(r, 5)),
+        })
+        .collect())
+}
+
+/// Registers `session` when it is not a live chat yet, else refreshes its
+/// heartbeat (the first step of a claim).
+fn register_or_beat(
+    client: &mut impl GenericClient,
+    session: &str,
+    place: &dyn Fn() -> Place,
+    now: i64,
+) -> Result<(), postgres::Error> {
+    let known = client
+        .query_opt(
+            "SELECT 1 FROM jkz_chats WHERE session_id = $1 AND ended IS NULL",
+            &[&session],
+        )?
+        .is_some();
+    if known {
+        client.execute(
+            "UPDATE jkz_chats SET heartbeat = GREATEST(heartbeat, $2) WHERE session_id = $1",
+            &[&session, &now],
+        )?;
+    } else {
+        let place = place();
+        let host = crate::process::hostname();
+        client.execute(
+            "INSERT INTO jkz_chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host)
+             VALUES ($1, $2, $3, $4, NULL, $5, $5, NULL, $6)
+             ON CONFLICT (session_id) DO UPDATE SET heartbeat = excluded.heartbeat, ended = NULL",
+            &[&session, &place.cwd, &place.worktree, &place.branch, &now, &host],
+        )?;
+    }
+    Ok(())
+}
+
+impl TeamRegistry<'_> {
+    fn err(&self, e: postgres::Error) -> StoreError {
+        StoreError::Team(self.conn.err(e))
+    }
+
+    /// A transaction holding the registry's advisory lock.
+    fn locked(&mut self) -> Result<postgres::Transaction<'_>, postgres::Error> {
+        let mut tx = self.conn.client.transaction()?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, 0)",
+            &[&(LockClass::Registry as i32)],
+        )?;
+        Ok(tx)
+    }
+}
+
+impl Store for TeamRegistry<'_> {
+    fn register(
+        &mut self,
+        session: &str,
+        place: &Place,
+        client: Option<&Client>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        // The client's pid, host and start time are one fact, replaced
+        // together; without a client, the machine is still recorded.
+        let host = client.map_or_else(crate::process::hostname, |c| c.host.clone());
+        let run = |c: &mut postgres::Client| -> Result<(), postgres::Error> {
+            c.execute(
+                "INSERT INTO jkz_chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host, pid_start)
+                 VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8)
+                 ON CONFLICT (session_id) DO UPDATE SET
+                    cwd = excluded.cwd, worktree = excluded.worktree, branch = excluded.branch,
+                    host = CASE WHEN excluded.pid IS NULL THEN coalesce(jkz_chats.host, excluded.host)
+                                ELSE excluded.host END,
+                    pid_start = CASE WHEN excluded.pid IS NULL THEN jkz_chats.pid_start
+                                     ELSE excluded.pid_start END,
+                    pid = coalesce(excluded.pid, jkz_chats.pid),
+                    heartbeat = GREATEST(jkz_chats.heartbeat, excluded.heartbeat), ended = NULL",
+                &[
+                    &session,
+                    &place.cwd,
+                    &place.worktree,
+                    &place.branch,
+                    &client.map(|c| c.pid),
+                    &now,
+                    &host,
+                    &client.and_then(|c| c.pid_start),
+                ],
+            )?;
+            c.execute(
+                "DELETE FROM jkz_chats WHERE ended IS NOT NULL AND ended < $1",
+                &[&(now - FORGET_GONE_AFTER)],
+            )?;
+            Ok(())
+        };
+        run(&mut self.conn.client).map_err(|e| self.err(e))
+    }
+
+    fn heartbeat(
+        &mut self,
+        session: &str,
+        place: &dyn Fn() -> Place,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let last = self
+            .conn
+            .client
+            .query_opt(
+                "SELECT heartbeat, ended FROM jkz_chats WHERE session_id = $1",
+                &[&session],
+            )
+            .map_err(|e| self.err(e))?
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)));
+        match last {
+            Some((beat, None)) if (0..HEARTBEAT_EVERY).contains(&(now - beat)) => Ok(false),
+            Some(_) => {
+                self.conn
+                    .client
+                    .execute(
+                        "UPDATE jkz_chats SET heartbeat = GREATEST(heartbeat, $2), ended = NULL
+                         WHERE session_id = $1",
+                        &[&session, &now],
+                    )
+                    .map_err(|e| self.err(e))?;
+                Ok(true)
+            }
+            None => {
+                self.register(session, &place(), None, now)?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn end(&mut self, session: &str, now: i64) -> Result<usize, StoreError> {
+        let run = |reg: &mut Self| -> Result<usize, postgres::Error> {
+            let mut tx = reg.locked()?;
+            tx.execute(
+                "UPDATE jkz_chats SET ended = $2 WHERE session_id = $1",
+                &[&session, &now],
+            )?;
+            let released =
+                tx.execute("DELETE FROM jkz_claims WHERE session_id = $1", &[&session])?;
+            tx.commit()?;
+            Ok(released as usize)
+        };
+        run(self).map_err(|e| self.err(e))
+    }
+
+    fn claim(
+        &mut self,
+        session: &str,
+        issue: &str,
+        worktree: Option<&str>,
+        take: bool,
+        place: &dyn Fn() -> Place,
+        now: i64,
+    ) -> Result<Claimed, StoreError> {
+        let run = |reg: &mut Self| -> Result<Claimed, postgres::Error> {
+            let mut tx = reg.locked()?;
+            register_or_beat(&mut tx, session, place, now)?;
+            let on_issue = holders(
+                &mut tx,
+                "WHERE c.issue = $1 AND c.session_id != $2",
+                &[&issue, &session],
+            )?;
+            let with_worktrees = match worktree {
+                Some(_) => holders(
+                    &mut tx,
+                    "WHERE c.worktree IS NOT NULL AND c.session_id != $1",
+                    &[&session],
+                )?,
+                None => Vec::new(),
+            };
+            let others = in_the_way(on_issue, with_worktrees, worktree);
+            if let Some(b) = blocking(&others, take, now) {
+                return Ok(Claimed::Held(Box::new(b.clone())));
+            }
+            for h in &others {
+                tx.execute("DELETE FROM jkz_claims WHERE issue = $1", &[&h.claim.issue])?;
+            }
+            // Re-claiming one's own issue keeps its date and machine; a new
+            // worktree replaces the old, an omitted one keeps it.
+            tx.execute(
+                "INSERT INTO jkz_claims (issue, session_id, worktree, acquired, host)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (issue) DO UPDATE SET worktree = coalesce(excluded.worktree, jkz_claims.worktree)",
+                &[&issue, &session, &worktree, &now, &crate::process::hostname()],
+            )?;
+            tx.commit()?;
+            Ok(if others.is_empty() {
+                Claimed::Claimed
+            } else {
+                Claimed::Taken(others)
+            })
+        };
+        run(self).map_err(|e| self.err(e))
+    }
+
+    fn holder_of(&mut self, issue: &str) -> Result<Option<Holder>, StoreError> {
+        holders(&mut self.conn.client, "WHERE c.issue = $1", &[&issue])
+            .map(|h| h.into_iter().next())
+            .map_err(|e| self.err(e))
+    }
+
+    fn release(&mut self, session: &str, issue: &str) -> Result<Released, StoreError> {
+        let run = |reg: &mut Self| -> Result<Released, postgres::Error> {
+            let mut tx = reg.locked()?;
+            let found = holders(&mut tx, "WHERE c.issue = $1", &[&issue])?;
+            let outcome = match found.into_iter().next() {
+                None => Released::NotClaimed,
+                Some(h) if h.claim.session_id != session => Released::HeldByOther(Box::new(h)),
+                Some(_) => {
+                    tx.execute("DELETE FROM jkz_claims WHERE issue = $1", &[&issue])?;
+                    Released::Released
+                }
+            };
+            tx.commit()?;
+            Ok(outcome)
+        };
+        run(self).map_err(|e| self.err(e))
+    }
+
+    fn chats(&mut self) -> Result<Vec<(Chat, Vec<Claim>)>, StoreError> {
+        let run = |reg: &mut Self| -> Result<Vec<(Chat, Vec<Claim>)>, postgres::Error> {
+            let mut tx = reg
+                .conn
+                .client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let chats: Vec<Chat> = tx
+                .query(
+                    &format!(
+                        "SELECT {CHAT_COLUMNS} FROM jkz_chats WHERE ended IS NULL
+                         ORDER BY heartbeat DESC, session_id"
+                    ),
+                    &[],
+                )?
+                .iter()
+                .map(|r| chat_at(r, 0))
+                .collect();
+            let claims: Vec<Claim> = tx
+                .query(
+                    "SELECT issue, session_id, worktree, acquired, host FROM jkz_claims
+                     ORDER BY length(issue), issue",
+                    &[],
+                )?
+                .iter()
+                .map(claim_at)
+                .collect();
+            tx.commit()?;
+            Ok(chats
+                .into_iter()
+                .map(|chat| {
+                    let held = claims
+                        .iter()
+                        .filter(|k| k.session_id == chat.session_id)
+                        .cloned()
+                        .collect();
+                    (chat, held)
+                })
+                .collect())
+        };
+        run(self).map_err(|e| self.err(e))
+    }
+
+    fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError> {
+        holders(
+            &mut self.conn.client,
+            "WHERE c.session_id != $1",
+            &[&session],
+        )
+        .map_err(|e| self.err(e))
+    }
+
+    fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> Result<Vec<Holder>, StoreError> {
+        holders(
+            &mut self.conn.client,
+            "WHERE c.session_id != $1 AND (
+                ($2::text IS NOT NULL AND c.worktree IS NOT NULL
+                 AND ($2::text = c.worktree
+                      OR substr($2::text, 1, length(c.worktree) + 1) = c.worktree || '/'))
+                OR c.issue = $3::text)",
+            &[&session, &file, &issue],
+        )
+        .map_err(|e| self.err(e))
+    }
+
+    fn chat(&mut self, session: &str) -> Result<Option<Chat>, StoreError> {
+        self.conn
+            .client
+            .query_opt(
+                &format!("SELECT {CHAT_COLUMNS} FROM jkz_chats WHERE session_id = $1"),
+                &[&session],
+            )
+            .map(|r| r.map(|r| chat_at(&r, 0)))
+            .map_err(|e| self.err(e))
+    }
+}

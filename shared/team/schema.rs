@@ -1,0 +1,150 @@
+//! The team registry's tables and their versioned migrations.
+//!
+//! `jkz_schema` holds one row, the schema's version. Migration N takes the
+//! schema from version N-1 to N; every one is idempotent (`IF NOT EXISTS`),
+//! so `jkz registry migrate` can re-apply them all to recreate a table that
+//! was dropped. Writers apply what is missing on first use; a database
+//! whose version is newer than this jkz knows is refused (another machine
+//! runs a newer jkz: upgrade this one), never downgraded. Two machines
+//! migrating at once serialize on an advisory lock; the second finds the
+//! work done.
+//!
+//! Every table is prefixed `jkz_`, so the registry can share a database
+//! with other things (one database, or one schema in `search_path`, per
+//! repository: issue numbers are the repository's).
+
+use postgres::error::SqlState;
+use postgres::GenericClient;
+
+use super::error::{Kind, TeamError};
+use super::LockClass;
+
+/// The schema this jkz reads and writes.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Migration N is `MIGRATIONS[N - 1]`.
+const MIGRATIONS: [&str; 1] = [
+    // 1: chats and claims (as state/chat.db, with the claim's host), locks
+    // and circuits (one JSON record each, as in state/locks/ and
+    // state/circuit/).
+    "CREATE TABLE IF NOT EXISTS jkz_chats (
+        session_id text PRIMARY KEY,
+        cwd        text NOT NULL,
+        worktree   text,
+        branch     text,
+        pid        bigint,
+        host       text,
+        pid_start  bigint,
+        started    bigint NOT NULL,
+        heartbeat  bigint NOT NULL,
+        ended      bigint
+    );
+    CREATE TABLE IF NOT EXISTS jkz_claims (
+        issue      text PRIMARY KEY,
+        session_id text NOT NULL,
+        worktree   text,
+        acquired   bigint NOT NULL,
+        host       text
+    );
+    CREATE INDEX IF NOT EXISTS jkz_claims_by_session ON jkz_claims (session_id);
+    CREATE INDEX IF NOT EXISTS jkz_claims_by_worktree ON jkz_claims (worktree);
+    CREATE TABLE IF NOT EXISTS jkz_locks (
+        kind   text NOT NULL,
+        name   text NOT NULL,
+        record text NOT NULL,
+        PRIMARY KEY (kind, name)
+    );
+    CREATE TABLE IF NOT EXISTS jkz_circuits (
+        service text PRIMARY KEY,
+        record  text NOT NULL
+    );",
+];
+
+const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS jkz_schema (
+    id      integer PRIMARY KEY CHECK (id = 1),
+    version integer NOT NULL
+)";
+
+/// The recorded version: 0 for a database jkz never used.
+pub fn version(client: &mut impl GenericClient) -> Result<i32, postgres::Error> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('jkz_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    Ok(client
+        .query_opt("SELECT version FROM jkz_schema WHERE id = 1", &[])?
+        .map_or(0, |r| r.get(0)))
+}
+
+fn newer(url: &str, found: i32) -> TeamError {
+    TeamError::new(
+        Kind::NewerSchema,
+        url,
+        format!(
+            "its schema is version {found}, newer than this jkz knows ({SCHEMA_VERSION}): another machine runs a newer jkz; \
+             upgrade jkz here (nothing was read or changed)"
+        ),
+    )
+}
+
+/// Checks the version for a reader that must change nothing: newer is
+/// refused; older or none is read as it is.
+pub fn check(client: &mut postgres::Client, url: &str) -> Result<i32, TeamError> {
+    let found = version(client).map_err(|e| TeamError::of(url, &e, false))?;
+    if found > SCHEMA_VERSION {
+        return Err(newer(url, found));
+    }
+    Ok(found)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] when it is older (the first use
+/// by a writer); `repair` re-applies every migration even when it is
+/// current (`jkz registry migrate`). Returns the version found before.
+pub fn migrate(client: &mut postgres::Client, url: &str, repair: bool) -> Result<i32, TeamError> {
+    let sql = |e: postgres::Error| TeamError::of(url, &e, false);
+    let found = version(client).map_err(sql)?;
+    if found > SCHEMA_VERSION {
+        return Err(newer(url, found));
+    }
+    if found == SCHEMA_VERSION && !repair {
+        return Ok(found);
+    }
+    let mut tx = client.transaction().map_err(sql)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, 0)",
+        &[&(LockClass::Migration as i32)],
+    )
+    .map_err(sql)?;
+    // Another machine may have migrated while this one waited.
+    let found = version(&mut tx).map_err(sql)?;
+    if found > SCHEMA_VERSION {
+        return Err(newer(url, found));
+    }
+    if found < SCHEMA_VERSION || repair {
+        let from = if repair { 0 } else { found.max(0) as usize };
+        tx.batch_execute(VERSION_TABLE).map_err(sql)?;
+        for step in &MIGRATIONS[from..] {
+            tx.batch_execute(step).map_err(|e| match e.code() {
+                Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => TeamError::new(
+                    Kind::Query,
+                    url,
+                    format!(
+                        "{}: the user may not create tables here; have the database's owner run `jkz registry migrate` once",
+                        e.as_db_error().map_or(e.to_string(), |d| d.message().to_string())
+                    ),
+                ),
+                _ => sql(e),
+            })?;
+        }
+        tx.execute(
+            "INSERT INTO jkz_schema (id, version) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+            &[&SCHEMA_VERSION],
+        )
+        .map_err(sql)?;
+    }
+    tx.commit().map_err(sql)?;
+    Ok(found)
+}

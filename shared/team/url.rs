@@ -1,0 +1,341 @@
+//! A team registry's address, `postgres://USER@HOST:PORT/DATABASE?…` (or
+//! `postgresql://`), and the connection settings jkz makes of it.
+//!
+//! The password never has to be in the URL: as libpq does, jkz takes it from
+//! `PGPASSWORD`, else from the password file (`PGPASSFILE`, else
+//! `~/.pgpass`, see [`super::pgpass`]). A URL that holds one is accepted from
+//! the environment (`JKZ_REGISTRY_URL`), never written to a file and never
+//! shown: every message masks it ([`RegistryUrl::masked`]). The user defaults
+//! to `PGUSER`, else the login name; `sslmode` to `PGSSLMODE`, else
+//! `prefer`.
+//!
+//! TLS: this build of jkz speaks plain TCP only. `sslmode=disable` and
+//! `sslmode=prefer` (which then connects without TLS) work; `sslmode=require`
+//! is refused with a clear message before any connection is tried. Across
+//! an untrusted network, reach the server through a tunnel (`ssh -L`) or a
+//! TLS-terminating proxy on loopback.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use postgres::config::SslMode;
+
+/// The URL schemes accepted.
+const SCHEMES: [&str; 2] = ["postgres://", "postgresql://"];
+
+/// A parsed, checked registry URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RegistryUrl {
+    raw: String,
+}
+
+impl std::fmt::Debug for RegistryUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RegistryUrl({})", self.masked())
+    }
+}
+
+impl std::fmt::Display for RegistryUrl {
+    /// The URL with its password masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+/// How long one caller may spend on the database: the connection, each
+/// statement (enforced by the server, `statement_timeout`), and the whole
+/// operation (enforced here: past it the caller stops waiting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub connect: Duration,
+    pub statement: Duration,
+    pub total: Duration,
+}
+
+/// A hook's connection timeout: a hook must never hold up the client.
+pub const HOOK_CONNECT: Duration = Duration::from_millis(300);
+/// A hook's statement timeout.
+pub const HOOK_STATEMENT: Duration = Duration::from_millis(500);
+/// A command's connection timeout.
+pub const COMMAND_CONNECT: Duration = Duration::from_secs(3);
+
+impl Budget {
+    /// A hook's: connect within 300 ms, each statement within 500 ms, the
+    /// whole operation within 800 ms; past that the hook fails open.
+    pub fn hook() -> Budget {
+        Budget {
+            connect: HOOK_CONNECT,
+            statement: HOOK_STATEMENT,
+            total: HOOK_CONNECT + HOOK_STATEMENT,
+        }
+    }
+
+    /// A command's: connect within 3 s; a statement (which may wait for
+    /// another writer's lock) as long as any jkz writer waits for a lock
+    /// (`JKZ_LOCK_WAIT_MS`, 10 s by default); the whole operation within
+    /// the sum and a second more.
+    pub fn command() -> Budget {
+        let statement = crate::json_file::lock_wait().max(Duration::from_millis(1));
+        Budget {
+            connect: COMMAND_CONNECT,
+            statement,
+            total: COMMAND_CONNECT + statement + Duration::from_secs(1),
+        }
+    }
+}
+
+impl RegistryUrl {
+    /// Checks `raw`: a `postgres://` URL the client can parse, with no
+    /// `sslmode` this build cannot honour. The error says what is wrong,
+    /// without the password.
+    pub fn parse(raw: &str) -> Result<RegistryUrl, String> {
+        let raw = raw.trim();
+        let url = RegistryUrl {
+            raw: raw.to_string(),
+        };
+        if !SCHEMES.iter().any(|s| raw.starts_with(s)) {
+            return Err(format!(
+                "{:?} is not a PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (the password goes in PGPASSWORD or ~/.pgpass)",
+                url.masked()
+            ));
+        }
+        let config = postgres::Config::from_str(raw).map_err(|e| {
+            format!(
+                "{}: not a valid PostgreSQL URL ({e}): write postgres://USER@HOST:PORT/DATABASE",
+                url.masked()
+            )
+        })?;
+        if config.get_hosts().is_empty() {
+            return Err(format!(
+                "{}: names no host: write postgres://USER@HOST:PORT/DATABASE",
+                url.masked()
+            ));
+        }
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(format!(
+                "{}: sslmode=require needs TLS, which this jkz build does not include: \
+                 use sslmode=disable or prefer, and reach the server over a tunnel (ssh -L) across an untrusted network",
+                url.masked()
+            ));
+        }
+        Ok(url)
+    }
+
+    /// True when the URL itself holds a password (`user:pw@` or
+    /// `?password=`).
+    pub fn has_password(&self) -> bool {
+        postgres::Config::from_str(&self.raw).is_ok_and(|c| c.get_password().is_some())
+    }
+
+    /// The URL as given, password included: only for the connection.
+    pub fn expose(&self) -> &str {
+        &self.raw
+    }
+
+    /// The URL with any password replaced by `***`, for every message.
+    pub fn masked(&self) -> String {
+        mask(&self.raw)
+    }
+
+    /// The client's settings: the URL's, then the libpq environment
+    /// (`PGUSER`, `PGPASSWORD`, the password file, `PGSSLMODE`) for what it
+    /// leaves out, then jkz's bounds (`budget`) and `application_name=jkz`.
+    pub fn config(&self, budget: Budget) -> Result<postgres::Config, String> {
+        self.config_with(budget, |name| std::env::var(name).ok())
+    }
+
+    /// [`RegistryUrl::config`] with the environment given (tests).
+    pub fn config_with(
+        &self,
+        budget: Budget,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<postgres::Config, String> {
+        let env = |name: &str| env(name).filter(|v| !v.is_empty());
+        let mut config = postgres::Config::from_str(&self.raw)
+            .map_err(|e| format!("{}: not a valid PostgreSQL URL ({e})", self.masked()))?;
+        if config.get_user().is_none() {
+            if let Some(user) = env("PGUSER") {
+                config.user(&user);
+            }
+        }
+        if !query_names(&self.raw, "sslmode") {
+            match env("PGSSLMODE").as_deref() {
+                None => {}
+                Some("disable") => {
+                    config.ssl_mode(SslMode::Disable);
+                }
+                Some("allow" | "prefer") => {
+                    config.ssl_mode(SslMode::Prefer);
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "PGSSLMODE={other}: this jkz build has no TLS, so only disable and prefer can be honoured; \
+                         unset it or set PGSSLMODE=prefer, and use a tunnel (ssh -L) across an untrusted network"
+                    ))
+                }
+            }
+        }
+        if config.get_password().is_none() {
+            if let Some(pw) = env("PGPASSWORD") {
+                config.password(pw);
+            } else if let Some(pw) = super::pgpass::lookup(&config, &env) {
+                config.password(pw);
+            }
+        }
+        config.connect_timeout(budget.connect);
+        config.keepalives(true);
+        config.keepalives_idle(Duration::from_secs(30));
+        config.tcp_user_timeout(budget.total);
+        if config.get_application_name().is_none() {
+            config.application_name("jkz");
+        }
+        let bounds = format!(
+            "-c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+            budget.statement.as_millis().max(1),
+            budget.statement.as_millis().max(1),
+            budget.total.as_millis().max(1) + 1000,
+        );
+        let options = match config.get_options() {
+            Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {bounds}"),
+            _ => bounds,
+        };
+        config.options(&options);
+        Ok(config)
+    }
+
+    /// The database's name as the server will see it (for messages).
+    pub fn database(&self) -> Option<String> {
+        postgres::Config::from_str(&self.raw)
+            .ok()
+            .and_then(|c| c.get_dbname().map(str::to_string))
+    }
+}
+
+/// True when the URL's query string sets `key`.
+fn query_names(raw: &str, key: &str) -> bool {
+    raw.split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|pair| pair.split('=').next() == Some(key)))
+}
+
+/// `raw` with the password of its credentials (up to the first `@`, as the
+/// client reads them) and of a `password=` query parameter replaced by
+/// `***`.
+pub fn mask(raw: &str) -> String {
+    let Some(scheme) = SCHEMES.iter().find(|s| raw.starts_with(**s)) else {
+        // Not a URL jkz reads; still never echo what may be a secret.
+        return match raw.split_once('@') {
+            Some((_, rest)) => format!("***@{rest}"),
+            None => raw.to_string(),
+        };
+    };
+    let rest = &raw[scheme.len()..];
+    let mut out = String::from(*scheme);
+    let after_creds = match rest.split_once('@') {
+        Some((creds, after)) => {
+            match creds.split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push_str(":***@");
+                }
+                None => {
+                    out.push_str(creds);
+                    out.push('@');
+                }
+            }
+            after
+        }
+        None => rest,
+    };
+    match after_creds.split_once('?') {
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some(("password", _)) => "password=***".to_string(),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            out.push_str(&pairs.join("&"));
+        }
+        None => out.push_str(after_creds),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked_wherever_the_client_would_read_one() {
+        for (raw, shown) in [
+            (
+                "postgres://jkz:s3cret@db:5432/jkz",
+                "postgres://jkz:***@db:5432/jkz",
+            ),
+            ("postgres://jkz@db/jkz", "postgres://jkz@db/jkz"),
+            (
+                "postgresql://db/jkz?user=a&password=s3cret&sslmode=disable",
+                "postgresql://db/jkz?user=a&password=***&sslmode=disable",
+            ),
+            ("postgres://a:b:c@h/d", "postgres://a:***@h/d"),
+            ("mysql://u:pw@h/d", "***@h/d"),
+        ] {
+            assert_eq!(mask(raw), shown, "{raw}");
+            assert!(!mask(raw).contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn a_url_is_checked_before_any_connection() {
+        assert!(RegistryUrl::parse("postgres://jkz@127.0.0.1:5432/jkz").is_ok());
+        let e = RegistryUrl::parse("mysql://u:hunter2@h/d").unwrap_err();
+        assert!(
+            e.contains("not a PostgreSQL URL") && !e.contains("hunter2"),
+            "{e}"
+        );
+        let e = RegistryUrl::parse("postgres://u:hunter2@h:notaport/d").unwrap_err();
+        assert!(e.contains("not a valid") && !e.contains("hunter2"), "{e}");
+        let e = RegistryUrl::parse("postgres://h/d?sslmode=require").unwrap_err();
+        assert!(e.contains("TLS"), "{e}");
+        let u = RegistryUrl::parse("postgres://u:pw@h/d").unwrap();
+        assert!(u.has_password());
+        assert!(!RegistryUrl::parse("postgres://u@h/d")
+            .unwrap()
+            .has_password());
+    }
+
+    #[test]
+    fn the_libpq_environment_fills_what_the_url_leaves_out() {
+        let url = RegistryUrl::parse("postgres://h/d").unwrap();
+        let env = |name: &str| match name {
+            "PGUSER" => Some("team".to_string()),
+            "PGPASSWORD" => Some("from-env".to_string()),
+            "PGSSLMODE" => Some("disable".to_string()),
+            _ => None,
+        };
+        let c = url.config_with(Budget::hook(), env).unwrap();
+        assert_eq!(c.get_user(), Some("team"));
+        assert_eq!(c.get_password(), Some(&b"from-env"[..]));
+        assert_eq!(c.get_ssl_mode(), SslMode::Disable);
+        assert_eq!(c.get_connect_timeout(), Some(&HOOK_CONNECT));
+        assert!(c
+            .get_options()
+            .unwrap()
+            .contains("-c statement_timeout=500"));
+        // The URL's own settings win.
+        let url = RegistryUrl::parse("postgres://me:pw@h/d?sslmode=prefer").unwrap();
+        let c = url.config_with(Budget::hook(), env).unwrap();
+        assert_eq!(c.get_user(), Some("me"));
+        assert_eq!(c.get_password(), Some(&b"pw"[..]));
+        assert_eq!(c.get_ssl_mode(), SslMode::Prefer);
+        let strict = |name: &str| (name == "PGSSLMODE").then(|| "verify-full".to_string());
+        let e = RegistryUrl::parse("postgres://h/d")
+            .unwrap()
+            .config_with(Budget::hook(), strict)
+            .unwrap_err();
+        assert!(e.contains("PGSSLMODE=verify-full"), "{e}");
+    }
+}
