@@ -33,6 +33,7 @@
 //! | `lock.acquired`, `lock.released`, `lock.reclaimed` | `jkz lock`, `jkz run --lock` | `kind`, `name`, `owner`, `previous_owner` |
 //! | `circuit.opened`, `circuit.closed` | `jkz run --service`, `jkz circuit reset` | `service`, `failures` |
 //! | `tool_output.guarded` | `jkz-post-tool-use` | `tool`, `bytes_in`, `bytes_out` |
+//! | `pattern.injected`, `pattern.feedback`, `pattern.pinned`, … | `jkz patterns`, `jkz run`, `jkz ui` | see [`crate::patterns::history`] |
 
 pub mod close;
 pub mod cmd;

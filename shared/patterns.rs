@@ -21,11 +21,12 @@
 //! - [`score`], [`relevance`], [`inject`], [`section`]: ranking, and the
 //!   section a prompt gets;
 //! - [`cmd`]: `jkz patterns`; [`in_run`]: `jkz run --inject-patterns` and
-//!   the mining of each new record.
+//!   the mining of each new record; [`history`]: what the event log hears.
 
 pub mod cmd;
 pub mod extract;
 pub mod findings;
+pub mod history;
 pub mod in_run;
 pub mod inject;
 pub mod log;

@@ -252,6 +252,9 @@ pub struct Memory {
     pub(crate) conn: Connection,
     /// The state directory.
     pub(crate) state: PathBuf,
+    /// The events appended to the feedback log in the open transaction,
+    /// for the event log once it commits.
+    appended: std::cell::RefCell<Vec<Event>>,
 }
 
 /// What bringing the database up to date did, for a note on stderr.
@@ -337,6 +340,7 @@ impl Memory {
         Ok(Some(Memory {
             conn,
             state: state.to_path_buf(),
+            appended: Default::default(),
         }))
     }
 
@@ -357,6 +361,7 @@ impl Memory {
         let memory = Memory {
             conn,
             state: state.to_path_buf(),
+            appended: Default::default(),
         };
         memory.prepare(deadline)?;
         Ok(memory)
@@ -431,6 +436,7 @@ impl Memory {
             synced.skipped = self.catch_up()?;
         }
         tx.commit()?;
+        self.appended.take();
         if synced.built.is_some() {
             self.checkpoint()?;
         }
@@ -445,6 +451,7 @@ impl Memory {
         let summary = builder(self)?;
         set_meta(&self.conn, "built", 1)?;
         tx.commit()?;
+        self.appended.take();
         self.checkpoint()?;
         Ok(summary)
     }
@@ -529,10 +536,12 @@ impl Memory {
     /// returns are appended to the log and applied before the commit.
     pub fn write<T>(&self, op: impl FnOnce(&Memory) -> Result<(T, Vec<Event>)>) -> Result<T> {
         let tx = self.begin()?;
+        self.appended.take();
         self.catch_up()?;
         let (t, events) = op(self)?;
         self.append(&events)?;
         tx.commit()?;
+        super::history::emit(&self.state, &self.appended.take());
         Ok(t)
     }
 
@@ -544,6 +553,7 @@ impl Memory {
         }
         let path = self.log_path();
         log::append(&path, events).map_err(|e| MemoryError::io(path.display(), e))?;
+        self.appended.borrow_mut().extend_from_slice(events);
         self.catch_up()?;
         Ok(())
     }

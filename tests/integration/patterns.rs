@@ -637,6 +637,20 @@ fn inject_patterns_end_to_end_with_a_pass_then_a_fail() {
             .count(),
         3
     );
+    // The event log heard the injections and the signals.
+    let events = jkz(&dir)
+        .args(["events", "--json"])
+        .run()
+        .success()
+        .stdout_str();
+    let count = |kind: &str| {
+        events
+            .lines()
+            .filter(|l| l.contains(&format!("\"type\":\"{kind}\"")))
+            .count()
+    };
+    assert_eq!(count("pattern.injected"), 3, "{events}");
+    assert_eq!(count("pattern.feedback"), 4, "{events}");
 }
 
 #[test]
