@@ -22,7 +22,9 @@
 //! bytes it replaced in the backup.
 
 mod attach;
+mod codex;
 mod doctor;
+mod gemini;
 mod install;
 pub mod plugin;
 pub mod settings;

@@ -16,6 +16,7 @@ use super::{
     binary_dir, gitignore_ignores_state, plugin, Target, BINARIES, COMMANDS, GITIGNORE_BLOCK,
 };
 use crate::atomic::write_atomic_mode;
+use crate::client::Client;
 use crate::exit::Failure;
 use crate::state_dir::root::{self, Found, Why};
 use crate::state_dir::{create_private_dir, layout};
@@ -38,6 +39,11 @@ pub struct InstallArgs {
     /// or ~/.pgpass. JKZ_REGISTRY_URL, when set, wins over the file.
     #[arg(long, value_name = "URL", conflicts_with = "user")]
     pub registry: Option<String>,
+    /// The client to install into: claude (`.claude/settings.json`; the plugin is the
+    /// other Claude path), codex (`.codex/hooks.json`, `.codex/config.toml`) or gemini
+    /// (`.gemini/settings.json`). Only jkz's own entries are written.
+    #[arg(long, value_enum, default_value = "claude")]
+    pub client: Client,
 }
 
 /// `jkz uninstall`: remove exactly what `jkz install` added.
@@ -50,6 +56,11 @@ pub struct UninstallArgs {
     /// Uninstall from your own `~/.claude/` instead.
     #[arg(long)]
     pub user: bool,
+    /// The client to uninstall from: claude (`.claude/settings.json`; the plugin is the
+    /// other Claude path), codex (`.codex/hooks.json`, `.codex/config.toml`) or gemini
+    /// (`.gemini/settings.json`). Only jkz's own entries are removed.
+    #[arg(long, value_enum, default_value = "claude")]
+    pub client: Client,
 }
 
 /// The settings file as found: where its bytes really live (a symlinked
@@ -245,6 +256,11 @@ fn hook_command(bin_dir: &Path, program: &str) -> String {
 
 /// Runs `jkz install`; prints one line per change (or that nothing changed).
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    match args.client {
+        Client::Claude => {}
+        Client::Codex => return super::codex::install(args, out),
+        Client::Gemini => return super::gemini::install(args, out),
+    }
     let registry = match &args.registry {
         None => None,
         Some(raw) => {
@@ -516,6 +532,11 @@ pub fn without_gitignore_block(text: &str) -> Option<String> {
 
 /// Runs `jkz uninstall`; prints one line per change.
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
+    match args.client {
+        Client::Claude => {}
+        Client::Codex => return super::codex::uninstall(args, out),
+        Client::Gemini => return super::gemini::uninstall(args, out),
+    }
     let target = Target::resolve(args.project.as_deref(), args.user)?;
     if let Some(note) = target.moved_note() {
         say(out, note)?;
