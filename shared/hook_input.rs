@@ -51,7 +51,7 @@ impl fmt::Display for InputError {
                 write!(
                     f,
                     "hook input larger than {} bytes{mib}: not a hook event, ignored",
-                    crate::truncate::thousands(*max)
+                    crate::thousands::thousands(*max)
                 )
             }
             InputError::NotJson(e) => write!(f, "hook input is not JSON ({e})"),

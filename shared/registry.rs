@@ -1,5 +1,5 @@
 //! The cross-chat registry, `state/chat.db` (or, in team mode, PostgreSQL:
-//! [`store`], [`crate::team`]): which Claude Code chats are
+//! [`postgres`], chosen by [`backend`]): which Claude Code chats are
 //! alive on this state directory, which issue and which worktree each one
 //! owns, and the refusal a chat meets before it edits what another live
 //! chat owns.
@@ -29,25 +29,22 @@
 //!   ([`bash`]).
 
 pub mod acting;
+pub mod backend;
 pub mod bash;
 pub mod chat;
+pub mod claim;
 pub mod clock;
 pub mod cmd;
 pub mod db;
 pub mod decision;
 pub mod hook;
+pub mod postgres;
 pub mod store;
 pub mod target;
 pub mod writer;
 
+pub use backend::{with_registry, Bound};
+pub use chat::{HEARTBEAT_EVERY, STALE_AFTER};
 pub use clock::now;
-pub use db::{Registry, RegistryError};
-pub use store::{with_registry, Bound, Store, StoreError};
-
-/// Seconds without a heartbeat after which a chat is stale and its claims
-/// can be taken over.
-pub const STALE_AFTER: i64 = 300;
-
-/// The most often one chat's heartbeat is written, in seconds: hooks that
-/// fire more often than this only read.
-pub const HEARTBEAT_EVERY: i64 = 30;
+pub use db::Registry;
+pub use store::{RegistryError, Store, StoreError};

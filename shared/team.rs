@@ -5,6 +5,13 @@
 //! deliberations, snapshots, offloaded output) stays in `state/`; without a
 //! URL nothing changes: `state/chat.db`, `state/locks/`, `state/circuit/`.
 //!
+//! This module is the PostgreSQL side every team backend stands on: the
+//! URL and its configuration, the connection and its budget, the schema,
+//! the errors. The backends themselves live with their feature, beside the
+//! local one: [`crate::registry`]'s `postgres`, [`crate::lock`]'s and
+//! [`crate::circuit`]'s, each chosen by its feature and importing nothing
+//! of the others.
+//!
 //! The rules are the local backend's, applied by the same code (liveness,
 //! staleness, TTLs, the circuit's states); only the storage differs, and
 //! how exactly one writer wins:
@@ -30,14 +37,11 @@
 //! exit non-zero. Nothing ever falls back to the local files, which would
 //! split the team in two.
 
-pub mod circuits;
 pub mod cmd;
 pub mod config;
 pub mod connect;
 pub mod error;
-pub mod locks;
 pub mod pgpass;
-pub mod registry;
 pub mod schema;
 pub mod url;
 

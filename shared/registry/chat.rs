@@ -5,6 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
+/// Seconds without a heartbeat after which a chat is stale and its claims
+/// can be taken over.
+pub const STALE_AFTER: i64 = 300;
+
+/// The most often one chat's heartbeat is written, in seconds: hooks that
+/// fire more often than this only read.
+pub const HEARTBEAT_EVERY: i64 = 30;
+
 /// A chat as the registry stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chat {
@@ -48,13 +56,13 @@ impl Liveness {
 }
 
 impl Chat {
-    /// Gone once ended; stale once silent for [`STALE_AFTER`](super::STALE_AFTER)
+    /// Gone once ended; stale once silent for [`STALE_AFTER`]
     /// seconds, or at once when its client's pid is known to be gone on
     /// this host (as a lock's holder is); live otherwise.
     pub fn liveness(&self, now: i64) -> Liveness {
         if self.ended.is_some() {
             Liveness::Gone
-        } else if now - self.heartbeat >= super::STALE_AFTER || self.client_is_gone() {
+        } else if now - self.heartbeat >= STALE_AFTER || self.client_is_gone() {
             Liveness::Stale
         } else {
             Liveness::Live

@@ -22,12 +22,12 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::acting::acting_for;
+use super::backend::{may_hold_claims, with_registry, Bound};
+use super::chat::STALE_AFTER;
 use super::chat::{Liveness, Place};
+use super::claim::{Claimed, Holder, Released};
 use super::clock::{ago, now, timestamp};
-use super::db::{Claimed, Holder, Released};
-use super::store::{may_hold_claims, with_registry, Bound};
 use super::target::resolve;
-use super::STALE_AFTER;
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
@@ -251,7 +251,7 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
 /// `/api/now` shows chats the same way.
 pub fn chat_json(
     c: &super::chat::Chat,
-    claims: &[super::db::Claim],
+    claims: &[super::claim::Claim],
     now: i64,
 ) -> serde_json::Value {
     json!({

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::chat::{Chat, Client, Liveness, Place};
-use super::store::{Store, StoreError};
-use super::HEARTBEAT_EVERY;
+use super::chat::{Chat, Client, Place, HEARTBEAT_EVERY};
+use super::claim::{blocking, in_the_way, Claim, Claimed, Holder, Released};
+use super::store::{RegistryError, Store, StoreError};
 
 use crate::state_dir::layout::{CHAT_DB, CHAT_DB_CORRUPT};
 
@@ -61,24 +61,6 @@ CREATE INDEX IF NOT EXISTS claims_by_session ON claims(session_id);
 CREATE INDEX IF NOT EXISTS claims_by_worktree ON claims(worktree);
 ";
 
-/// Why the registry could not be used.
-#[derive(Debug)]
-pub enum RegistryError {
-    /// Opening, reading or writing failed (a read-only directory, a full
-    /// disk, a link in the file's place): nothing was changed.
-    Unavailable(String),
-}
-
-impl std::fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RegistryError::Unavailable(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for RegistryError {}
-
 /// An open registry.
 pub struct Registry {
     conn: Connection,
@@ -111,57 +93,6 @@ fn chat_columns(table: &str, schema_1: bool) -> String {
         });
     }
     cols.join(", ")
-}
-
-/// A claim as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claim {
-    /// The issue number, canonical (no leading zeros).
-    pub issue: String,
-    pub session_id: String,
-    /// The worktree the claim covers (absolute, resolved), if any.
-    pub worktree: Option<String>,
-    /// Unix seconds.
-    pub acquired: i64,
-    /// The machine the claim was made on: recorded by the team registry
-    /// (many machines share it); `None` in `state/chat.db`, which only
-    /// this machine writes.
-    pub host: Option<String>,
-}
-
-/// Another chat's claim and that chat, as a conflict reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holder {
-    pub claim: Claim,
-    /// `None` when the chat's row is missing (treated as gone).
-    pub chat: Option<Chat>,
-}
-
-impl Holder {
-    pub fn liveness(&self, now: i64) -> Liveness {
-        self.chat
-            .as_ref()
-            .map_or(Liveness::Gone, |c| c.liveness(now))
-    }
-}
-
-/// What `claim` did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Claimed {
-    /// The issue is now this chat's (it was free, or already its own).
-    Claimed,
-    /// Taken over from a stale or gone chat.
-    Taken(Vec<Holder>),
-    /// Held by another chat: live, or stale and `take` was not asked.
-    Held(Box<Holder>),
-}
-
-/// What `release` did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Released {
-    Released,
-    NotClaimed,
-    HeldByOther(Box<Holder>),
 }
 
 /// A database error worth rebuilding over: the file is not a database, or
@@ -223,7 +154,7 @@ fn left(deadline: Instant) -> Duration {
 /// for other writers until `deadline` at most. A corrupt registry is moved
 /// aside and rebuilt empty, then `op` runs on the new one; the returned
 /// note (one line) says so. (Callers go through
-/// [`super::store::with_registry`], which chooses the backend.)
+/// [`super::backend::with_registry`], which chooses the backend.)
 pub fn with_local_registry<T>(
     root: &Path,
     deadline: Instant,
@@ -734,43 +665,6 @@ fn chat_at(r: &rusqlite::Row<'_>, first: usize, session_id: String) -> rusqlite:
     })
 }
 
-/// The other chats' claims that stand in the way of a claim on an issue:
-/// `on_issue` (those on the issue itself) and, of `with_worktrees`, those
-/// whose worktree is `worktree`, contains it or lies inside it (claimed
-/// worktrees never nest); by issue, once each.
-pub fn in_the_way(
-    mut on_issue: Vec<Holder>,
-    with_worktrees: Vec<Holder>,
-    worktree: Option<&str>,
-) -> Vec<Holder> {
-    if let Some(wt) = worktree {
-        on_issue.extend(with_worktrees.into_iter().filter(|h| {
-            h.claim
-                .worktree
-                .as_deref()
-                .is_some_and(|theirs| nested(Path::new(wt), Path::new(theirs)))
-        }));
-    }
-    on_issue.sort_by(|a, b| a.claim.issue.cmp(&b.claim.issue));
-    on_issue.dedup_by(|a, b| a.claim.issue == b.claim.issue);
-    on_issue
-}
-
-/// The claim among `others` that stops the claim: a live chat's, or any
-/// when `take` was not asked; `None` when every one may be taken over.
-pub fn blocking(others: &[Holder], take: bool, now: i64) -> Option<&Holder> {
-    others
-        .iter()
-        .find(|h| h.liveness(now) == Liveness::Live || !take)
-}
-
-/// True when `a` and `b` are the same directory or one lies inside the
-/// other, compared component by component (`/a/wt-4` is not inside
-/// `/a/wt-42`). Both are absolute and resolved, as claims store them.
-pub fn nested(a: &Path, b: &Path) -> bool {
-    a.starts_with(b) || b.starts_with(a)
-}
-
 /// Claims matching `filter` (over `claims c`), each with its chat.
 fn holders(
     conn: &Connection,
@@ -803,6 +697,7 @@ fn holders(
 
 #[cfg(test)]
 mod tests {
+    use super::super::claim::nested;
     use super::*;
 
     fn place(cwd: &str) -> Place {
@@ -849,7 +744,7 @@ mod tests {
             .claim("b", "43", Some("/wt/42"), false, || place("/p"), t)
             .unwrap();
         assert!(matches!(c, Claimed::Held(h) if h.claim.issue == "42"));
-        let later = t + super::super::STALE_AFTER;
+        let later = t + super::super::chat::STALE_AFTER;
         let c = reg
             .claim("b", "42", None, false, || place("/p"), later)
             .unwrap();

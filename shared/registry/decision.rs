@@ -8,10 +8,10 @@
 use std::path::Path;
 
 use super::chat::Liveness;
+use super::chat::STALE_AFTER;
+use super::claim::Holder;
 use super::clock::{ago, timestamp};
-use super::db::Holder;
 use super::target::{glob_match, pipeline_issue, Guarded, Target};
-use super::STALE_AFTER;
 
 /// The reason to refuse `targets`, given the other chats' claims, or `None`
 /// to let the call pass.
@@ -155,7 +155,7 @@ pub fn reason(holder: &Holder, what: &str, now: i64) -> String {
 mod tests {
     use super::*;
     use crate::registry::chat::Chat;
-    use crate::registry::db::Claim;
+    use crate::registry::claim::Claim;
     use std::path::PathBuf;
 
     fn guarded() -> Guarded {

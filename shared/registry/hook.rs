@@ -4,7 +4,7 @@
 //! | event | what it does |
 //! |---|---|
 //! | `SessionStart` | registers the chat (cwd, worktree, branch, client pid) |
-//! | `UserPromptSubmit`, `PostToolUse` | refreshes its heartbeat (a write at most every [`HEARTBEAT_EVERY`](super::HEARTBEAT_EVERY) s) |
+//! | `UserPromptSubmit`, `PostToolUse` | refreshes its heartbeat (a write at most every [`HEARTBEAT_EVERY`](super::chat::HEARTBEAT_EVERY) s) |
 //! | `PreToolUse` | refuses an edit of what another live chat owns ([`super::decision`]) |
 //! | `SessionEnd` | marks the chat gone, releases its claims |
 //!
@@ -20,11 +20,12 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use super::backend::{may_hold_claims, with_registry, Bound};
 use super::chat::{client, Place};
+use super::claim::Holder;
 use super::clock::now;
-use super::db::Holder;
 use super::decision::refusal;
-use super::store::{may_hold_claims, with_registry, Bound, Store, StoreError};
+use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;

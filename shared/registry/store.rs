@@ -1,20 +1,12 @@
 //! The registry's storage, whichever backend holds it: `state/chat.db`
 //! ([`super::db::Registry`], the default) or, in team mode, PostgreSQL
-//! ([`crate::team::registry::TeamRegistry`]). The rules (who is live, which
-//! claim stands in the way) are the same code for both; a [`Store`] only
-//! reads and writes, one transaction per call.
-//!
-//! [`with_registry`] chooses the backend ([`crate::team::backend`]) and runs
-//! a caller's operation on it within the caller's [`Bound`].
-
-use std::path::Path;
-use std::time::Instant;
+//! ([`super::postgres::TeamRegistry`]). The rules (who is live, which
+//! claim stands in the way: [`super::chat`], [`super::claim`]) are the same
+//! code for both; a [`Store`] only reads and writes, one transaction per
+//! call. [`super::backend`] chooses the backend.
 
 use super::chat::{Chat, Client, Place};
-use super::db::{Claim, Claimed, Holder, Released};
-use super::RegistryError;
-use crate::state_dir::layout::CHAT_DB;
-use crate::team::{Backend, Budget};
+use super::claim::{Claim, Claimed, Holder, Released};
 
 /// What the registry stores, and every transaction on it.
 pub trait Store {
@@ -28,7 +20,7 @@ pub trait Store {
         now: i64,
     ) -> Result<(), StoreError>;
     /// Refreshes a chat's heartbeat (a write at most every
-    /// [`super::HEARTBEAT_EVERY`] s; an unknown chat is registered at
+    /// [`super::chat::HEARTBEAT_EVERY`] s; an unknown chat is registered at
     /// `place()`); true when it wrote.
     fn heartbeat(
         &mut self,
@@ -97,86 +89,20 @@ impl std::fmt::Display for StoreError {
     }
 }
 
-/// How long a caller may wait on the registry.
-#[derive(Clone, Copy, Debug)]
-pub enum Bound {
-    /// A hook, whose local wait ends at the instant given; in team mode the
-    /// hook's budget ([`Budget::hook`]).
-    Hook(Instant),
-    /// A command, likewise ([`Budget::command`]).
-    Command(Instant),
+/// Why the registry could not be used.
+#[derive(Debug)]
+pub enum RegistryError {
+    /// Opening, reading or writing failed (a read-only directory, a full
+    /// disk, a link in the file's place): nothing was changed.
+    Unavailable(String),
 }
 
-impl Bound {
-    /// The local backend's deadline for waiting on other writers.
-    pub fn deadline(self) -> Instant {
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Bound::Hook(at) | Bound::Command(at) => at,
-        }
-    }
-
-    /// The team backend's budget.
-    pub fn budget(self) -> Budget {
-        match self {
-            Bound::Hook(_) => Budget::hook(),
-            Bound::Command(_) => Budget::command(),
+            RegistryError::Unavailable(why) => f.write_str(why),
         }
     }
 }
 
-/// Runs `op` on the registry of the state directory `root`: `state/chat.db`
-/// (created when missing, rebuilt when corrupt: the note says so), or the
-/// team registry. An unusable team URL is an error, never the local file.
-pub fn with_registry<T, F>(
-    root: &Path,
-    bound: Bound,
-    op: F,
-) -> Result<(T, Option<String>), RegistryError>
-where
-    T: Send + 'static,
-    F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
-{
-    match crate::team::backend(root).map_err(RegistryError::Unavailable)? {
-        Backend::Local => super::db::with_local_registry(root, bound.deadline(), op),
-        Backend::Team(url, _) => {
-            crate::team::registry::with_team_registry(&url, bound.budget(), op)
-                .map(|t| (t, None))
-                .map_err(|e| RegistryError::Unavailable(e.to_string()))
-        }
-    }
-}
-
-/// False only when the registry certainly holds no claim: the local
-/// backend's `chat.db` does not exist yet (so a hook can answer without
-/// opening anything). A team registry, or a backend that cannot be chosen,
-/// may.
-pub fn may_hold_claims(root: &Path) -> bool {
-    match crate::team::backend(root) {
-        Ok(Backend::Local) => root.join(CHAT_DB).exists(),
-        _ => true,
-    }
-}
-
-/// Every chat not gone, with its claims.
-pub type ChatsAndClaims = Vec<(Chat, Vec<Claim>)>;
-
-/// Every chat not gone, with its claims, for observers that must leave the
-/// state as they found it: `state/chat.db` read-only, or the team registry
-/// without migrating it. `present` says whether there is a registry at all.
-pub fn chats_for_observer(
-    root: &Path,
-    bound: Bound,
-) -> (bool, Result<ChatsAndClaims, RegistryError>) {
-    match crate::team::backend(root) {
-        Err(why) => (true, Err(RegistryError::Unavailable(why))),
-        Ok(Backend::Local) => {
-            let path = root.join(CHAT_DB);
-            (path.is_file(), super::db::chats_read_only(&path))
-        }
-        Ok(Backend::Team(url, _)) => (
-            true,
-            crate::team::registry::chats_read_only(&url, bound.budget())
-                .map_err(|e| RegistryError::Unavailable(e.to_string())),
-        ),
-    }
-}
+impl std::error::Error for RegistryError {}

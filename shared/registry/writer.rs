@@ -17,12 +17,12 @@
 use std::path::Path;
 
 use super::acting::{enclosing_chat, REFUSED};
+use super::backend::{may_hold_claims, with_registry};
 use super::chat::Liveness;
+use super::chat::STALE_AFTER;
+use super::claim::{Claimed, Holder};
 use super::clock::{ago, now};
 use super::cmd::{bound, here, holder_words};
-use super::db::{Claimed, Holder};
-use super::store::{may_hold_claims, with_registry};
-use super::STALE_AFTER;
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 
@@ -109,6 +109,6 @@ fn refused(h: &Holder, issue: &IssueNumber, in_chat: bool, now: i64) -> Failure 
     )
 }
 
-fn unavailable(issue: &IssueNumber, e: &super::RegistryError) -> String {
+fn unavailable(issue: &IssueNumber, e: &super::store::RegistryError) -> String {
     format!("registry unavailable, issue {issue}'s claim not checked: {e}")
 }

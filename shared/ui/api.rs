@@ -336,7 +336,7 @@ fn registry(state: &StateDir) -> Value {
     use crate::registry::clock::{now, timestamp};
     // A page refresh waits no longer than a hook on a team registry.
     let bound = crate::registry::Bound::Hook(std::time::Instant::now() + HOOK_LOCK_WAIT);
-    let (present, listed) = crate::registry::store::chats_for_observer(state.path(), bound);
+    let (present, listed) = crate::registry::backend::chats_for_observer(state.path(), bound);
     let (listed, error) = match listed {
         Ok(listed) => (listed, None),
         Err(e) => (Vec::new(), Some(e.to_string())),

@@ -1,6 +1,6 @@
 //! Locks in PostgreSQL (`jkz_locks`): one row per `kind-name` holding the
 //! same record as `state/locks/<kind>-<name>.json`, decided by the same
-//! rule ([`crate::lock::decide`]). Each attempt is one transaction holding
+//! rule ([`decide`]). Each attempt is one transaction holding
 //! the advisory lock of that `kind-name` (`pg_advisory_xact_lock`), so of
 //! any number of acquirers on any number of machines exactly one finds the
 //! lock free and writes itself in. Waiting (`--wait`) retries on the same
@@ -11,11 +11,9 @@ use std::time::Duration;
 use chrono::Utc;
 use postgres::GenericClient;
 
-use super::connect::{with_conn, Schema};
-use super::error::TeamError;
-use super::url::{Budget, RegistryUrl};
-use super::LockClass;
-use crate::lock::{decide, retry, Acquired, LockRecord, Released, Request};
+use super::record::{decide, retry, Acquired, LockRecord, Released, Request};
+use crate::team::connect::{with_conn, Schema};
+use crate::team::{Budget, LockClass, RegistryUrl, TeamError};
 
 /// A transaction holding the advisory lock of `kind-name`.
 fn locked<'a>(

@@ -1,6 +1,6 @@
 //! The registry's [`Store`] in PostgreSQL: the tables `jkz_chats` and
-//! `jkz_claims` ([`super::schema`]), the same transactions as
-//! `state/chat.db` ([`crate::registry::db`]) and the same rules, shared
+//! `jkz_claims` ([`crate::team::schema`]), the same transactions as
+//! `state/chat.db` ([`super::db`]) and the same rules, shared
 //! ([`in_the_way`], [`blocking`]). A claim, a release and a chat's end hold
 //! the registry's advisory lock for their transaction, as `BEGIN IMMEDIATE`
 //! holds SQLite's write lock: a claim reads every claimed worktree to keep
@@ -12,14 +12,12 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{GenericClient, IsolationLevel, Row};
 
-use super::connect::{with_conn, Conn, Schema};
-use super::error::{Kind, TeamError};
-use super::url::{Budget, RegistryUrl};
-use super::LockClass;
-use crate::registry::chat::{Chat, Client, Place};
-use crate::registry::db::{blocking, in_the_way, Claim, Claimed, Holder, Released};
-use crate::registry::store::{Store, StoreError};
-use crate::registry::HEARTBEAT_EVERY;
+use super::chat::{Chat, Client, Place, HEARTBEAT_EVERY};
+use super::claim::{blocking, in_the_way, Claim, Claimed, Holder, Released};
+use super::store::{Store, StoreError};
+use crate::team::connect::{with_conn, Conn, Schema};
+use crate::team::error::{Kind, TeamError};
+use crate::team::{Budget, LockClass, RegistryUrl};
 
 /// Gone chats are forgotten this long after they ended (as locally).
 const FORGET_GONE_AFTER: i64 = 86_400;

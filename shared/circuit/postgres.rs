@@ -1,6 +1,6 @@
 //! Circuit breakers in PostgreSQL (`jkz_circuits`): one row per service
 //! holding the same record as `state/circuit/<service>.json`, changed by
-//! the same decisions ([`crate::circuit`]). Each decision is one
+//! the same decisions ([`super::record`]). Each decision is one
 //! transaction holding the service's advisory lock, so of any number of
 //! runs on any number of machines racing a half-open circuit exactly one
 //! becomes its probe. A service without a row is closed, as a service
@@ -8,11 +8,9 @@
 
 use std::time::Duration;
 
-use super::connect::{with_conn, Schema};
-use super::error::TeamError;
-use super::url::{Budget, RegistryUrl};
-use super::LockClass;
-use crate::circuit::{closed, parse_record, Circuit};
+use super::record::{closed, parse_record, Circuit};
+use crate::team::connect::{with_conn, Schema};
+use crate::team::{Budget, LockClass, RegistryUrl, TeamError};
 
 /// Applies `edit` to the circuit of `service` in one transaction, writing
 /// it back when `edit` says it changed it.

@@ -1,0 +1,95 @@
+//! Which backend holds the registry: `state/chat.db` ([`super::db`]) or, in
+//! team mode ([`crate::team::backend`]), PostgreSQL ([`super::postgres`]).
+//! [`with_registry`] runs a caller's operation on it within the caller's
+//! [`Bound`]. Neither backend knows the other; only this file knows both.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::chat::Chat;
+use super::claim::Claim;
+use super::store::{RegistryError, Store, StoreError};
+use crate::state_dir::layout::CHAT_DB;
+use crate::team::{Backend, Budget};
+
+/// How long a caller may wait on the registry.
+#[derive(Clone, Copy, Debug)]
+pub enum Bound {
+    /// A hook, whose local wait ends at the instant given; in team mode the
+    /// hook's budget ([`Budget::hook`]).
+    Hook(Instant),
+    /// A command, likewise ([`Budget::command`]).
+    Command(Instant),
+}
+
+impl Bound {
+    /// The local backend's deadline for waiting on other writers.
+    pub fn deadline(self) -> Instant {
+        match self {
+            Bound::Hook(at) | Bound::Command(at) => at,
+        }
+    }
+
+    /// The team backend's budget.
+    pub fn budget(self) -> Budget {
+        match self {
+            Bound::Hook(_) => Budget::hook(),
+            Bound::Command(_) => Budget::command(),
+        }
+    }
+}
+
+/// Runs `op` on the registry of the state directory `root`: `state/chat.db`
+/// (created when missing, rebuilt when corrupt: the note says so), or the
+/// team registry. An unusable team URL is an error, never the local file.
+pub fn with_registry<T, F>(
+    root: &Path,
+    bound: Bound,
+    op: F,
+) -> Result<(T, Option<String>), RegistryError>
+where
+    T: Send + 'static,
+    F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
+{
+    match crate::team::backend(root).map_err(RegistryError::Unavailable)? {
+        Backend::Local => super::db::with_local_registry(root, bound.deadline(), op),
+        Backend::Team(url, _) => super::postgres::with_team_registry(&url, bound.budget(), op)
+            .map(|t| (t, None))
+            .map_err(|e| RegistryError::Unavailable(e.to_string())),
+    }
+}
+
+/// False only when the registry certainly holds no claim: the local
+/// backend's `chat.db` does not exist yet (so a hook can answer without
+/// opening anything). A team registry, or a backend that cannot be chosen,
+/// may.
+pub fn may_hold_claims(root: &Path) -> bool {
+    match crate::team::backend(root) {
+        Ok(Backend::Local) => root.join(CHAT_DB).exists(),
+        _ => true,
+    }
+}
+
+/// Every chat not gone, with its claims.
+pub type ChatsAndClaims = Vec<(Chat, Vec<Claim>)>;
+
+/// Every chat not gone, with its claims, for observers that must leave the
+/// state as they found it: `state/chat.db` read-only, or the team registry
+/// without migrating it. `present` says whether there is a registry at all.
+pub fn chats_for_observer(
+    root: &Path,
+    bound: Bound,
+) -> (bool, Result<ChatsAndClaims, RegistryError>) {
+    match crate::team::backend(root) {
+        Err(why) => (true, Err(RegistryError::Unavailable(why))),
+        Ok(Backend::Local) => {
+            let path = root.join(CHAT_DB);
+            (path.is_file(), super::db::chats_read_only(&path))
+        }
+        Ok(Backend::Team(url, _)) => (
+            true,
+            super::postgres::chats_read_only(&url, bound.budget())
+                .map_err(|e| RegistryError::Unavailable(e.to_string())),
+        ),
+    }
+}
