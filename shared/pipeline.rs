@@ -16,11 +16,12 @@
 //! files; [`list`] skips them.
 //!
 //! The family: [`issue`] (the issue number, its file, the listing),
-//! [`normalized`] (the document, the coercions, the view's JSON writer),
+//! [`fields`] (the contract's field names, once), [`normalized`] (the document, the coercions, the view's JSON writer),
 //! [`validate`], [`plan`] (the approved plan), [`set`] (the read-modify-write
 //! of `jkz state set`), and the hot path of `jkz-pre-compact`: [`read`],
 //! [`scan`], [`view`].
 
+mod fields;
 mod issue;
 mod normalized;
 mod plan;
@@ -32,6 +33,7 @@ mod testing;
 mod validate;
 mod view;
 
+pub use fields::{COUNT_FIELDS, FLAG_FIELDS, STRING_FIELDS};
 pub use issue::{
     issue_of_file_name, list, list_in, misnamed, misnamed_in, pipeline_path, IssueNumber,
     PipelineFile,
@@ -59,25 +61,3 @@ pub fn view_of_bytes(issue: &IssueNumber, bytes: &[u8]) -> Option<Normalized> {
 /// The largest approved-plan companion file read whole; a larger one is read
 /// up to this bound (digests cut plans far shorter anyway).
 pub const MAX_PLAN_BYTES: u64 = 256 * 1024;
-
-/// Scalar fields of the contract: stored as strings (or absent, or null).
-pub const STRING_FIELDS: &[&str] = &[
-    "current_phase",
-    "active_agent",
-    "issue_type",
-    "pr_number",
-    "started_at",
-    "last_updated",
-    "plan_iterations",
-    "review_fix_count",
-    "qa_fix_count",
-    "review_passed",
-    "qa_passed",
-    "failure_context",
-];
-
-/// Fields holding a count, stored as a string of digits.
-pub const COUNT_FIELDS: &[&str] = &["plan_iterations", "review_fix_count", "qa_fix_count"];
-
-/// Fields holding a boolean, stored as `"true"` or `"false"`.
-pub const FLAG_FIELDS: &[&str] = &["review_passed", "qa_passed"];

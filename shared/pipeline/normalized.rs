@@ -135,8 +135,8 @@ impl Normalized {
     /// The view from a lookup of the issue's data fields and of the
     /// siblings of the numeric key: the contract's coercion rules, in one
     /// place for [`Normalized::of`] and for the direct route from a file's
-    /// bytes ([`view_of_bytes`]). Every name read here is listed in `view::VIEW_FIELDS`
-    /// or `view::VIEW_SIBLINGS`.
+    /// bytes ([`view_of_bytes`]). Every name read here is listed in `fields::VIEW_FIELDS`
+    /// or `fields::VIEW_SIBLINGS`.
     pub(super) fn from_fields<'a>(
         issue: &IssueNumber,
         f: impl Fn(&str) -> Option<Field<'a>>,

@@ -16,30 +16,9 @@
 //!
 //! Duplicate keys behave as in a `serde_json` map: the last one wins.
 
+use super::fields::{VIEW_FIELDS, VIEW_SIBLINGS};
 use super::scan::{Kept, Scanner};
 use super::{Field, IssueNumber, Normalized};
-
-/// The fields of the issue's data that [`Normalized::from_fields`] reads.
-pub(super) const VIEW_FIELDS: [&str; 15] = [
-    "current_phase",
-    "active_agent",
-    "issue_type",
-    "pr_number",
-    "started_at",
-    "last_updated",
-    "review_passed",
-    "qa_passed",
-    "plan_iterations",
-    "review_fix_count",
-    "qa_fix_count",
-    "pending_decisions",
-    "failure_context",
-    "approved_plan",
-    "sub_issues",
-];
-
-/// The siblings of the numeric key that [`Normalized::from_fields`] reads.
-pub(super) const VIEW_SIBLINGS: [&str; 2] = ["lastActivity", "heartbeat_pid"];
 
 impl Kept<'_> {
     fn field(&self) -> Field<'_> {
@@ -62,13 +41,13 @@ fn field_index(name: &[u8]) -> Option<usize> {
         b"pr_number" => 3,
         b"started_at" => 4,
         b"last_updated" => 5,
-        b"review_passed" => 6,
-        b"qa_passed" => 7,
-        b"plan_iterations" => 8,
-        b"review_fix_count" => 9,
-        b"qa_fix_count" => 10,
-        b"pending_decisions" => 11,
-        b"failure_context" => 12,
+        b"plan_iterations" => 6,
+        b"review_fix_count" => 7,
+        b"qa_fix_count" => 8,
+        b"review_passed" => 9,
+        b"qa_passed" => 10,
+        b"failure_context" => 11,
+        b"pending_decisions" => 12,
         b"approved_plan" => 13,
         b"sub_issues" => 14,
         _ => return None,
