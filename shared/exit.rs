@@ -8,6 +8,11 @@ use std::process::ExitCode;
 /// The exit code of success.
 pub const EXIT_OK: u8 = 0;
 
+/// The exit code of a failure that has no code of its own (an I/O error, a
+/// check that failed): what went wrong is one line on stderr. Each
+/// command's table in docs/exit-codes.md says what counts.
+pub const EXIT_FAILED: u8 = 1;
+
 /// The exit code of a usage error (a bad flag or value), clap's own: every
 /// binary's help lists it.
 pub const EXIT_USAGE: u8 = 2;

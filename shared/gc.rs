@@ -45,7 +45,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::json_file::lock_path;
 use crate::state_dir::layout::{is_snapshot_name, CIRCUIT_DIR, LOCKS_DIR};
 use crate::state_dir::retention::{
@@ -572,11 +572,11 @@ fn human(bytes: u64) -> String {
 /// (or, with `--dry-run`, that would be) and the total freed.
 pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
     let say = |out: &mut dyn Write, line: std::fmt::Arguments| {
-        writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+        writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
     if state.path().exists() && !state.exists() {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "{} is not a directory: nothing to collect (move it away, or name another state directory)",
                 state.path().display()
@@ -591,7 +591,7 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
                 state.describe()
             ),
         )?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let doomed = plan(state.path(), SystemTime::now());
     let mut freed = 0;
@@ -604,7 +604,11 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
                 // was judged: kept.
                 Ok(false) => continue,
                 Err(e) => {
-                    return Err(Failure::io(1, format!("removing {}", d.path.display()), e));
+                    return Err(Failure::io(
+                        EXIT_FAILED,
+                        format!("removing {}", d.path.display()),
+                        e,
+                    ));
                 }
             }
         }
@@ -635,8 +639,8 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         ),
     )?;
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

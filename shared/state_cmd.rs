@@ -20,9 +20,21 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::{self, IssueNumber, PipelineDoc, SetError};
 use crate::state_dir::StateDir;
+
+/// `jkz state`'s exit code when the answer is no: no such file or field
+/// (`get`, `show`), no PR number (`pr`), a value refused or a file left
+/// invalid (`set`), problems found (`validate`). The table is in
+/// docs/exit-codes.md.
+pub const EXIT_FAILED: u8 = 1;
+
+/// `jkz state`'s exit code when what it needs cannot be used: no state
+/// directory (`set`, `validate`), a repository whose layout cannot be read,
+/// a file that could not be read or written. The same code as a usage
+/// error ([`EXIT_USAGE`]): the caller must fix something before asking again.
+pub const EXIT_UNUSABLE: u8 = EXIT_USAGE;
 
 /// `jkz state`: read and write `state/pipeline/<N>.json`.
 #[derive(Args, Debug)]
@@ -96,13 +108,13 @@ pub enum StateCommand {
 
 /// Runs a `jkz state` command; output goes to `out`. Returns the exit code.
 pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
-    let write_err = |e| Failure::io(2, "writing stdout", e);
+    let write_err = |e| Failure::io(EXIT_UNUSABLE, "writing stdout", e);
     match args.command {
         StateCommand::Get { issue, field } => {
             let doc = read_doc(state, &issue)?;
             let Some(value) = field_value(&doc, &field) else {
                 return Err(Failure::new(
-                    1,
+                    EXIT_FAILED,
                     format!("issue {issue} has no field {field:?}"),
                 ));
             };
@@ -122,7 +134,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             let value = if json {
                 serde_json::from_str(&value).map_err(|e| {
                     Failure::new(
-                        1,
+                        EXIT_FAILED,
                         format!(
                             "--json: VALUE is not JSON ({e}): {}",
                             pipeline::shorten(&value, 80)
@@ -136,7 +148,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 .ensure_subdir(crate::state_dir::layout::PIPELINE_DIR)
                 .map_err(|e| {
                     Failure::io(
-                        2,
+                        EXIT_UNUSABLE,
                         format!(
                             "creating {}",
                             state.join(crate::state_dir::layout::PIPELINE_DIR).display()
@@ -159,12 +171,17 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             let now = pipeline::now_timestamp();
             pipeline::set_field(&path, &issue, &field, value, &now, logged).map_err(
                 |e| match e {
-                    SetError::Refused(why) => Failure::new(1, format!("{}: {why}", path.display())),
+                    SetError::Refused(why) => {
+                        Failure::new(EXIT_FAILED, format!("{}: {why}", path.display()))
+                    }
                     SetError::Update(crate::json_file::UpdateError::NotAnObject(why)) => {
-                        Failure::new(2, format!("{why}: could not be read; fix or remove it"))
+                        Failure::new(
+                            EXIT_UNUSABLE,
+                            format!("{why}: could not be read; fix or remove it"),
+                        )
                     }
                     SetError::Update(crate::json_file::UpdateError::Io(e)) => {
-                        Failure::io(2, format!("writing {}", path.display()), e)
+                        Failure::io(EXIT_UNUSABLE, format!("writing {}", path.display()), e)
                     }
                 },
             )?;
@@ -177,7 +194,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
         StateCommand::List { json } => {
             let files = pipeline::list(state).map_err(|e| {
                 Failure::io(
-                    2,
+                    EXIT_UNUSABLE,
                     format!(
                         "reading {}",
                         state.join(crate::state_dir::layout::PIPELINE_DIR).display()
@@ -206,7 +223,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 if let Some(given) = given {
                     if pipeline::resolve_pr_number(Some(given), None, None).is_none() {
                         return Err(Failure::new(
-                            2,
+                            EXIT_USAGE,
                             format!(
                                 "{what} {:?} is not a PR number: expected digits, a leading # allowed, e.g. 12 or #12",
                                 pipeline::shorten(given, 40)
@@ -225,7 +242,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             };
             let Some(n) = resolved else {
                 return Err(Failure::new(
-                    1,
+                    EXIT_FAILED,
                     format!(
                         "no PR number for issue {issue}: none given, JKZ_PR_NUMBER unset or not a number, and its pr_number field empty or not a number"
                     ),
@@ -245,7 +262,9 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                     writeln!(out, "{}: {why}", dir.display()).map_err(write_err)?;
                 }
                 pipeline::list(state)
-                    .map_err(|e| Failure::io(2, format!("reading {}", dir.display()), e))?
+                    .map_err(|e| {
+                        Failure::io(EXIT_UNUSABLE, format!("reading {}", dir.display()), e)
+                    })?
                     .into_iter()
                     .map(|f| f.path)
                     .collect()
@@ -279,11 +298,11 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
         }
     }
     out.flush().map_err(write_err)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 fn no_state_dir(state: &StateDir) -> Failure {
-    Failure::new(2, state.missing())
+    Failure::new(EXIT_UNUSABLE, state.missing())
 }
 
 fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {
@@ -291,7 +310,7 @@ fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failur
     let bytes = match crate::state_dir::read_state_file(&path, pipeline::MAX_PIPELINE_FILE) {
         Ok(b) if b.len() as u64 > pipeline::MAX_PIPELINE_FILE => {
             return Err(Failure::new(
-                2,
+                EXIT_UNUSABLE,
                 format!(
                     "{}: larger than {} bytes: not a pipeline file",
                     path.display(),
@@ -302,18 +321,24 @@ fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failur
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "no pipeline state for issue {issue} ({} does not exist)",
                     path.display()
                 ),
             ))
         }
-        Err(e) => return Err(Failure::io(2, format!("reading {}", path.display()), e)),
+        Err(e) => {
+            return Err(Failure::io(
+                EXIT_UNUSABLE,
+                format!("reading {}", path.display()),
+                e,
+            ))
+        }
     };
     PipelineDoc::parse(issue.clone(), &bytes).map_err(|e| {
         Failure::new(
-            2,
+            EXIT_UNUSABLE,
             format!(
                 "{}: could not be read: {e}; fix or remove it (jkz state validate)",
                 path.display()

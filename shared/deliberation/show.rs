@@ -12,11 +12,15 @@ use sha2::{Digest, Sha256};
 
 use super::index::{self, Entry};
 use super::response::hex;
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_OK};
 use crate::state_dir::{open_state_file, StateDir, DELIBERATIONS_DIR};
 
-/// Exit code: no record matches.
-pub const NOT_FOUND: u8 = 3;
+/// `jkz deliberations`' exit code for an I/O error, or a response that
+/// does not match its record (docs/exit-codes.md).
+pub const EXIT_FAILED: u8 = 1;
+
+/// `jkz deliberations`' exit code when no record matches.
+pub const EXIT_NOT_FOUND: u8 = 3;
 
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum DeliberationsCommand {
@@ -95,7 +99,8 @@ fn entries(state: &StateDir, warnings: &mut dyn Write) -> Result<Vec<Entry>, Fai
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
-    index::load(&dir, warnings).map_err(|e| Failure::io(1, format!("reading {}", dir.display()), e))
+    index::load(&dir, warnings)
+        .map_err(|e| Failure::io(EXIT_FAILED, format!("reading {}", dir.display()), e))
 }
 
 /// `jkz deliberations list`.
@@ -125,11 +130,11 @@ pub fn list(
             })
         })
         .collect();
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &chosen).map_err(|e| writing(e.into()))?;
         writeln!(out).map_err(writing)?;
-        return out.flush().map(|()| 0).map_err(writing);
+        return out.flush().map(|()| EXIT_OK).map_err(writing);
     }
     let dash = || "-".to_string();
     let opt = |v: Option<u64>| v.map_or_else(dash, |n| n.to_string());
@@ -171,7 +176,7 @@ pub fn list(
         writeln!(out, "{}", line.trim_end()).map_err(writing)?;
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// `jkz deliberations show`.
@@ -203,7 +208,10 @@ pub fn show(
                 .filter(|e| args.iteration.is_none_or(|k| e.iteration == Some(k)))
                 .collect();
             let Some(newest) = matching.last() else {
-                return Err(Failure::new(NOT_FOUND, "no deliberation record matches"));
+                return Err(Failure::new(
+                    EXIT_NOT_FOUND,
+                    "no deliberation record matches",
+                ));
             };
             if matching.len() > 1 {
                 let _ = writeln!(
@@ -220,16 +228,16 @@ pub fn show(
         Ok(r) => r,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(Failure::new(
-                NOT_FOUND,
+                EXIT_NOT_FOUND,
                 format!("no deliberation record {id} in {}", dir.display()),
             ))
         }
-        Err(e) => return Err(Failure::io(1, format!("reading {id}"), e)),
+        Err(e) => return Err(Failure::io(EXIT_FAILED, format!("reading {id}"), e)),
     };
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     let mismatch = |what: &str| {
         Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "the response of {id} ({what}) does not match its record (sha256 {}, {} bytes): not printed",
                 record.response_sha256, record.response_bytes
@@ -243,11 +251,11 @@ pub fn show(
             return Err(mismatch("inline"));
         }
         out.write_all(text.as_bytes()).map_err(writing)?;
-        return out.flush().map(|()| 0).map_err(writing);
+        return out.flush().map(|()| EXIT_OK).map_err(writing);
     }
     let Some(file) = &record.response_file else {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "{id} keeps no response ({})",
                 record
@@ -260,13 +268,14 @@ pub fn show(
     // Only a kept response in context-offload/ is ever named; anything else
     // is refused.
     let path = super::response::response_path(state, file)
-        .map_err(|e| Failure::new(1, format!("{id}: {e}")))?;
+        .map_err(|e| Failure::new(EXIT_FAILED, format!("{id}: {e}")))?;
     let open = || {
-        open_state_file(&path).map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))
+        open_state_file(&path)
+            .map_err(|e| Failure::io(EXIT_FAILED, format!("reading {}", path.display()), e))
     };
     // Verified first, printed second: a damaged answer is never half printed.
     let (sha, len) = copy(open()?, &mut io::sink())
-        .map_err(|e| Failure::io(1, format!("reading {}", path.display()), e))?;
+        .map_err(|e| Failure::io(EXIT_FAILED, format!("reading {}", path.display()), e))?;
     if sha != record.response_sha256 || len != record.response_bytes {
         return Err(mismatch(file));
     }
@@ -275,7 +284,7 @@ pub fn show(
         return Err(mismatch("changed while printed"));
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// Copies `from` to `to`, returning its sha256 and length.

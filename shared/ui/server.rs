@@ -21,7 +21,7 @@ use super::api::{self, SnapshotCache};
 use super::own_files::{self, LiveSession};
 use super::page::PAGE;
 use super::poll::{self, Poller, Table, Version};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
@@ -56,16 +56,18 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|e| Failure::io(1, "starting the runtime", e))?;
+        .map_err(|e| Failure::io(EXIT_FAILED, "starting the runtime", e))?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
-            .map_err(|e| Failure::io(1, format!("binding 127.0.0.1:{}", config.port), e))?;
+            .map_err(|e| {
+                Failure::io(EXIT_FAILED, format!("binding 127.0.0.1:{}", config.port), e)
+            })?;
         let port = listener
             .local_addr()
-            .map_err(|e| Failure::io(1, "reading the bound address", e))?
+            .map_err(|e| Failure::io(EXIT_FAILED, "reading the bound address", e))?
             .port();
-        let token = new_token().map_err(|e| Failure::io(1, "making a token", e))?;
+        let token = new_token().map_err(|e| Failure::io(EXIT_FAILED, "making a token", e))?;
         let base = format!("http://127.0.0.1:{port}/");
         let session = LiveSession {
             pid: u64::from(std::process::id()),
@@ -96,8 +98,8 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
         started(&format!("{base}?token={token}"));
         axum::serve(listener, router(shared))
             .await
-            .map_err(|e| Failure::io(1, "serving", e))?;
-        Ok(0)
+            .map_err(|e| Failure::io(EXIT_FAILED, "serving", e))?;
+        Ok(EXIT_OK)
     })
 }
 
