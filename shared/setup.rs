@@ -31,6 +31,8 @@ pub mod settings;
 
 use std::path::{Path, PathBuf};
 
+use crate::exit::EXIT_FAILED;
+
 pub use attach::{attach, detach, AttachArgs, DetachArgs};
 pub use doctor::{doctor, DoctorArgs};
 pub use install::{install, uninstall, InstallArgs, UninstallArgs};
@@ -78,7 +80,9 @@ impl Target {
         if user {
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
-                .ok_or_else(|| crate::exit::Failure::new(1, "--user needs HOME to be set"))?;
+                .ok_or_else(|| {
+                    crate::exit::Failure::new(EXIT_FAILED, "--user needs HOME to be set")
+                })?;
             return Ok(Target {
                 claude_dir: PathBuf::from(home).join(".claude"),
                 project: None,
@@ -97,7 +101,7 @@ impl Target {
         };
         if !project.is_dir() {
             return Err(crate::exit::Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "project directory {} does not exist (pass --project DIR)",
                     project.display()
@@ -151,7 +155,7 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
 /// programs install registers.
 pub fn binary_dir() -> Result<PathBuf, crate::exit::Failure> {
     let exe = std::env::current_exe()
-        .map_err(|e| crate::exit::Failure::io(1, "finding the jkz binary", e))?;
+        .map_err(|e| crate::exit::Failure::io(EXIT_FAILED, "finding the jkz binary", e))?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     Ok(exe
         .parent()

@@ -22,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::state_dir::root::{self, Repository};
 use crate::state_dir::{create_private_dir, stray};
 
@@ -40,16 +40,20 @@ pub struct AttachArgs {
 pub struct DetachArgs {}
 
 fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
-    writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+    writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
 }
 
 /// This repository: the one the current directory is in.
 fn this_repository(verb: &str) -> Result<(PathBuf, Repository), Failure> {
-    let (here, repository) = root::repository_of(Path::new(""))
-        .map_err(|p| Failure::new(1, format!("this repository's layout cannot be read: {p}")))?;
+    let (here, repository) = root::repository_of(Path::new("")).map_err(|p| {
+        Failure::new(
+            EXIT_FAILED,
+            format!("this repository's layout cannot be read: {p}"),
+        )
+    })?;
     let repository = repository.ok_or_else(|| {
         Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "{} is in no git repository: jkz {verb} records the state directory in a repository's git config; run it in a checkout",
                 here.display()
@@ -67,7 +71,7 @@ fn git_config(file: &Path, args: &[&std::ffi::OsStr]) -> Result<std::process::Ou
         .arg(file)
         .args(args)
         .output()
-        .map_err(|e| Failure::io(1, "running git config (is git installed?)", e))
+        .map_err(|e| Failure::io(EXIT_FAILED, "running git config (is git installed?)", e))
 }
 
 /// Runs `jkz attach`.
@@ -76,25 +80,25 @@ pub fn attach(args: &AttachArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let shown = args.path.display();
     if !args.path.is_dir() {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!("{shown} is not a directory: name a checkout of the repository whose state directory to share"),
         ));
     }
     let found = root::find(&args.path).map_err(|p| {
         Failure::new(
-            1,
+            EXIT_FAILED,
             format!("{shown}: its repository's layout cannot be read: {p}"),
         )
     })?;
     let Some(theirs) = &found.repository else {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!("{shown} is in no git repository: name a checkout of the repository whose state directory to share"),
         ));
     };
     if theirs.common == repository.common {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "{shown} is a checkout of this same repository, whose checkouts share {} already ({}): nothing attached{}",
                 repository.own_root.display(),
@@ -106,12 +110,12 @@ pub fn attach(args: &AttachArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let mut state = found.path.clone();
     if !state.exists() {
         create_private_dir(&state)
-            .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
+            .map_err(|e| Failure::io(EXIT_FAILED, format!("creating {}", state.display()), e))?;
         say(out, format_args!("created {} (mode 0700)", state.display()))?;
     }
     root::usable_root(&state).map_err(|why| {
         Failure::new(
-            1,
+            EXIT_FAILED,
             format!("{} ({}) {why}: not attached", state.display(), found.why),
         )
     })?;
@@ -120,7 +124,7 @@ pub fn attach(args: &AttachArgs, out: &mut impl Write) -> Result<u8, Failure> {
     let set = git_config(&config, &["jkz.stateDir".as_ref(), state.as_os_str()])?;
     if !set.status.success() {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "git config --file {} jkz.stateDir failed: {}; nothing attached",
                 config.display(),
@@ -153,8 +157,8 @@ pub fn attach(args: &AttachArgs, out: &mut impl Write) -> Result<u8, Failure> {
         }
     }
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 /// Runs `jkz detach`.
@@ -169,12 +173,12 @@ pub fn detach(_args: &DetachArgs, out: &mut impl Write) -> Result<u8, Failure> {
                 config.display()
             ),
         )?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     };
     let unset = git_config(&config, &["--unset-all".as_ref(), "jkz.stateDir".as_ref()])?;
     if !unset.status.success() {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "git config --file {} --unset-all jkz.stateDir failed: {}; still attached",
                 config.display(),
@@ -198,6 +202,6 @@ pub fn detach(_args: &DetachArgs, out: &mut impl Write) -> Result<u8, Failure> {
         ),
     )?;
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }

@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED};
 use crate::pipeline;
 use crate::state_dir::{create_private_dir, root, stray, StateDir};
 
@@ -60,7 +60,8 @@ impl<W: Write> Report<W> {
             }
             Status::Note => "note",
         };
-        writeln!(self.out, "{tag} {text}").map_err(|e| Failure::io(1, "writing stdout", e))
+        writeln!(self.out, "{tag} {text}")
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     }
 
     fn check(
@@ -264,15 +265,15 @@ pub fn doctor(
     let failed = report.failed;
     if failed == 0 {
         writeln!(report.out, "all checks passed")
-            .map_err(|e| Failure::io(1, "writing stdout", e))?;
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     } else {
         writeln!(report.out, "{failed} check(s) failed")
-            .map_err(|e| Failure::io(1, "writing stdout", e))?;
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     }
     report
         .out
         .flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
@@ -351,7 +352,7 @@ fn check_strays<W: Write>(
         }
         if !root.is_dir() {
             create_private_dir(root)
-                .map_err(|e| Failure::io(1, format!("creating {}", root.display()), e))?;
+                .map_err(|e| Failure::io(EXIT_FAILED, format!("creating {}", root.display()), e))?;
             report.line(
                 Status::Note,
                 format_args!(

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::atomic::write_atomic_mode;
 use crate::client::Client;
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::state_dir::root::{self, Found, Why};
 use crate::state_dir::{create_private_dir, layout};
 
@@ -78,7 +78,13 @@ impl SettingsFile {
         let bytes = match crate::state_dir::read_user_file(&real) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Failure::io(1, format!("reading {}", path.display()), e)),
+            Err(e) => {
+                return Err(Failure::io(
+                    EXIT_FAILED,
+                    format!("reading {}", path.display()),
+                    e,
+                ))
+            }
         };
         let map = settings::parse(bytes.as_deref().unwrap_or_default())
             .map_err(|why| refusal(path, &why))?;
@@ -99,7 +105,7 @@ impl SettingsFile {
             .unwrap_or(0o644);
         if let Some(dir) = self.real.parent() {
             fs::create_dir_all(dir)
-                .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
+                .map_err(|e| Failure::io(EXIT_FAILED, format!("creating {}", dir.display()), e))?;
         }
         write_file(&self.real, bytes, mode)
     }
@@ -136,7 +142,7 @@ impl ProjectRoot {
     fn of(project: &Path) -> Result<ProjectRoot, Failure> {
         let found = root::find(project).map_err(|problem| {
             Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "cannot tell the state directory of {}: {problem}; nothing was changed: fix the repository and run this again",
                     project.display()
@@ -169,7 +175,7 @@ pub fn backup_path(settings: &Path) -> PathBuf {
 
 fn refusal(path: &Path, why: &str) -> Failure {
     Failure::new(
-        1,
+        EXIT_FAILED,
         format!(
             "{}: {why}; nothing was changed: fix the file (or move it away) and run this again",
             path.display()
@@ -182,7 +188,7 @@ fn refusal(path: &Path, why: &str) -> Failure {
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
     remove_stale_temps(path);
     write_atomic_mode(path, bytes, mode)
-        .map_err(|e| Failure::io(1, format!("writing {}", path.display()), e))
+        .map_err(|e| Failure::io(EXIT_FAILED, format!("writing {}", path.display()), e))
 }
 
 /// Removes `.<name>.*.tmp` beside `path`: the temp files of jkz's atomic
@@ -215,7 +221,11 @@ fn remove_file(path: &Path) -> Result<bool, Failure> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Failure::io(1, format!("removing {}", path.display()), e)),
+        Err(e) => Err(Failure::io(
+            EXIT_FAILED,
+            format!("removing {}", path.display()),
+            e,
+        )),
     }
 }
 
@@ -225,7 +235,7 @@ fn remove_dir_if_empty(dir: &Path) -> bool {
 }
 
 fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
-    writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
+    writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
 }
 
 /// The command line of a hook program: its bare name when the first one on
@@ -265,10 +275,10 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         None => None,
         Some(raw) => {
             let url = crate::team::RegistryUrl::parse(raw)
-                .map_err(|why| Failure::new(2, format!("--registry: {why}")))?;
+                .map_err(|why| Failure::new(EXIT_USAGE, format!("--registry: {why}")))?;
             if url.has_password() {
                 return Err(Failure::new(
-                    2,
+                    EXIT_USAGE,
                     format!(
                         "--registry: {}",
                         crate::team::config::password_refusal(&url)
@@ -286,7 +296,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     for program in BINARIES {
         if !bin_dir.join(program).is_file() {
             return Err(Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "{program} is not next to jkz in {}: install all jkz binaries together (./install.sh)",
                     bin_dir.display()
@@ -308,8 +318,9 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     if let Some(root) = &root {
         let state = &root.found.path;
         if !state.is_dir() {
-            create_private_dir(state)
-                .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
+            create_private_dir(state).map_err(|e| {
+                Failure::io(EXIT_FAILED, format!("creating {}", state.display()), e)
+            })?;
             say(
                 out,
                 format_args!(
@@ -356,8 +367,8 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
 
     if let (Some(url), Some(project)) = (&registry, &target.project) {
-        let (file, recorded) =
-            crate::team::config::record(project, url).map_err(|why| Failure::new(1, why))?;
+        let (file, recorded) = crate::team::config::record(project, url)
+            .map_err(|why| Failure::new(EXIT_FAILED, why))?;
         if recorded == crate::team::config::Recorded::Written {
             say(
                 out,
@@ -374,8 +385,8 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         say(out, "jkz is already installed here; nothing changed")?;
     }
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 /// Registers the hooks in the settings and installs the slash commands;
@@ -433,7 +444,7 @@ fn register(
             Err(_) => {}
         }
         fs::create_dir_all(&commands)
-            .map_err(|e| Failure::io(1, format!("creating {}", commands.display()), e))?;
+            .map_err(|e| Failure::io(EXIT_FAILED, format!("creating {}", commands.display()), e))?;
         write_file(&path, text.as_bytes(), 0o644)?;
         say(out, format_args!("installed {}", path.display()))?;
         changes += 1;
@@ -479,12 +490,16 @@ fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
             .map(|t| (path.to_path_buf(), t))
             .map_err(|_| {
                 Failure::new(
-                    1,
+                    EXIT_FAILED,
                     format!("{} is not UTF-8 text; nothing was changed", path.display()),
                 )
             }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((path.to_path_buf(), String::new())),
-        Err(e) => Err(Failure::io(1, format!("reading {}", path.display()), e)),
+        Err(e) => Err(Failure::io(
+            EXIT_FAILED,
+            format!("reading {}", path.display()),
+            e,
+        )),
     }
 }
 
@@ -687,8 +702,8 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         say(out, "jkz is not installed here; nothing changed")?;
     }
     out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]
