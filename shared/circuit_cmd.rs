@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::circuit;
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::state_dir::StateDir;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -30,15 +30,15 @@ pub enum CircuitCommand {
 }
 
 pub fn run(args: &CircuitArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let writing = |e| Failure::io(1, "writing stdout", e);
-    let usage = |s: &str| circuit::validate(s).map_err(|e| Failure::new(2, e));
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
+    let usage = |s: &str| circuit::validate(s).map_err(|e| Failure::new(EXIT_USAGE, e));
     match &args.command {
         CircuitCommand::Status { service, json } => {
             if let Some(s) = service {
                 usage(s)?;
             }
             let all = circuit::status(state, service.as_deref())
-                .map_err(|e| Failure::io(1, "reading circuits", e))?;
+                .map_err(|e| Failure::io(EXIT_FAILED, "reading circuits", e))?;
             if *json {
                 serde_json::to_writer_pretty(&mut *out, &all).map_err(|e| writing(e.into()))?;
                 writeln!(out).map_err(writing)?;
@@ -71,10 +71,10 @@ pub fn run(args: &CircuitArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         CircuitCommand::Reset { service } => {
             usage(service)?;
             circuit::reset(state, service)
-                .map_err(|e| Failure::io(1, "resetting the circuit", e))?;
+                .map_err(|e| Failure::io(EXIT_FAILED, "resetting the circuit", e))?;
             writeln!(out, "circuit {service} is closed").map_err(writing)?;
         }
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::lock::{self, Acquired, Released};
 use crate::state_dir::StateDir;
 
@@ -65,7 +65,7 @@ fn default_owner() -> String {
 }
 
 pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     match &args.command {
         LockCommand::Acquire {
             kind,
@@ -74,7 +74,7 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
             owner,
             wait,
         } => {
-            lock::validate(kind, name).map_err(|e| Failure::new(2, e))?;
+            lock::validate(kind, name).map_err(|e| Failure::new(EXIT_USAGE, e))?;
             let req = lock::Request {
                 kind: kind.clone(),
                 name: name.clone(),
@@ -83,7 +83,9 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                 ttl: Duration::from_secs(*ttl),
             };
             let wait = Duration::try_from_secs_f64(wait.max(0.0)).unwrap_or(Duration::MAX);
-            match lock::acquire(state, &req, wait).map_err(|e| Failure::io(1, "acquiring", e))? {
+            match lock::acquire(state, &req, wait)
+                .map_err(|e| Failure::io(EXIT_FAILED, "acquiring", e))?
+            {
                 Acquired::Taken { record, renewed } => {
                     let verb = if renewed { "renewed" } else { "acquired" };
                     writeln!(
@@ -94,7 +96,7 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                         record.expires
                     )
                     .map_err(writing)?;
-                    Ok(0)
+                    Ok(EXIT_OK)
                 }
                 Acquired::Busy(held) => {
                     writeln!(
@@ -112,18 +114,18 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
             }
         }
         LockCommand::Release { kind, name, owner } => {
-            lock::validate(kind, name).map_err(|e| Failure::new(2, e))?;
+            lock::validate(kind, name).map_err(|e| Failure::new(EXIT_USAGE, e))?;
             let owner = owner.clone().unwrap_or_else(default_owner);
             match lock::release(state, kind, name, &owner)
-                .map_err(|e| Failure::io(1, "releasing", e))?
+                .map_err(|e| Failure::io(EXIT_FAILED, "releasing", e))?
             {
                 Released::Released => {
                     writeln!(out, "released {kind}-{name}").map_err(writing)?;
-                    Ok(0)
+                    Ok(EXIT_OK)
                 }
                 Released::NotHeld => {
                     writeln!(out, "{kind}-{name} was not held").map_err(writing)?;
-                    Ok(0)
+                    Ok(EXIT_OK)
                 }
                 Released::Refused(held) => Err(Failure::new(
                     HELD,
@@ -137,7 +139,8 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
         }
         LockCommand::List { json } => {
             let now = chrono::Utc::now();
-            let locks = lock::list(state).map_err(|e| Failure::io(1, "listing locks", e))?;
+            let locks =
+                lock::list(state).map_err(|e| Failure::io(EXIT_FAILED, "listing locks", e))?;
             if *json {
                 let items: Vec<_> = locks
                     .iter()
@@ -172,7 +175,7 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                 }
             }
             out.flush().map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
     }
 }

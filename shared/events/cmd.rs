@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 
 use super::describe::describe;
 use super::index::{Filter, Index, Row};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
@@ -61,12 +61,12 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
     let dir_of = || state.join(super::EVENTS_DIR);
     let failed = |e: io::Error| {
         Failure::io(
-            1,
+            EXIT_FAILED,
             format!("reading the event log in {}", dir_of().display()),
             e,
         )
     };
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     if let Some(EventsCommand::Rebuild) = args.command {
         let Some(dir) = state.ensure_subdir(super::EVENTS_DIR).map_err(failed)? else {
             return Err(no_state_dir(state));
@@ -80,12 +80,12 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
         )
         .and_then(|()| out.flush())
         .map_err(writing)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let since = match &args.since {
         Some(text) => Some(
             crate::time_span::parse_since(text, Utc::now())
-                .map_err(|e| Failure::new(2, format!("--since: {e}")))?,
+                .map_err(|e| Failure::new(EXIT_USAGE, format!("--since: {e}")))?,
         ),
         None => None,
     };
@@ -120,7 +120,7 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
     };
     print(&index, &filter)?;
     if !args.follow {
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     loop {
         std::thread::sleep(FOLLOW_EVERY);
@@ -166,7 +166,7 @@ fn write_row(out: &mut dyn Write, row: &Row, json: bool) -> io::Result<()> {
 
 fn no_state_dir(state: &StateDir) -> Failure {
     Failure::new(
-        1,
+        EXIT_FAILED,
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
             state.path().display()

@@ -21,7 +21,7 @@ use super::explain;
 use super::import::{self, Source};
 use super::status::Status;
 use super::store::{FindingRow, Import, Store, StoreError, DB_FILE};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
@@ -161,12 +161,12 @@ fn store_failure(e: StoreError) -> Failure {
             EXIT_REFUSED,
             format!("refused: {why}; nothing stored changed"),
         ),
-        StoreError::Unavailable(why) => Failure::new(1, why),
+        StoreError::Unavailable(why) => Failure::new(EXIT_FAILED, why),
     }
 }
 
 fn writing(e: std::io::Error) -> Failure {
-    Failure::io(1, "writing stdout", e)
+    Failure::io(EXIT_FAILED, "writing stdout", e)
 }
 
 /// The state directory to write in: it must exist (a tool never creates
@@ -175,13 +175,13 @@ fn state_root(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
         Ok(None) => Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
                 state.path().display()
             ),
         )),
-        Err(e) => Err(Failure::io(1, state.path().display(), e)),
+        Err(e) => Err(Failure::io(EXIT_FAILED, state.path().display(), e)),
     }
 }
 
@@ -197,7 +197,8 @@ fn read_input(file: &Path) -> Result<Vec<u8>, Failure> {
         return import::read_bounded(std::io::stdin().lock(), "stdin").map_err(refused);
     }
     let name = file.display().to_string();
-    let f = std::fs::File::open(file).map_err(|e| Failure::io(1, format!("reading {name}"), e))?;
+    let f = std::fs::File::open(file)
+        .map_err(|e| Failure::io(EXIT_FAILED, format!("reading {name}"), e))?;
     if let Ok(meta) = f.metadata() {
         if meta.is_file() && meta.len() > import::MAX_INPUT {
             return Err(refused(format!(
@@ -277,7 +278,7 @@ fn import_cmd(args: &ImportArgs, state: &StateDir, out: &mut dyn Write) -> Resul
         writeln!(out, "note: {note}").map_err(writing)?;
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
@@ -285,7 +286,7 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let path = root.join(DB_FILE);
     if !path.exists() {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "no finding {}: nothing has been imported yet ({} does not exist)",
                 args.id,
@@ -299,7 +300,7 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
         .map_err(store_failure)?
         .ok_or_else(|| {
             Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "no finding {}: see the ids in `jkz findings --issue N`",
                     args.id
@@ -317,7 +318,7 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
     )
     .map_err(writing)?;
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// `2 new, 3 open, …` (statuses with none left out), or `no findings`.
@@ -336,7 +337,7 @@ fn list_cmd(args: &ListArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8
     let issue = args
         .issue
         .as_ref()
-        .ok_or_else(|| Failure::new(2, "name the issue: jkz findings --issue N"))?;
+        .ok_or_else(|| Failure::new(EXIT_USAGE, "name the issue: jkz findings --issue N"))?;
     let store = Store::open_read_only(&state.join(DB_FILE)).map_err(store_failure)?;
     let Some(store) = store else {
         if args.json {
@@ -349,13 +350,13 @@ fn list_cmd(args: &ListArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8
             .map_err(writing)?;
         }
         out.flush().map_err(writing)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     };
     let iterations = store.iterations(issue.as_str()).map_err(store_failure)?;
     let mut rows = match args.iteration {
         Some(k) if !iterations.contains(&k) => {
             return Err(Failure::new(
-                1,
+                EXIT_FAILED,
                 format!(
                     "issue {issue} has no iteration {k} imported (imported: {})",
                     list_or_none(&iterations)
@@ -398,7 +399,7 @@ fn list_cmd(args: &ListArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8
         }
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 fn list_or_none(its: &[u32]) -> String {

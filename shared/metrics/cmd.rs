@@ -16,7 +16,7 @@ use chrono::Utc;
 use clap::{Args, ValueEnum};
 
 use super::report::{Report, Spread};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 use crate::time_span::format_span;
@@ -51,17 +51,17 @@ pub enum Format {
 pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let now = Utc::now();
     let since = crate::time_span::parse_since(&args.since, now)
-        .map_err(|e| Failure::new(2, format!("--since: {e}")))?;
+        .map_err(|e| Failure::new(EXIT_USAGE, format!("--since: {e}")))?;
     let failed = |e: io::Error| {
         Failure::io(
-            1,
+            EXIT_FAILED,
             format!("reading the metrics of {}", state.path().display()),
             e,
         )
     };
     let Some(db) = super::up_to_date(state).map_err(failed)? else {
         return Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
                 state.path().display()
@@ -82,8 +82,8 @@ pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     };
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
 }
 
 fn secs(v: Option<f64>) -> String {

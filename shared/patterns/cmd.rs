@@ -20,7 +20,7 @@ use super::inject::{self, Injection, Request};
 use super::log::{Event, Verdict};
 use super::score::{self, Ranked};
 use super::store::{parse_tag, rfc3339, tag, Memory, MemoryError};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::state_dir::StateDir;
 
 /// Exit code: no pattern has that id.
@@ -198,11 +198,11 @@ pub fn program(args: &PatternsArgs) -> &'static str {
 }
 
 fn failed(e: MemoryError) -> Failure {
-    Failure::new(1, e.message)
+    Failure::new(EXIT_FAILED, e.message)
 }
 
 fn writing(e: std::io::Error) -> Failure {
-    Failure::io(1, "writing stdout", e)
+    Failure::io(EXIT_FAILED, "writing stdout", e)
 }
 
 /// Runs `jkz patterns …`.
@@ -451,7 +451,7 @@ fn mine(
             .map_err(failed)?;
         warn_lines(err, program, &notes);
         writeln!(out, "{summary}").map_err(writing)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let counts = super::mine::mine_all(memory, &mut notes).map_err(failed)?;
     warn_lines(err, program, &notes);
@@ -465,7 +465,7 @@ fn mine(
         memory.count().map_err(failed)?
     )
     .map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 fn warn_lines(err: &mut dyn Write, program: &str, notes: &[u8]) {

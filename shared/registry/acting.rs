@@ -7,7 +7,7 @@
 //! only the chat itself. A person at a terminal (no session variable) may
 //! name any chat, e.g. to release a claim a crashed chat left behind.
 
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_USAGE};
 use crate::session_id::{process_env, resolve_raw, SessionId, SESSION_ENV};
 
 /// Exit code: refused because another chat holds it, or because a chat
@@ -21,7 +21,7 @@ pub fn enclosing_chat() -> Result<Option<SessionId>, Failure> {
         None => Ok(None),
         Some((raw, _)) => SessionId::parse(&raw)
             .map(Some)
-            .map_err(|e| Failure::new(2, format!("{} (from the environment)", e))),
+            .map_err(|e| Failure::new(EXIT_USAGE, format!("{} (from the environment)", e))),
     }
 }
 
@@ -30,7 +30,7 @@ pub fn enclosing_chat() -> Result<Option<SessionId>, Failure> {
 /// missing).
 pub fn acting_for(flag: Option<&str>) -> Result<SessionId, Failure> {
     let named = flag
-        .map(|raw| SessionId::parse(raw).map_err(|e| Failure::new(2, e.to_string())))
+        .map(|raw| SessionId::parse(raw).map_err(|e| Failure::new(EXIT_USAGE, e.to_string())))
         .transpose()?;
     match (enclosing_chat()?, named) {
         (Some(chat), Some(named)) if named != chat => Err(Failure::new(
@@ -44,7 +44,7 @@ pub fn acting_for(flag: Option<&str>) -> Result<SessionId, Failure> {
         (Some(chat), _) => Ok(chat),
         (None, Some(named)) => Ok(named),
         (None, None) => Err(Failure::new(
-            2,
+            EXIT_USAGE,
             format!(
                 "no chat to act for: run it from a chat's Bash tool ({} is set there) or pass --session ID",
                 SESSION_ENV.join(" or ")

@@ -28,7 +28,7 @@ use super::chat::{Liveness, Place};
 use super::claim::{Claimed, Holder, Released};
 use super::clock::{ago, now, timestamp};
 use super::target::resolve;
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
@@ -83,8 +83,8 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(1, state.missing())),
-        Err(e) => Err(Failure::io(1, state.path().display(), e)),
+        Ok(None) => Err(Failure::new(EXIT_FAILED, state.missing())),
+        Err(e) => Err(Failure::io(EXIT_FAILED, state.path().display(), e)),
     }
 }
 
@@ -112,11 +112,11 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     let (outcome, note) = with_registry(&root, bound(), move |r| {
         r.claim(&who, &what, wt.as_deref(), take, &here, now)
     })
-    .map_err(|e| Failure::new(1, e.to_string()))?;
+    .map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?;
     if let Some(note) = note {
         eprintln!("jkz claim: {note}");
     }
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     let covering = worktree
         .as_deref()
         .map(|w| format!(" with worktree {w}"))
@@ -133,7 +133,7 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     match outcome {
         Claimed::Claimed => {
             writeln!(out, "claimed issue {issue}{covering} for chat {session}").map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Claimed::Taken(from) => {
             for h in &from {
@@ -147,7 +147,7 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
                 .map_err(writing)?;
             }
             writeln!(out, "claimed issue {issue}{covering} for chat {session}").map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Claimed::Held(h) => {
             eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
@@ -222,20 +222,20 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
     let issue = args.issue.as_str();
     let (who, what) = (session.as_str().to_string(), issue.to_string());
     let (outcome, note) = with_registry(&root, bound(), move |r| r.release(&who, &what))
-        .map_err(|e| Failure::new(1, e.to_string()))?;
+        .map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?;
     if let Some(note) = note {
         eprintln!("jkz release: {note}");
     }
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     match outcome {
         Released::Released => {
             crate::events::sources::claim_released(state, issue, session.as_str());
             writeln!(out, "released issue {issue}").map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Released::NotClaimed => {
             writeln!(out, "issue {issue} was not claimed").map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Released::HeldByOther(h) => {
             eprintln!(
@@ -279,12 +279,12 @@ pub fn chat_json(
 /// each chat runs on (`-` when the registry does not know it: the local
 /// registry records it with the client's pid; the team registry always).
 pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     let now = now();
     let listed = if may_hold_claims(state.path()) {
         let root = root_of(state)?;
         let (listed, note) = with_registry(&root, bound(), |r| r.chats())
-            .map_err(|e| Failure::new(1, e.to_string()))?;
+            .map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?;
         if let Some(note) = note {
             eprintln!("jkz chats: {note}");
         }
@@ -300,7 +300,7 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         let text = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into());
         writeln!(out, "{text}").map_err(writing)?;
         out.flush().map_err(writing)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let mut rows = vec![[
         "SESSION".to_string(),
@@ -354,5 +354,5 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         writeln!(out, "(no live or stale chats)").map_err(writing)?;
     }
     out.flush().map_err(writing)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }

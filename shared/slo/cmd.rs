@@ -17,8 +17,17 @@ use clap::{Args, Subcommand};
 
 use super::config;
 use super::{judge, Standing};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::state_dir::StateDir;
+
+/// `jkz slo check`'s exit code when an objective is violated
+/// (docs/exit-codes.md).
+pub const EXIT_VIOLATED: u8 = 1;
+
+/// `jkz slo check`'s exit code when it cannot judge: a bad or unreadable
+/// `jkz.toml`, no state directory, metrics or output it cannot read or
+/// write. The code of a usage error ([`EXIT_USAGE`]).
+pub const EXIT_CANNOT_JUDGE: u8 = EXIT_USAGE;
 
 /// `jkz slo`.
 #[derive(Args, Debug)]
@@ -51,18 +60,18 @@ pub fn project_root(state: &StateDir) -> &Path {
 /// Runs `jkz slo check`.
 pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let SloCommand::Check = args.command;
-    let objectives =
-        config::load(project_root(state)).map_err(|e| Failure::new(2, e.to_string()))?;
+    let objectives = config::load(project_root(state))
+        .map_err(|e| Failure::new(EXIT_CANNOT_JUDGE, e.to_string()))?;
     let failed = |e: std::io::Error| {
         Failure::io(
-            2,
+            EXIT_CANNOT_JUDGE,
             format!("reading the metrics of {}", state.path().display()),
             e,
         )
     };
     let Some(db) = crate::metrics::up_to_date(state).map_err(failed)? else {
         return Err(Failure::new(
-            2,
+            EXIT_CANNOT_JUDGE,
             format!(
                 "no state directory at {}: nothing to measure (run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR)",
                 state.path().display()
@@ -103,8 +112,9 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     ));
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Failure::io(2, "writing stdout", e))?;
-    Ok(u8::from(
-        judged.iter().any(|j| j.standing == Standing::Violated),
-    ))
+        .map_err(|e| Failure::io(EXIT_CANNOT_JUDGE, "writing stdout", e))?;
+    match judged.iter().any(|j| j.standing == Standing::Violated) {
+        true => Ok(EXIT_VIOLATED),
+        false => Ok(EXIT_OK),
+    }
 }

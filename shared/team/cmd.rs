@@ -13,7 +13,7 @@ use super::connect::{with_conn, Schema};
 use super::error::TeamError;
 use super::schema::{self, SCHEMA_VERSION};
 use super::url::{Budget, RegistryUrl};
-use crate::exit::Failure;
+use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::state_dir::StateDir;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -33,10 +33,10 @@ pub enum RegistryCommand {
 
 /// The team registry's URL for `state`, or why there is none.
 fn team_url(state: &StateDir) -> Result<RegistryUrl, Failure> {
-    match backend(state.path()).map_err(|why| Failure::new(1, why))? {
+    match backend(state.path()).map_err(|why| Failure::new(EXIT_FAILED, why))? {
         Backend::Team(url, _) => Ok(url),
         Backend::Local => Err(Failure::new(
-            1,
+            EXIT_FAILED,
             format!(
                 "no team registry: set {} or run `jkz install --registry postgres://USER@HOST:PORT/DATABASE`; \
                  the local registry (state/chat.db) needs no migration",
@@ -47,7 +47,7 @@ fn team_url(state: &StateDir) -> Result<RegistryUrl, Failure> {
 }
 
 pub fn run(args: &RegistryArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let writing = |e| Failure::io(1, "writing stdout", e);
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     match args.command {
         RegistryCommand::Migrate => {
             let url = team_url(state)?;
@@ -58,7 +58,7 @@ pub fn run(args: &RegistryArgs, state: &StateDir, out: &mut dyn Write) -> Result
                 Some(Duration::ZERO),
                 |conn| schema::migrate(&mut conn.client, &conn.url, true),
             )
-            .map_err(|e| Failure::new(1, e.to_string()))?;
+            .map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?;
             let what = match found {
                 0 => "tables created".to_string(),
                 v if v < SCHEMA_VERSION => format!("upgraded from version {v}"),
@@ -70,7 +70,7 @@ pub fn run(args: &RegistryArgs, state: &StateDir, out: &mut dyn Write) -> Result
             )
             .map_err(writing)?;
             out.flush().map_err(writing)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
     }
 }
