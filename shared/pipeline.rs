@@ -39,7 +39,7 @@ pub use issue::{
     PipelineFile,
 };
 pub(crate) use normalized::{coerce_count, Field};
-pub use normalized::{resolve_pr_number, Normalized, ParseError, PipelineDoc, Verdict};
+pub use normalized::{resolve_pr_number, Cycles, Normalized, ParseError, PipelineDoc, Verdict};
 pub use plan::{approved_plan, read_bounded_text, ApprovedPlan};
 pub use read::{
     load_all, visit_in_order, FileContent, LoadedPipeline, MAX_PIPELINE_FILE, MAX_READ_THREADS,

@@ -17,7 +17,7 @@ pub use crate::client_text::{client_len, head_tail, head_units, tail_units, HEAD
 use crate::findings::compaction as findings;
 use crate::git::GitState;
 use crate::hook::Warnings;
-use crate::pipeline::{self, ApprovedPlan, IssueNumber, Normalized};
+use crate::pipeline::{self, ApprovedPlan, Cycles, IssueNumber, Normalized};
 use crate::state_dir::StateDir;
 
 /// How many pipelines a digest details; the other active ones are named.
@@ -41,11 +41,8 @@ pub struct PipelineDigest {
     pub pr_number: Option<u64>,
     pub phase: String,
     pub active_agent: Option<String>,
-    pub plan_iterations: Option<u64>,
-    pub review_fix_count: Option<u64>,
-    pub qa_fix_count: Option<u64>,
-    pub review_passed: Option<bool>,
-    pub qa_passed: Option<bool>,
+    #[serde(flatten)]
+    pub cycles: Cycles,
     pub verdict: Option<String>,
     pub pending_decisions: Vec<String>,
     pub failure_context: Option<String>,
@@ -143,11 +140,7 @@ impl PipelineDigest {
             pr_number: n.pr_number,
             phase: n.current_phase.clone(),
             active_agent: n.active_agent.clone(),
-            plan_iterations: n.plan_iterations,
-            review_fix_count: n.review_fix_count,
-            qa_fix_count: n.qa_fix_count,
-            review_passed: n.review_passed,
-            qa_passed: n.qa_passed,
+            cycles: n.cycles,
             verdict: n.verdict.map(|v| v.as_str().to_string()),
             pending_decisions: n.pending_decisions.clone(),
             failure_context: n.failure_context.clone(),
@@ -456,14 +449,14 @@ fn render_pipeline(p: &PipelineDigest, limits: Limits, mine: bool) -> String {
     out.push_str(&format!(
         "- Phase and iteration: {}{agent}; plan iteration {}, review fix cycle {}, QA fix cycle {}\n",
         p.phase,
-        count(p.plan_iterations),
-        count(p.review_fix_count),
-        count(p.qa_fix_count)
+        count(p.cycles.plan_iterations),
+        count(p.cycles.review_fix_count),
+        count(p.cycles.qa_fix_count)
     ));
     out.push_str(&format!(
         "- Active verdicts: review {}, QA {}; overall {}\n",
-        outcome(p.review_passed),
-        outcome(p.qa_passed),
+        outcome(p.cycles.review_passed),
+        outcome(p.cycles.qa_passed),
         p.verdict.as_deref().unwrap_or("none yet")
     ));
     if p.pending_decisions.is_empty() {
@@ -643,6 +636,30 @@ Decision-critical state ({origin}). Where the conversation summary disagrees, tr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_cycles_read_back_by_name_and_missing_ones_read_as_none() {
+        let p = PipelineDigest {
+            issue: "7".into(),
+            cycles: Cycles {
+                plan_iterations: Some(3),
+                review_passed: Some(true),
+                ..Cycles::default()
+            },
+            ..PipelineDigest::default()
+        };
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["plan_iterations"], 3);
+        assert_eq!(json["review_passed"], true);
+        assert_eq!(serde_json::from_value::<PipelineDigest>(json).unwrap(), p);
+        let older = serde_json::json!({
+            "issue": "7", "issue_type": "feature", "pr_number": null, "phase": "build",
+            "active_agent": null, "verdict": null, "pending_decisions": [],
+            "failure_context": null, "approved_plan": null, "last_updated": null
+        });
+        let read: PipelineDigest = serde_json::from_value(older).unwrap();
+        assert_eq!(read.cycles, Cycles::default());
+    }
     use proptest::prelude::*;
 
     proptest! {
@@ -693,11 +710,13 @@ mod tests {
             pr_number: Some(42),
             phase: "building".into(),
             active_agent: Some("builder".into()),
-            plan_iterations: Some(2),
-            review_fix_count: Some(1),
-            qa_fix_count: None,
-            review_passed: Some(true),
-            qa_passed: Some(false),
+            cycles: Cycles {
+                plan_iterations: Some(2),
+                review_fix_count: Some(1),
+                qa_fix_count: None,
+                review_passed: Some(true),
+                qa_passed: Some(false),
+            },
             verdict: Some("FAIL".into()),
             pending_decisions: (0..decisions)
                 .map(|i| format!("decision {i} é😀"))

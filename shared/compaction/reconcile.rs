@@ -117,21 +117,32 @@ fn changed_items(then: &PipelineDigest, now: &PipelineDigest, active: bool) -> O
         items.push(format!("PR {} → {}", pr(then.pr_number), pr(now.pr_number)));
     }
     for (name, a, b) in [
-        ("plan iteration", then.plan_iterations, now.plan_iterations),
+        (
+            "plan iteration",
+            then.cycles.plan_iterations,
+            now.cycles.plan_iterations,
+        ),
         (
             "review fix cycle",
-            then.review_fix_count,
-            now.review_fix_count,
+            then.cycles.review_fix_count,
+            now.cycles.review_fix_count,
         ),
-        ("QA fix cycle", then.qa_fix_count, now.qa_fix_count),
+        (
+            "QA fix cycle",
+            then.cycles.qa_fix_count,
+            now.cycles.qa_fix_count,
+        ),
     ] {
         if a != b {
             let n = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
             items.push(format!("{name} {} → {}", n(a), n(b)));
         }
     }
-    if (then.review_passed, then.qa_passed, &then.verdict)
-        != (now.review_passed, now.qa_passed, &now.verdict)
+    if (
+        then.cycles.review_passed,
+        then.cycles.qa_passed,
+        &then.verdict,
+    ) != (now.cycles.review_passed, now.cycles.qa_passed, &now.verdict)
     {
         items.push(format!("verdicts {} → {}", verdicts(then), verdicts(now)));
     }
@@ -164,8 +175,8 @@ fn verdicts(p: &PipelineDigest) -> String {
     };
     format!(
         "(review {}, QA {}; overall {})",
-        outcome(p.review_passed),
-        outcome(p.qa_passed),
+        outcome(p.cycles.review_passed),
+        outcome(p.cycles.qa_passed),
         p.verdict.as_deref().unwrap_or("none")
     )
 }
@@ -182,14 +193,18 @@ fn changed_text(then: &Option<String>, now: &Option<String>) -> Option<&'static 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Cycles;
 
     fn pipeline(issue: &str, phase: &str) -> PipelineDigest {
         PipelineDigest {
             issue: issue.into(),
             issue_type: "feature".into(),
             phase: phase.into(),
-            review_passed: Some(false),
-            qa_passed: Some(false),
+            cycles: Cycles {
+                review_passed: Some(false),
+                qa_passed: Some(false),
+                ..Cycles::default()
+            },
             verdict: Some("FAIL".into()),
             pending_decisions: vec!["a?".into(), "b?".into()],
             failure_context: Some("boom".into()),
@@ -208,8 +223,8 @@ mod tests {
     fn live_values_win_and_each_change_is_named() {
         let then = digest(vec![pipeline("42", "building")]);
         let mut moved = pipeline("42", "reviewing");
-        moved.review_passed = Some(true);
-        moved.qa_passed = Some(true);
+        moved.cycles.review_passed = Some(true);
+        moved.cycles.qa_passed = Some(true);
         moved.verdict = Some("PASS".into());
         moved.pending_decisions.clear();
         moved.failure_context = None;

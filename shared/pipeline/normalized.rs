@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::IssueNumber;
@@ -84,16 +84,25 @@ pub struct Normalized {
     pub started_at: Value,
     pub last_updated: Option<String>,
     pub verdict: Option<Verdict>,
-    pub review_passed: Option<bool>,
-    pub qa_passed: Option<bool>,
-    pub plan_iterations: Option<u64>,
-    pub review_fix_count: Option<u64>,
-    pub qa_fix_count: Option<u64>,
+    #[serde(flatten)]
+    pub cycles: Cycles,
     pub pending_decisions: Vec<String>,
     pub failure_context: Option<String>,
     pub approved_plan: Option<String>,
     pub sub_issues: Vec<Value>,
     pub heartbeat_pid: Option<u64>,
+}
+
+/// How many plan iterations and fix cycles a pipeline has been through,
+/// and whether review and QA passed: the counts every reader of the view
+/// carries on (the compaction digest among them), named once here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cycles {
+    pub review_passed: Option<bool>,
+    pub qa_passed: Option<bool>,
+    pub plan_iterations: Option<u64>,
+    pub review_fix_count: Option<u64>,
+    pub qa_fix_count: Option<u64>,
 }
 
 /// The combined verdict of review and QA.
@@ -159,11 +168,13 @@ impl Normalized {
             last_updated: text("last_updated")
                 .or_else(|| sibling("lastActivity").and_then(coerce_text)),
             verdict: Verdict::combine(review_passed, qa_passed),
-            review_passed,
-            qa_passed,
-            plan_iterations: f("plan_iterations").and_then(coerce_count),
-            review_fix_count: f("review_fix_count").and_then(coerce_count),
-            qa_fix_count: f("qa_fix_count").and_then(coerce_count),
+            cycles: Cycles {
+                review_passed,
+                qa_passed,
+                plan_iterations: f("plan_iterations").and_then(coerce_count),
+                review_fix_count: f("review_fix_count").and_then(coerce_count),
+                qa_fix_count: f("qa_fix_count").and_then(coerce_count),
+            },
             pending_decisions: array("pending_decisions")
                 .map(|a| a.iter().map(Field::from).filter_map(coerce_text).collect())
                 .unwrap_or_default(),
@@ -196,15 +207,15 @@ impl Normalized {
         out.extend_from_slice(b",\"verdict\":");
         json_opt_str(out, self.verdict.map(Verdict::as_str));
         out.extend_from_slice(b",\"review_passed\":");
-        json_opt_bool(out, self.review_passed);
+        json_opt_bool(out, self.cycles.review_passed);
         out.extend_from_slice(b",\"qa_passed\":");
-        json_opt_bool(out, self.qa_passed);
+        json_opt_bool(out, self.cycles.qa_passed);
         out.extend_from_slice(b",\"plan_iterations\":");
-        json_opt_u64(out, self.plan_iterations);
+        json_opt_u64(out, self.cycles.plan_iterations);
         out.extend_from_slice(b",\"review_fix_count\":");
-        json_opt_u64(out, self.review_fix_count);
+        json_opt_u64(out, self.cycles.review_fix_count);
         out.extend_from_slice(b",\"qa_fix_count\":");
-        json_opt_u64(out, self.qa_fix_count);
+        json_opt_u64(out, self.cycles.qa_fix_count);
         out.extend_from_slice(b",\"pending_decisions\":");
         json_array(out, &self.pending_decisions, |out, d| json_str(out, d));
         out.extend_from_slice(b",\"failure_context\":");

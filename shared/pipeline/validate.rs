@@ -296,12 +296,12 @@ mod tests {
         ) {
             let n = view(json!({ field: value.clone() }));
             let read = match field {
-                "plan_iterations" => n.plan_iterations.is_some(),
-                "review_fix_count" => n.review_fix_count.is_some(),
-                "qa_fix_count" => n.qa_fix_count.is_some(),
+                "plan_iterations" => n.cycles.plan_iterations.is_some(),
+                "review_fix_count" => n.cycles.review_fix_count.is_some(),
+                "qa_fix_count" => n.cycles.qa_fix_count.is_some(),
                 "pr_number" => n.pr_number.is_some(),
-                "review_passed" => n.review_passed.is_some(),
-                "qa_passed" => n.qa_passed.is_some(),
+                "review_passed" => n.cycles.review_passed.is_some(),
+                "qa_passed" => n.cycles.qa_passed.is_some(),
                 "active_agent" => n.active_agent.is_some(),
                 _ => n.failure_context.is_some(),
             };
