@@ -55,6 +55,7 @@ pub mod json_file;
 pub mod lines;
 pub mod process;
 pub mod resolved_path;
+pub mod sqlite;
 pub mod thousands;
 pub mod time_span;
 pub mod user_file;

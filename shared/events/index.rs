@@ -33,12 +33,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
 use super::event::Event;
 use super::scan;
 use super::segment::{self, SegmentName};
+use crate::sqlite::{one_line, open_derived, Derived};
 
 /// `state/events/index.db`.
 pub const INDEX_FILE: &str = "index.db";
@@ -118,13 +119,6 @@ pub struct Filter {
     pub after_seq: Option<i64>,
 }
 
-/// Why the database could not be used as it is.
-enum Opened {
-    Ok(Connection),
-    /// Damaged, or from another version: rebuilt, saying why.
-    Rebuild(String),
-}
-
 impl Index {
     /// Opens the index in `dir` (`state/events/`), creating or rebuilding it
     /// as needed, and brings it up to date. Warnings (skipped lines, a
@@ -144,12 +138,12 @@ impl Index {
         }
         let lock = lock_file(dir, false)?;
         match open_db(&dir.join(INDEX_FILE))? {
-            Opened::Ok(conn) => Ok(Index {
+            Derived::Ready(conn) => Ok(Index {
                 conn,
                 dir: dir.to_path_buf(),
                 _lock: lock,
             }),
-            Opened::Rebuild(why) => {
+            Derived::Rebuild(why) => {
                 drop(lock);
                 super::warn(format!(
                     "{}: {why}: rebuilding it from the log",
@@ -170,7 +164,7 @@ impl Index {
             return Ok(None);
         }
         let lock = lock_file(dir, false)?;
-        let Opened::Ok(conn) = open_db(&path)? else {
+        let Derived::Ready(conn) = open_db(&path)? else {
             return Ok(None);
         };
         let mut index = Index {
@@ -233,7 +227,7 @@ impl Index {
         let path = dir.join(INDEX_FILE);
         if if_missing && path.exists() {
             lock.lock_shared()?;
-            if let Opened::Ok(conn) = open_db(&path)? {
+            if let Derived::Ready(conn) = open_db(&path)? {
                 return Ok(Index {
                     conn,
                     dir: dir.to_path_buf(),
@@ -249,8 +243,8 @@ impl Index {
             }
         }
         let conn = match open_db(&path)? {
-            Opened::Ok(conn) => conn,
-            Opened::Rebuild(why) => return Err(io::Error::other(why)),
+            Derived::Ready(conn) => conn,
+            Derived::Rebuild(why) => return Err(io::Error::other(why)),
         };
         conn.execute_batch(
             "DROP INDEX events_by_issue; DROP INDEX events_by_type;
@@ -579,62 +573,17 @@ pub fn tracked_change(event: &Event) -> Option<(&str, &str, String)> {
 }
 
 /// Opens (creating when missing) the database at `path`.
-fn open_db(path: &Path) -> io::Result<Opened> {
-    if fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Ok(Opened::Rebuild("not a regular file".into()));
-    }
-    let conn = match Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) {
-        Ok(conn) => conn,
-        Err(e) => return Ok(Opened::Rebuild(one_line(&e))),
-    };
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
-    let prepared = (|| -> rusqlite::Result<Option<String>> {
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == VERSION {
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            return Ok(None);
-        }
-        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
-        if version != 0 || tables != 0 {
-            return Ok(Some(format!(
-                "written by another version of jkz (schema {version}, this jkz reads {VERSION})"
-            )));
-        }
-        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tx = conn.unchecked_transaction()?;
-        // Another process may have created it meanwhile.
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 0 {
-            tx.execute_batch(SCHEMA)?;
-            tx.execute_batch(QUERY_INDEXES)?;
-            tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('generation', ?1)",
-                [generation()],
-            )?;
-            tx.pragma_update(None, "user_version", VERSION)?;
-        }
-        tx.commit()?;
-        Ok(None)
-    })();
-    match prepared {
-        Ok(None) => Ok(Opened::Ok(conn)),
-        Ok(Some(why)) => Ok(Opened::Rebuild(why)),
-        Err(e) if is_busy(&e) => Err(sql(e)),
-        Err(e) => Ok(Opened::Rebuild(format!("unreadable ({})", one_line(&e)))),
-    }
-}
-
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
+fn open_db(path: &Path) -> io::Result<Derived> {
+    open_derived(path, BUSY_TIMEOUT, VERSION, |tx| {
+        tx.execute_batch(SCHEMA)?;
+        tx.execute_batch(QUERY_INDEXES)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', ?1)",
+            [generation()],
+        )?;
+        Ok(())
+    })
+    .map_err(sql)
 }
 
 /// A fresh random generation id.
@@ -694,10 +643,6 @@ fn gzip_length(path: &Path) -> Option<u32> {
     let mut tail = [0u8; 4];
     file.read_exact(&mut tail).ok()?;
     Some(u32::from_le_bytes(tail))
-}
-
-fn one_line(e: &rusqlite::Error) -> String {
-    e.to_string().replace(['\n', '\r'], " ")
 }
 
 /// A SQLite error as an I/O error, for callers that report either.

@@ -26,20 +26,24 @@
 //! aside.
 
 use std::collections::HashMap;
-use std::fs;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 
 use super::finding::{Reported, Severity};
 use super::identity::normalize_message;
 use super::status::{derive, ImportRef, Status};
+use crate::sqlite::{file_to_read, open_read_only, open_writable, refuse_link, switch_to_wal};
 
 pub use crate::state_dir::layout::FINDINGS_DB as DB_FILE;
 
 /// How long a writer waits for another's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the switch to WAL is retried while another writer holds the
+/// file (about 200 tries).
+const WAL_SWITCH_WAIT: Duration = Duration::from_secs(1);
 
 /// The schema's version (`PRAGMA user_version`).
 const SCHEMA_VERSION: i64 = 1;
@@ -260,20 +264,9 @@ const LIST_ORDER: &str = "CASE status WHEN 'reintroduced' THEN 0 WHEN 'new' THEN
 impl Store {
     /// Opens the history at `path`, creating it (WAL, schema) when missing.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(StoreError::Unavailable(format!(
-                "{} is a symbolic link: refused (jkz never writes through a link in state/); remove it",
-                path.display()
-            )));
-        }
+        refuse_link(path).map_err(StoreError::Unavailable)?;
         let open = || -> rusqlite::Result<Connection> {
-            let conn = Connection::open_with_flags(
-                path,
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_CREATE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let conn = open_writable(path, BUSY_TIMEOUT)?;
             prepare(&conn)?;
             Ok(conn)
         };
@@ -288,22 +281,11 @@ impl Store {
     /// may create the `-wal` and `-shm` companions, as any reader of a WAL
     /// database does). `None` when there is no history yet.
     pub fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
-        match fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Ok(m) if !m.is_file() => {
-                return Err(StoreError::Unavailable(format!(
-                    "{} is not a regular file: not read",
-                    path.display()
-                )))
-            }
-            _ => {}
+        if !file_to_read(path).map_err(StoreError::Unavailable)? {
+            return Ok(None);
         }
         let open = || -> rusqlite::Result<Connection> {
-            let conn = Connection::open_with_flags(
-                path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let conn = open_read_only(path, BUSY_TIMEOUT)?;
             // A history without the schema (another program's file) reads
             // as an error here, not later.
             conn.query_row("SELECT count(*) FROM imports WHERE 0", [], |_| Ok(()))?;
@@ -798,25 +780,7 @@ fn as_of_rows(
 fn prepare(conn: &Connection) -> rusqlite::Result<()> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version != SCHEMA_VERSION {
-        // Switching to WAL takes an exclusive lock the busy handler does
-        // not always wait for: retry briefly.
-        let mut tries = 0;
-        loop {
-            match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
-                Ok(_) => break,
-                Err(e)
-                    if tries < 200
-                        && matches!(
-                            e.sqlite_error_code(),
-                            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-                        ) =>
-                {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        switch_to_wal(conn, Instant::now() + WAL_SWITCH_WAIT)?;
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;

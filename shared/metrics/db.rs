@@ -13,11 +13,12 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OpenFlags, Transaction};
+use rusqlite::{params, Connection, Transaction};
 
 use super::derive::{self, IssueFacts};
 use crate::events::index::{sql, Index};
 use crate::events::Event;
+use crate::sqlite::{open_derived, Derived};
 
 const VERSION: i64 = 1;
 
@@ -48,8 +49,8 @@ impl MetricsDb {
     /// to date with `index`.
     pub fn open(path: &Path, index: &Index) -> io::Result<MetricsDb> {
         let conn = match open_db(path)? {
-            Ok(conn) => conn,
-            Err(why) => {
+            Derived::Ready(conn) => conn,
+            Derived::Rebuild(why) => {
                 crate::events::warn(format!(
                     "{}: {why}: deriving it anew from the event log",
                     path.display()
@@ -60,7 +61,10 @@ impl MetricsDb {
                         _ => {}
                     }
                 }
-                open_db(path)?.map_err(io::Error::other)?
+                match open_db(path)? {
+                    Derived::Ready(conn) => conn,
+                    Derived::Rebuild(why) => return Err(io::Error::other(why)),
+                }
             }
         };
         let mut db = MetricsDb { conn };
@@ -298,57 +302,11 @@ fn insert_run(
     ])
 }
 
-/// Opens the database at `path`: `Err(why)` inside when it must be derived
-/// anew (damaged, another version).
-fn open_db(path: &Path) -> io::Result<Result<Connection, String>> {
-    if fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Ok(Err("not a regular file".into()));
-    }
-    let conn = match Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) {
-        Ok(c) => c,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    conn.busy_timeout(std::time::Duration::from_secs(30))
-        .map_err(sql)?;
-    let prepared = (|| -> rusqlite::Result<Option<String>> {
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == VERSION {
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            return Ok(None);
-        }
-        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
-        if version != 0 || tables != 0 {
-            return Ok(Some(format!(
-                "written by another version of jkz (schema {version}, this jkz reads {VERSION})"
-            )));
-        }
-        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tx = conn.unchecked_transaction()?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 0 {
-            tx.execute_batch(SCHEMA)?;
-            tx.pragma_update(None, "user_version", VERSION)?;
-        }
-        tx.commit()?;
-        Ok(None)
-    })();
-    Ok(match prepared {
-        Ok(None) => Ok(conn),
-        Ok(Some(why)) => Err(why),
-        Err(e)
-            if matches!(
-                e.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            ) =>
-        {
-            return Err(sql(e))
-        }
-        Err(e) => Err(format!("unreadable ({})", e.to_string().replace('\n', " "))),
+/// Opens the database at `path` (creating it when missing), in 30 s at
+/// most when another process holds it.
+fn open_db(path: &Path) -> io::Result<Derived> {
+    open_derived(path, std::time::Duration::from_secs(30), VERSION, |tx| {
+        tx.execute_batch(SCHEMA)
     })
+    .map_err(sql)
 }

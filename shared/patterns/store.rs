@@ -42,6 +42,9 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use super::log::{self, Event, Identity, PatternRef, Verdict};
 use super::normalize::Words;
 use super::score::Stats;
+use crate::sqlite::{
+    file_to_read, left, open_read_only, open_writable, refuse_link, switch_to_wal,
+};
 use crate::state_dir::layout::{MEMORY_DB, MEMORY_DB_CORRUPT, PATTERNS_FEEDBACK};
 
 /// The schema's version (`PRAGMA user_version`); a file of another version
@@ -266,13 +269,6 @@ pub struct Synced {
     pub skipped: usize,
 }
 
-/// The time left until `deadline`, at least a millisecond.
-fn left(deadline: Instant) -> Duration {
-    deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1))
-}
-
 impl Memory {
     pub fn db_path(state: &Path) -> PathBuf {
         state.join(MEMORY_DB)
@@ -318,21 +314,10 @@ impl Memory {
     /// catch-up): for observers. `None` when there is none.
     pub fn open_read_only(state: &Path, wait: Duration) -> Result<Option<Memory>> {
         let path = Memory::db_path(state);
-        match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Ok(m) if !m.is_file() => {
-                return Err(MemoryError::new(format!(
-                    "{} is not a regular file: not read",
-                    path.display()
-                )))
-            }
-            _ => {}
+        if !file_to_read(&path).map_err(MemoryError::new)? {
+            return Ok(None);
         }
-        let conn = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(wait)?;
+        let conn = open_read_only(&path, wait)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version != SCHEMA_VERSION {
             return Ok(None);
@@ -345,19 +330,8 @@ impl Memory {
     }
 
     fn connect(state: &Path, path: &Path, deadline: Instant) -> Result<Memory> {
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(MemoryError::new(format!(
-                "{} is a symbolic link: refused (jkz never writes through a link in state/); remove it",
-                path.display()
-            )));
-        }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(left(deadline))?;
+        refuse_link(path).map_err(MemoryError::new)?;
+        let conn = open_writable(path, left(deadline))?;
         let memory = Memory {
             conn,
             state: state.to_path_buf(),
@@ -374,24 +348,7 @@ impl Memory {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version != SCHEMA_VERSION {
-            loop {
-                match self
-                    .conn
-                    .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-                {
-                    Ok(_) => break,
-                    Err(e)
-                        if Instant::now() < deadline
-                            && matches!(
-                                e.sqlite_error_code(),
-                                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-                            ) =>
-                    {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            switch_to_wal(&self.conn, deadline)?;
             let tx = self.begin()?;
             let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if now != SCHEMA_VERSION {

@@ -21,7 +21,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
@@ -29,6 +29,9 @@ use super::chat::{Chat, Client, Place, HEARTBEAT_EVERY};
 use super::claim::{blocking, in_the_way, Claim, Claimed, Holder, Released};
 use super::store::{RegistryError, Store, StoreError};
 
+use crate::sqlite::{
+    file_to_read, left, open_read_only, open_writable, refuse_link, switch_to_wal,
+};
 use crate::state_dir::layout::{CHAT_DB, CHAT_DB_CORRUPT};
 
 /// The schema's version (`PRAGMA user_version`). 2 added the client's
@@ -111,22 +114,11 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
 /// a WAL database does. A registry that does not exist yet lists nothing.
 pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
     let deadline = Instant::now() + crate::json_file::lock_wait();
-    match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Ok(m) if !m.is_file() => {
-            return Err(RegistryError::Unavailable(format!(
-                "{} is not a regular file: not read",
-                path.display()
-            )))
-        }
-        _ => {}
+    if !file_to_read(path).map_err(RegistryError::Unavailable)? {
+        return Ok(Vec::new());
     }
     let read = || -> rusqlite::Result<Vec<(Chat, Vec<Claim>)>> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(left(deadline))?;
+        let conn = open_read_only(path, left(deadline))?;
         let has_host: i64 = conn.query_row(
             "SELECT count(*) FROM pragma_table_info('chats') WHERE name = 'host'",
             [],
@@ -139,15 +131,6 @@ pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryE
         .chats()
     };
     read().map_err(|e| Failed::Sql(e).unavailable(path))
-}
-
-/// The time left until `deadline`, at least a millisecond (a busy timeout
-/// of zero would mean "wait forever" to some callers' eyes; here it is
-/// the shortest wait).
-fn left(deadline: Instant) -> Duration {
-    deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1))
 }
 
 /// Runs `op` on the registry in `root`, creating it when missing, waiting
@@ -244,19 +227,8 @@ impl Registry {
     /// Opens the registry at `path`, creating it (WAL, schema) when missing;
     /// every wait on another writer ends at `deadline`.
     fn open(path: &Path, deadline: Instant) -> Result<Registry, Failed> {
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Failed::Refused(format!(
-                "{} is a symbolic link: refused (jkz never writes through a link in state/); remove it",
-                path.display()
-            )));
-        }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(left(deadline))?;
+        refuse_link(path).map_err(Failed::Refused)?;
+        let conn = open_writable(path, left(deadline))?;
         let mut reg = Registry {
             conn,
             schema_1: false,
@@ -272,26 +244,7 @@ impl Registry {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version < SCHEMA_VERSION {
-            // Switching to WAL takes an exclusive lock that the busy
-            // handler does not always wait for: retry until the deadline.
-            loop {
-                match self
-                    .conn
-                    .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-                {
-                    Ok(_) => break,
-                    Err(e)
-                        if Instant::now() < deadline
-                            && matches!(
-                                e.sqlite_error_code(),
-                                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-                            ) =>
-                    {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+            switch_to_wal(&self.conn, deadline)?;
             let tx = self
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -697,6 +650,8 @@ fn holders(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::claim::nested;
     use super::*;
 
