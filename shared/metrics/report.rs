@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::io;
 
 use chrono::{DateTime, Utc};
-use rusqlite::params;
+use rusqlite::{params, Connection};
 use serde::Serialize;
 
 use super::db::MetricsDb;
@@ -145,24 +145,21 @@ impl MetricsDb {
         let c = &self.conn;
         let only = issue.unwrap_or("");
         let all = issue.is_none();
+        // `?1`..`?4` of every query over the window: from, to, and the
+        // issue filter.
+        let window = params![from, to, all, only];
 
         let mut completed = 0;
         let mut failed = 0;
         let mut days: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         {
-            let mut stmt = c
-                .prepare(
-                    "SELECT outcome, outcome_ms FROM issues WHERE outcome IS NOT NULL
-                     AND outcome_ms BETWEEN ?1 AND ?2 AND (?3 OR issue = ?4)",
-                )
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map(params![from, to, all, only], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(sql)?;
-            for row in rows {
-                let (outcome, at) = row.map_err(sql)?;
+            let outcomes = text_and_number(
+                c,
+                "SELECT outcome, outcome_ms FROM issues WHERE outcome IS NOT NULL
+                 AND outcome_ms BETWEEN ?1 AND ?2 AND (?3 OR issue = ?4)",
+                window,
+            )?;
+            for (outcome, at) in outcomes {
                 let day = DateTime::from_timestamp_millis(at)
                     .map(|t| t.format("%Y-%m-%d").to_string())
                     .unwrap_or_default();
@@ -200,7 +197,7 @@ impl MetricsDb {
                      ORDER BY length(issue), issue",
                 )
                 .map_err(sql)?;
-            let mut rows = stmt.query(params![from, to, all, only]).map_err(sql)?;
+            let mut rows = stmt.query(window).map_err(sql)?;
             while let Some(r) = rows.next().map_err(sql)? {
                 let issue: String = r.get(0).map_err(sql)?;
                 issues.push(IssueStat {
@@ -222,56 +219,27 @@ impl MetricsDb {
                 });
             }
         }
-        let fix_iterations = Spread::of(
-            issues
-                .iter()
-                .filter_map(|i| i.fix_iterations)
-                .map(|n| n as f64)
-                .collect(),
-        );
-        let plan_iterations = Spread::of(
-            issues
-                .iter()
-                .filter_map(|i| i.plan_iterations)
-                .map(|n| n as f64)
-                .collect(),
-        );
+        let spread = |count: fn(&IssueStat) -> Option<i64>| {
+            Spread::of(issues.iter().filter_map(count).map(|n| n as f64).collect())
+        };
+        let fix_iterations = spread(|i| i.fix_iterations);
+        let plan_iterations = spread(|i| i.plan_iterations);
 
         // Per-issue details: only for one issue, or a bounded number.
         if issues.len() <= 20_000 {
-            let mut runs: BTreeMap<String, u64> = BTreeMap::new();
-            let mut stmt = c
-                .prepare(
-                    "SELECT issue, count(*) FROM agent_runs WHERE issue IS NOT NULL AND at_ms BETWEEN ?1 AND ?2
-                     AND (?3 OR issue = ?4) GROUP BY issue",
-                )
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map(params![from, to, all, only], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(sql)?;
-            for row in rows {
-                let (i, n) = row.map_err(sql)?;
-                runs.insert(i, n as u64);
-            }
-            let mut per_issue_compactions: BTreeMap<String, u64> = BTreeMap::new();
-            let mut stmt = c
-                .prepare(
-                    "SELECT c.issue, count(DISTINCT k.id) FROM compactions k JOIN claims c ON c.session = k.session
-                     WHERE k.at_ms >= c.from_ms AND (c.to_ms IS NULL OR k.at_ms <= c.to_ms)
-                     AND k.at_ms BETWEEN ?1 AND ?2 AND (?3 OR c.issue = ?4) GROUP BY c.issue",
-                )
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map(params![from, to, all, only], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(sql)?;
-            for row in rows {
-                let (i, n) = row.map_err(sql)?;
-                per_issue_compactions.insert(i, n as u64);
-            }
+            let runs = counts(text_and_number(
+                c,
+                "SELECT issue, count(*) FROM agent_runs WHERE issue IS NOT NULL AND at_ms BETWEEN ?1 AND ?2
+                 AND (?3 OR issue = ?4) GROUP BY issue",
+                window,
+            )?);
+            let per_issue_compactions = counts(text_and_number(
+                c,
+                "SELECT c.issue, count(DISTINCT k.id) FROM compactions k JOIN claims c ON c.session = k.session
+                 WHERE k.at_ms >= c.from_ms AND (c.to_ms IS NULL OR k.at_ms <= c.to_ms)
+                 AND k.at_ms BETWEEN ?1 AND ?2 AND (?3 OR c.issue = ?4) GROUP BY c.issue",
+                window,
+            )?);
             for stat in &mut issues {
                 stat.agent_runs = runs.get(&stat.issue).copied().unwrap_or(0);
                 stat.compactions = per_issue_compactions.get(&stat.issue).copied().unwrap_or(0);
@@ -301,19 +269,13 @@ impl MetricsDb {
 
         let mut phases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         {
-            let mut stmt = c
-                .prepare(
-                    "SELECT phase, left_ms - entered_ms FROM phase_visits
-                     WHERE left_ms IS NOT NULL AND left_ms BETWEEN ?1 AND ?2 AND (?3 OR issue = ?4)",
-                )
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map(params![from, to, all, only], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(sql)?;
-            for row in rows {
-                let (phase, ms) = row.map_err(sql)?;
+            let visits = text_and_number(
+                c,
+                "SELECT phase, left_ms - entered_ms FROM phase_visits
+                 WHERE left_ms IS NOT NULL AND left_ms BETWEEN ?1 AND ?2 AND (?3 OR issue = ?4)",
+                window,
+            )?;
+            for (phase, ms) in visits {
                 phases
                     .entry(phase)
                     .or_default()
@@ -337,7 +299,7 @@ impl MetricsDb {
                 )
                 .map_err(sql)?;
             let rows = stmt
-                .query_map(params![from, to, all, only], |r| {
+                .query_map(window, |r| {
                     Ok((
                         r.get::<_, String>(0)?,
                         r.get::<_, String>(1)?,
@@ -387,17 +349,7 @@ impl MetricsDb {
                 .map(|n| n as u64)
                 .map_err(sql)?,
         };
-        let mut events = BTreeMap::new();
-        {
-            let mut stmt = c.prepare("SELECT type, n FROM event_counts").map_err(sql)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-                .map_err(sql)?;
-            for row in rows {
-                let (t, n) = row.map_err(sql)?;
-                events.insert(t, n as u64);
-            }
-        }
+        let events = counts(text_and_number(c, "SELECT type, n FROM event_counts", [])?);
         Ok(Report {
             since: since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             until: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -422,6 +374,26 @@ impl MetricsDb {
             events,
         })
     }
+}
+
+/// The rows of `query`, each a text and an integer.
+fn text_and_number(
+    c: &Connection,
+    query: &str,
+    params: impl rusqlite::Params,
+) -> io::Result<Vec<(String, i64)>> {
+    let mut stmt = c.prepare(query).map_err(sql)?;
+    let rows = stmt
+        .query_map(params, |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .map_err(sql)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(sql)
+}
+
+/// Counts by name (SQLite counts them as integers).
+fn counts(rows: Vec<(String, i64)>) -> BTreeMap<String, u64> {
+    rows.into_iter().map(|(name, n)| (name, n as u64)).collect()
 }
 
 #[cfg(test)]
