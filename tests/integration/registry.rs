@@ -5,14 +5,16 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::util::{bin, Dir, Immutable, Run};
+use crate::util::{bin, Cmd, Dir, Immutable, Run};
 
 pub(crate) const T: i64 = 1_800_000_000;
 
 /// A project with `state/` and a worktree `wt/42` (the regression tests
-/// of the registry use it too).
+/// of the registry and team mode's machines use it too).
 pub(crate) struct Project {
     pub(crate) dir: Dir,
+    /// Set for every command run in it (team mode's URL, the host name).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl Project {
@@ -20,7 +22,19 @@ impl Project {
         let dir = Dir::new();
         std::fs::create_dir(dir.join("state")).unwrap();
         std::fs::create_dir_all(dir.join("wt/42/src")).unwrap();
-        Project { dir }
+        Project {
+            dir,
+            env: Vec::new(),
+        }
+    }
+
+    /// The binary `name`, run in the project with its environment.
+    pub(crate) fn cmd(&self, name: &str) -> Cmd {
+        let mut cmd = self.dir.cmd(name);
+        for (k, v) in &self.env {
+            cmd = cmd.env(k, v);
+        }
+        cmd
     }
 
     pub(crate) fn event(&self, name: &str, session: &str, extra: Value) -> Value {
@@ -37,8 +51,7 @@ impl Project {
     }
 
     pub(crate) fn hook(&self, name: &str, session: &str, extra: Value, now: i64) -> Run {
-        self.dir
-            .cmd("jkz-chat")
+        self.cmd("jkz-chat")
             .env("JKZ_TEST_NOW", now.to_string())
             .stdin(self.event(name, session, extra).to_string())
             .run()
@@ -55,8 +68,7 @@ impl Project {
     }
 
     pub(crate) fn jkz(&self, args: &[&str], now: i64) -> Run {
-        self.dir
-            .cmd("jkz")
+        self.cmd("jkz")
             .args(args)
             .env("JKZ_TEST_NOW", now.to_string())
             .run()

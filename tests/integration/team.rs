@@ -4,14 +4,13 @@
 //! registry, lock and circuit scenarios run against both backends (the
 //! local files and the database) and must answer the same.
 
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::postgres::{self, Server, PASSWORD};
-use crate::registry::T;
+use crate::registry::{Project, T};
 use crate::util::{bin, scrubbed, Cmd, Dir, Run};
 
 /// Where a machine's registry, locks and circuits live.
@@ -21,95 +20,44 @@ enum Backend {
     Team(String),
 }
 
-/// One machine: a checkout with `state/` and a worktree `wt/42`, its host
-/// name, and the backend it uses.
+/// One machine: a project ([`Project`]: a checkout with `state/` and a
+/// worktree `wt/42`) whose every command runs with the machine's host
+/// name and the backend it uses.
 struct Machine {
-    dir: Dir,
+    project: Project,
     host: &'static str,
-    backend: Backend,
-    /// Extra environment (a shorter lock wait, another password).
-    env: Vec<(String, String)>,
+}
+
+impl std::ops::Deref for Machine {
+    type Target = Project;
+
+    fn deref(&self) -> &Project {
+        &self.project
+    }
 }
 
 impl Machine {
     fn new(host: &'static str, backend: Backend) -> Machine {
-        let dir = Dir::new();
-        std::fs::create_dir(dir.join("state")).unwrap();
-        std::fs::create_dir_all(dir.join("wt/42/src")).unwrap();
-        Machine {
-            dir,
-            host,
-            backend,
-            env: Vec::new(),
+        let mut project = Project::new();
+        project.env = vec![
+            ("JKZ_HOST".to_string(), host.to_string()),
+            ("PGPASSWORD".into(), PASSWORD.into()),
+            ("PGSSLMODE".into(), "prefer".into()),
+        ];
+        if let Backend::Team(url) = backend {
+            project.env.push(("JKZ_REGISTRY_URL".into(), url));
         }
+        Machine { project, host }
     }
 
+    /// Extra environment (a shorter lock wait, another password).
     fn with_env(mut self, key: &str, value: &str) -> Machine {
-        self.env.push((key.into(), value.into()));
+        self.project.env.push((key.into(), value.into()));
         self
     }
 
     fn envs(&self) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("JKZ_HOST".to_string(), self.host.to_string()),
-            ("PGPASSWORD".into(), PASSWORD.into()),
-            ("PGSSLMODE".into(), "prefer".into()),
-        ];
-        if let Backend::Team(url) = &self.backend {
-            env.push(("JKZ_REGISTRY_URL".into(), url.clone()));
-        }
-        env.extend(self.env.iter().cloned());
-        env
-    }
-
-    fn cmd(&self, name: &str) -> Cmd {
-        let mut cmd = self.dir.cmd(name);
-        for (k, v) in self.envs() {
-            cmd = cmd.env(&k, v);
-        }
-        cmd
-    }
-
-    fn event(&self, name: &str, session: &str, extra: Value) -> Value {
-        let mut e = json!({
-            "session_id": session,
-            "transcript_path": "/dev/null",
-            "cwd": self.dir.path(),
-            "hook_event_name": name,
-        });
-        for (k, v) in extra.as_object().unwrap() {
-            e[k] = v.clone();
-        }
-        e
-    }
-
-    fn hook(&self, name: &str, session: &str, extra: Value, now: i64) -> Run {
-        self.cmd("jkz-chat")
-            .env("JKZ_TEST_NOW", now.to_string())
-            .stdin(self.event(name, session, extra).to_string())
-            .run()
-            .success()
-    }
-
-    fn edit(&self, session: &str, file: PathBuf, now: i64) -> Run {
-        self.hook(
-            "PreToolUse",
-            session,
-            json!({"tool_name": "Edit", "tool_input": {"file_path": file, "old_string": "a", "new_string": "b"}}),
-            now,
-        )
-    }
-
-    fn jkz(&self, args: &[&str], now: i64) -> Run {
-        self.cmd("jkz")
-            .args(args)
-            .env("JKZ_TEST_NOW", now.to_string())
-            .run()
-    }
-
-    fn chats(&self, now: i64) -> Vec<Value> {
-        let run = self.jkz(&["chats", "--json"], now).success();
-        serde_json::from_str(&run.stdout_str()).unwrap_or_else(|_| panic!("{}", run.report()))
+        self.env.clone()
     }
 
     /// `jkz` as a child process, for racing.
