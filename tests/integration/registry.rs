@@ -1,7 +1,7 @@
 //! The cross-chat registry on the real binaries: `jkz-chat` for every event,
 //! `jkz claim`/`release`/`chats`, with the clock fixed by `JKZ_TEST_NOW`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -72,6 +72,19 @@ impl Project {
             .args(args)
             .env("JKZ_TEST_NOW", now.to_string())
             .run()
+    }
+
+    /// `jkz claim ISSUE --worktree WORKTREE --session SESSION` at `now`.
+    pub(crate) fn claim_worktree(
+        &self,
+        issue: &str,
+        worktree: &Path,
+        session: &str,
+        now: i64,
+    ) -> Run {
+        let worktree = worktree.to_str().unwrap();
+        let args = ["claim", issue, "--worktree", worktree, "--session", session];
+        self.jkz(&args, now)
     }
 
     pub(crate) fn chats(&self, now: i64) -> Vec<Value> {
@@ -221,18 +234,7 @@ fn an_edit_in_another_live_chats_worktree_is_denied_with_the_reason() {
     p.hook("SessionStart", "chat-a", json!({}), T);
     p.hook("SessionStart", "chat-b", json!({}), T);
     let wt = p.dir.join("wt/42");
-    p.jkz(
-        &[
-            "claim",
-            "42",
-            "--worktree",
-            wt.to_str().unwrap(),
-            "--session",
-            "chat-a",
-        ],
-        T,
-    )
-    .success();
+    p.claim_worktree("42", &wt, "chat-a", T).success();
     let run = p.edit("chat-b", wt.join("src/lib.rs"), T + 20);
     let answer: Value =
         serde_json::from_slice(run.stdout()).unwrap_or_else(|_| panic!("{}", run.report()));

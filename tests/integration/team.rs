@@ -112,18 +112,7 @@ fn claims_hold_while_live_and_are_taken_once_stale(m: &Machine) {
     assert_eq!(chats.len(), 1, "{chats:?}");
     assert_eq!(chats[0]["state"], "live");
     let wt = m.dir.join("wt/42");
-    m.jkz(
-        &[
-            "claim",
-            "42",
-            "--worktree",
-            wt.to_str().unwrap(),
-            "--session",
-            "chat-a",
-        ],
-        T,
-    )
-    .success();
+    m.claim_worktree("42", &wt, "chat-a", T).success();
     let why = deny_reason(&m.edit("chat-b", wt.join("src/a.rs"), T + 10));
     assert!(why.contains("chat chat-a"), "{why}");
     assert!(m
@@ -332,18 +321,7 @@ fn two_machines_see_each_others_chats_and_a_claim_is_refused_across_them() {
     quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
     quiet(&b.hook("SessionStart", "chat-b", json!({"source": "startup"}), T));
     let wt = a.dir.join("wt/42");
-    a.jkz(
-        &[
-            "claim",
-            "42",
-            "--worktree",
-            wt.to_str().unwrap(),
-            "--session",
-            "chat-a",
-        ],
-        T,
-    )
-    .success();
+    a.claim_worktree("42", &wt, "chat-a", T).success();
     // Each machine sees both chats, with their hosts.
     let seen = b.chats(T + 1);
     let hosts: Vec<(String, String)> = seen
@@ -586,18 +564,7 @@ fn the_database_stopped_mid_run_hooks_fail_open_and_restarted_claims_and_locks_a
     let b = Machine::new("machine-b", Backend::Team(url)).with_env("JKZ_LOCK_WAIT_MS", "1000");
     quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
     let wt = a.dir.join("wt/42");
-    a.jkz(
-        &[
-            "claim",
-            "42",
-            "--worktree",
-            wt.to_str().unwrap(),
-            "--session",
-            "chat-a",
-        ],
-        T,
-    )
-    .success();
+    a.claim_worktree("42", &wt, "chat-a", T).success();
     a.jkz(
         &["lock", "acquire", "pipeline", "42", "--owner", "alice"],
         T,

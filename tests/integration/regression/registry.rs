@@ -16,18 +16,7 @@ fn claimed() -> Project {
     p.hook("SessionStart", "chat-a", json!({"source": "startup"}), T);
     p.hook("SessionStart", "chat-b", json!({"source": "startup"}), T);
     let wt = p.dir.join("wt/42");
-    p.jkz(
-        &[
-            "claim",
-            "42",
-            "--worktree",
-            wt.to_str().unwrap(),
-            "--session",
-            "chat-a",
-        ],
-        T,
-    )
-    .success();
+    p.claim_worktree("42", &wt, "chat-a", T).success();
     p.dir.write(
         "state/pipeline/42.json",
         json!({"42": {"current_phase": "building"}}).to_string(),
