@@ -288,6 +288,12 @@ impl Store {
     /// may create the `-wal` and `-shm` companions, as any reader of a WAL
     /// database does). `None` when there is no history yet.
     pub fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
+        Self::open_read_only_within(path, BUSY_TIMEOUT)
+    }
+
+    /// [`Store::open_read_only`], waiting for a writer at most `wait` (a
+    /// hook's is inside its own budget).
+    pub fn open_read_only_within(path: &Path, wait: Duration) -> Result<Option<Store>, StoreError> {
         match fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Ok(m) if !m.is_file() => {
@@ -303,7 +309,7 @@ impl Store {
                 path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.busy_timeout(wait)?;
             // A history without the schema (another program's file) reads
             // as an error here, not later.
             conn.query_row("SELECT count(*) FROM imports WHERE 0", [], |_| Ok(()))?;

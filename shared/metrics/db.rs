@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, Transaction};
 
 use super::derive::{self, IssueFacts};
-use crate::events::index::{sql, Index};
+use crate::events::index::{sqlite_error, Index};
 use crate::events::Event;
 
 const VERSION: i64 = 1;
@@ -49,23 +49,22 @@ impl MetricsDb {
     pub fn open(path: &Path, index: &Index) -> io::Result<MetricsDb> {
         let conn = match open_db(path)? {
             Ok(conn) => conn,
-            Err(why) => {
-                crate::events::warn(format!(
-                    "{}: {why}: deriving it anew from the event log",
-                    path.display()
-                ));
-                for suffix in ["", "-wal", "-shm", "-journal"] {
-                    match fs::remove_file(PathBuf::from(format!("{}{suffix}", path.display()))) {
-                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                        _ => {}
-                    }
-                }
-                open_db(path)?.map_err(io::Error::other)?
-            }
+            Err(why) => derive_anew(path, &why)?,
         };
         let mut db = MetricsDb { conn };
-        db.update(index)?;
-        Ok(db)
+        match db.update(index) {
+            Ok(()) => Ok(db),
+            // Damaged where opening could not see it: derived, so derived anew.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData && e.to_string().starts_with(WHAT) => {
+                drop(db);
+                let mut db = MetricsDb {
+                    conn: derive_anew(path, &e.to_string())?,
+                };
+                db.update(index)?;
+                Ok(db)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Derives what is new in `index` since the last update.
@@ -296,6 +295,29 @@ fn insert_run(
         run.tokens_in,
         run.tokens_out
     ])
+}
+
+/// What this database is called in errors.
+const WHAT: &str = "metrics database";
+
+/// A SQLite error of `metrics.db` as an I/O error.
+pub(super) fn sql(e: rusqlite::Error) -> io::Error {
+    sqlite_error(WHAT, e)
+}
+
+/// Removes the database at `path` (saying why) and creates it empty.
+fn derive_anew(path: &Path, why: &str) -> io::Result<Connection> {
+    crate::events::warn(format!(
+        "{}: {why}: deriving it anew from the event log",
+        path.display()
+    ));
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        match fs::remove_file(PathBuf::from(format!("{}{suffix}", path.display()))) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    open_db(path)?.map_err(io::Error::other)
 }
 
 /// Opens the database at `path`: `Err(why)` inside when it must be derived

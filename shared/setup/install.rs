@@ -33,10 +33,11 @@ pub struct InstallArgs {
     /// instead; no `state/` or `.gitignore` is touched.
     #[arg(long)]
     pub user: bool,
-    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `[registry] url` in
-    /// the project's jkz.toml, so every machine of the team shares its chats, claims, locks
-    /// and circuits. A URL holding a password is refused: put the password in PGPASSWORD
-    /// or ~/.pgpass. JKZ_REGISTRY_URL, when set, wins over the file.
+    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `jkz.registryUrl` in
+    /// the repository's git config (never a committed file), so this clone shares the team's
+    /// chats, claims, locks and circuits; run it once per machine. A URL holding a password
+    /// is refused: put the password in PGPASSWORD or ~/.pgpass. JKZ_REGISTRY_URL, when set,
+    /// wins.
     #[arg(long, value_name = "URL", conflicts_with = "user")]
     pub registry: Option<String>,
     /// The client to install into: claude (`.claude/settings.json`; the plugin is the
@@ -282,6 +283,11 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     if let Some(note) = target.moved_note() {
         say(out, note)?;
     }
+    if let (Some(_), Some(project)) = (&registry, &target.project) {
+        // Refused before anything changes.
+        crate::team::config::config_file_for(project)
+            .map_err(|why| Failure::new(2, format!("--registry: {why}")))?;
+    }
     let bin_dir = binary_dir()?;
     for program in BINARIES {
         if !bin_dir.join(program).is_file() {
@@ -362,7 +368,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             say(
                 out,
                 format_args!(
-                    "team registry {url} recorded in {} (commit it; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
+                    "team registry {url} recorded as jkz.registryUrl in {} (this clone and its worktrees; each machine runs this once; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
                     file.display()
                 ),
             )?;
