@@ -96,6 +96,11 @@ pub fn choose(state_root: &Path, env: impl Fn(&str) -> Option<String>) -> Result
 /// The common git directory of the repository holding `project`, `None`
 /// outside a repository.
 fn common_git_dir(project: &Path) -> Result<Option<PathBuf>, String> {
+    // The parent of a relative `state` is the empty path: here.
+    let project = match project.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => project,
+    };
     let start = std::path::absolute(project).map_err(|e| format!("{}: {e}", project.display()))?;
     let start = crate::resolved_path::resolve(&start);
     match crate::git::repository::locate(&start)? {
