@@ -1,7 +1,9 @@
 //! The `PostCompact` arm of `jkz-session-start`: after Claude Code compacted
 //! a session, checks which decision-critical items its summary
-//! (`compact_summary`) dropped, and records them so the `SessionStart`
-//! (source `compact`) that follows re-injects them first.
+//! (`compact_summary`) dropped, and records them so the session's next
+//! `SessionStart` re-injects them first. (Claude Code 2.1.332 runs a full
+//! compaction's `SessionStart` `compact` before its `PostCompact`: the next
+//! one is then the `resume` of the session.)
 //!
 //! The items checked are those the PreCompact hook gave the summarizer: the
 //! digest of the snapshot this session's record points at (else the live

@@ -15,9 +15,13 @@
 //! directory, the snapshot alone, said to be so.
 //!
 //! This chat's work comes first ([`focus`]): the issue it claimed, else
-//! the one whose worktree or branch it runs in. After a compaction, the
-//! items its summary dropped (found by the PostCompact arm) come before
-//! everything else.
+//! the one whose worktree or branch it runs in. The items the latest
+//! compaction's summary dropped (found by the PostCompact arm) come before
+//! everything else. Claude Code 2.1.332 runs a full compaction's
+//! SessionStart (`compact`) *before* its PostCompact, so they reach the
+//! model at the session's next SessionStart (`resume`, or `compact` after a
+//! partial compaction, whose PostCompact runs first); the `compact`
+//! re-injection right after the summary carries every item all the same.
 //!
 //! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
 //! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
@@ -65,7 +69,7 @@ with the decision-critical items (under 4,000 characters): the live pipeline
 state, compared with the newest snapshot of this session, else of the
 project, which supplies pipelines whose files are gone since; says when the
 snapshot was taken, which items changed since, and when the branch or HEAD
-moved; after a compaction, the items its summary dropped come first. Prints
+moved; the items the latest compaction's summary dropped come first. Prints
 nothing for other sources. As PostCompact it checks which decision-critical
 items the summary (compact_summary) dropped and records them in the
 session's record in state/session-snapshots/; it prints nothing.
@@ -158,15 +162,16 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     digest.git = current_git;
     digest.attach_findings(&state, None, Audience::Reinjection, warnings);
-    if source == "compact" {
-        let dropped = session
-            .as_ref()
-            .and_then(|s| super::post_compact::recorded(&state, s))
-            .unwrap_or_default();
-        let mut first = dropped_first(&dropped, &digest);
-        first.append(&mut notes);
-        notes = first;
-    }
+    // What the summary of this session's latest compaction dropped, first:
+    // the summary stays the conversation's memory until the next
+    // compaction, so every SessionStart until then says it again.
+    let dropped = session
+        .as_ref()
+        .and_then(|s| super::post_compact::recorded(&state, s))
+        .unwrap_or_default();
+    let mut first = dropped_first(&dropped, &digest);
+    first.append(&mut notes);
+    notes = first;
     let context = reinjection_context(&digest, source, &origin, &notes);
     let out = json!({
         "hookSpecificOutput": {

@@ -98,11 +98,17 @@ fn post_compact_puts_what_the_summary_dropped_first() {
         "{record}"
     );
 
-    // The next request carries them first, then the whole state.
+    // The next request carries them first, then the whole state. (The
+    // client runs a full compaction's SessionStart before its PostCompact:
+    // the next SessionStart is the resume's.)
     let text = next.all_text();
+    assert!(
+        text.contains("jkz: pipeline state restored after compaction"),
+        "{text}"
+    );
     let (_, context) = text
-        .split_once("jkz: pipeline state restored after compaction")
-        .unwrap_or_else(|| panic!("no re-injected context after compaction\n{text}"));
+        .rsplit_once("jkz: pipeline state restored on resume")
+        .unwrap_or_else(|| panic!("no re-injected context on resume\n{text}"));
     let context = context
         .split("</system-reminder>")
         .next()
