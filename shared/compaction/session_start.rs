@@ -327,8 +327,24 @@ const DROPPED_BUDGET: usize = 1_600;
 
 /// The lines that put back first what the compaction summary dropped, each
 /// with its live value (from `digest`, the state re-injected below) where
-/// the live state still has it, else as the snapshot recorded it.
+/// the live state still has it, else as the snapshot recorded it; a
+/// pending decision taken since is left out.
 fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
+    let live_of = |item: &DroppedItem| {
+        item.issue
+            .as_deref()
+            .and_then(|i| digest.pipelines.iter().find(|p| p.issue == i))
+    };
+    // A decision taken since is no longer critical (the change notes say so).
+    let taken = |item: &DroppedItem| {
+        item.kind == ItemKind::PendingDecision
+            && live_of(item).is_some_and(|p| {
+                !p.pending_decisions
+                    .iter()
+                    .any(|d| summary_check::recorded_text(d) == item.text)
+            })
+    };
+    let dropped: Vec<&DroppedItem> = dropped.iter().filter(|i| !taken(i)).collect();
     if dropped.is_empty() {
         return Vec::new();
     }
@@ -336,10 +352,7 @@ fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
     let mut lines =
         vec!["Dropped by the compaction summary, restored here first (details below):".to_string()];
     for item in dropped {
-        let live = item
-            .issue
-            .as_deref()
-            .and_then(|i| digest.pipelines.iter().find(|p| p.issue == i));
+        let live = live_of(item);
         let text = match (item.kind, live) {
             (ItemKind::ApprovedPlan, Some(p)) => p
                 .approved_plan
@@ -348,14 +361,11 @@ fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
             (ItemKind::Phase, Some(p)) => Some(phase_text(p)),
             (ItemKind::Verdicts, Some(p)) => Some(verdicts_text(p)),
             (ItemKind::FailureContext, Some(p)) => p.failure_context.clone(),
-            (ItemKind::PendingDecision, Some(p))
-                if !p
-                    .pending_decisions
-                    .iter()
-                    .any(|d| summary_check::recorded_text(d) == item.text) =>
-            {
-                Some(format!("{} (no longer pending)", item.text))
-            }
+            (ItemKind::Git, _) if digest.git.is_known() => Some(format!(
+                "branch {}, HEAD {}",
+                digest.git.branch.as_deref().unwrap_or("(detached)"),
+                digest.git.short_head().unwrap_or("(none)")
+            )),
             _ => None,
         }
         .unwrap_or_else(|| item.text.clone());
@@ -404,6 +414,62 @@ pub fn moved_notes(then: &GitState, now: &GitState) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fork_is_answered_like_a_resume() {
+        assert!(SOURCES.contains(&"fork"));
+        let text = reinjection_context(&Digest::default(), "fork", "live", &[]);
+        assert!(text.starts_with("## jkz: pipeline state restored in this forked session"));
+    }
+
+    #[test]
+    fn dropped_items_come_with_their_live_values() {
+        let live = PipelineDigest {
+            issue: "42".into(),
+            phase: "reviewing".into(),
+            review_passed: Some(true),
+            qa_passed: Some(true),
+            verdict: Some("PASS".into()),
+            pending_decisions: vec!["still open?".into()],
+            ..PipelineDigest::default()
+        };
+        let digest = Digest {
+            pipelines: vec![live],
+            ..Digest::default()
+        };
+        let item = |issue: Option<&str>, kind, text: &str| DroppedItem {
+            issue: issue.map(str::to_string),
+            kind,
+            text: text.into(),
+        };
+        let lines = dropped_first(
+            &[
+                item(
+                    Some("42"),
+                    ItemKind::Verdicts,
+                    "review passed, QA failed; overall FAIL",
+                ),
+                item(Some("42"), ItemKind::PendingDecision, "taken since?"),
+                item(Some("42"), ItemKind::PendingDecision, "still open?"),
+                item(Some("7"), ItemKind::FailureContext, "gone issue's failure"),
+                item(None, ItemKind::Git, "branch main, HEAD abc"),
+            ],
+            &digest,
+        );
+        assert_eq!(
+            lines,
+            [
+                "Dropped by the compaction summary, restored here first (details below):",
+                "- #42 active verdicts: review passed, QA passed; overall PASS",
+                "- #42 pending human decision: still open?",
+                "- #7 failure context (current fix cycle): gone issue's failure",
+                "- git state: branch main, HEAD abc",
+            ]
+        );
+        assert!(dropped_first(&[], &digest).is_empty());
+        let taken = [item(Some("42"), ItemKind::PendingDecision, "taken since?")];
+        assert!(dropped_first(&taken, &digest).is_empty());
+    }
 
     #[test]
     fn moved_notes_name_both_ends() {

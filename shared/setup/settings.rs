@@ -439,8 +439,9 @@ mod tests {
             s["hooks"]["PreCompact"][0],
             original["hooks"]["PreCompact"][0]
         );
-        // compact, resume (jkz-session-start) and every source (jkz-chat).
-        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 3);
+        // compact, resume, fork (jkz-session-start) and every source (jkz-chat).
+        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 4);
+        assert_eq!(s["hooks"]["PostCompact"].as_array().unwrap().len(), 1);
         // The user's, jkz-post-tool-use's and jkz-chat's.
         assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 3);
         assert_eq!(s["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);

@@ -137,7 +137,10 @@ fn post_compact_records_what_the_summary_dropped_and_session_start_puts_it_first
     // after the next compaction (a new snapshot the record points at) the
     // old check is not used.
     let resumed = session_start(&dir, "s1", "resume");
-    assert!(resumed.contains("Dropped by the compaction summary"), "{resumed}");
+    assert!(
+        resumed.contains("Dropped by the compaction summary"),
+        "{resumed}"
+    );
     std::thread::sleep(std::time::Duration::from_millis(5));
     pre_compact(&dir, "s1");
     assert!(!session_start(&dir, "s1", "compact").contains("Dropped by the compaction summary"));
