@@ -334,7 +334,9 @@ fn has_word(hay: &str, needle: &str) -> bool {
         let after = hay[at + needle.len()..].chars().next();
         let starts = needle.chars().next().is_some_and(is_word_char);
         let ends = needle.chars().next_back().is_some_and(is_word_char);
-        !(starts && before.is_some_and(is_word_char)) && !(ends && after.is_some_and(is_word_char))
+        let glued_before = starts && before.is_some_and(is_word_char);
+        let glued_after = ends && after.is_some_and(is_word_char);
+        !glued_before && !glued_after
     })
 }
 
