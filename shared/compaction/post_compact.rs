@@ -21,7 +21,9 @@
 //! gaps.
 //!
 //! Nothing is printed on stdout (a PostCompact hook has no say in the
-//! session); nothing is written when the repository has no state directory.
+//! session); nothing is written when the repository has no state directory,
+//! nor for an empty summary (Claude Code sends `""` after a compaction that
+//! kept messages instead of summarizing them).
 
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -75,6 +77,11 @@ pub fn run(input: &HookInput, warnings: &mut Warnings) {
             return;
         }
     };
+    if summary.trim().is_empty() {
+        // A compaction that kept messages instead of writing a summary (the
+        // client sends "" then): there is nothing to hold the items against.
+        return;
+    }
     let session = match input.session_id() {
         Some(Ok(id)) => id,
         Some(Err(e)) => {

@@ -197,6 +197,14 @@ fn post_compact_bad_input_exits_0_with_one_line_and_records_nothing() {
         run.one_line("jkz-session-start", why);
         assert_eq!(dir.read("state/session-snapshots/s3.json"), before);
     }
+    // An empty summary (a compaction that kept messages instead): nothing
+    // to check, nothing said.
+    let run = post_compact(&dir, "s3", json!(" "));
+    assert_eq!(
+        (run.stdout_str(), run.stderr_str()),
+        (String::new(), String::new())
+    );
+    assert_eq!(dir.read("state/session-snapshots/s3.json"), before);
     // Another client's events for this program: nothing printed, nothing
     // written (Gemini's PreCompress carries no SessionStart source).
     let mut gemini = base(&dir, "s3", "PreCompress");
