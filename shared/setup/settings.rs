@@ -29,11 +29,13 @@ pub struct Registration {
 }
 
 /// What `jkz install` registers: PreCompact for every trigger (manual and
-/// auto), SessionStart after a compaction and on resume, PostToolUse for
+/// auto), SessionStart after a compaction, on resume and in a forked
+/// session, PostCompact (the same program: it checks what the summary
+/// dropped, for SessionStart to restore first), PostToolUse for
 /// the tools whose output can be large (Bash, Read, Grep, every MCP tool);
 /// and the cross-chat registry's `jkz-chat` on every event of a chat's life
 /// (start, prompt, tool call, end) and before the tools that change files.
-pub const REGISTRATIONS: [Registration; 9] = [
+pub const REGISTRATIONS: [Registration; 11] = [
     Registration {
         event: "PreCompact",
         matcher: "",
@@ -47,6 +49,16 @@ pub const REGISTRATIONS: [Registration; 9] = [
     Registration {
         event: "SessionStart",
         matcher: "resume",
+        program: "jkz-session-start",
+    },
+    Registration {
+        event: "SessionStart",
+        matcher: "fork",
+        program: "jkz-session-start",
+    },
+    Registration {
+        event: "PostCompact",
+        matcher: "",
         program: "jkz-session-start",
     },
     Registration {
@@ -427,8 +439,9 @@ mod tests {
             s["hooks"]["PreCompact"][0],
             original["hooks"]["PreCompact"][0]
         );
-        // compact, resume (jkz-session-start) and every source (jkz-chat).
-        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 3);
+        // compact, resume, fork (jkz-session-start) and every source (jkz-chat).
+        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 4);
+        assert_eq!(s["hooks"]["PostCompact"].as_array().unwrap().len(), 1);
         // The user's, jkz-post-tool-use's and jkz-chat's.
         assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 3);
         assert_eq!(s["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);

@@ -14,6 +14,7 @@ mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
 mod patterns;
+mod post_compact;
 mod postgres;
 mod races;
 mod readers;

@@ -16,6 +16,7 @@ pub mod model_server;
 
 mod compaction;
 mod plugin;
+mod post_compact;
 mod registry;
 mod session;
 mod tool_output;
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The pinned client version.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.197";
+pub const CLAUDE_CODE_VERSION: &str = "2.1.332";
 
 /// How long one `claude` run may take before it is killed.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(90);
