@@ -56,6 +56,13 @@ state, compared with the newest snapshot of this session, else of the
 project, which supplies pipelines whose files are gone since; says when the
 snapshot was taken, which items changed since, and when the branch or HEAD
 moved. Prints nothing for other sources.
+
+Gemini CLI: register it for SessionStart (matcher resume; same answer) and
+BeforeModel: when the request's messages carry a compression summary
+(<state_snapshot>) this session's re-injection has not answered yet, it
+prints {{\"hookSpecificOutput\":{{\"hookEventName\":\"BeforeModel\",
+\"llm_request\":{{\"messages\":…}}}}}}, the summary's message extended with the
+same items; otherwise nothing (docs/clients.md).
 {}",
         crate::hook::STATE_AND_EXIT_HELP
     )
@@ -69,7 +76,6 @@ const MAX_CHANGE_LINE: usize = 400;
 
 /// Runs the hook with `stdin` as the event; prints the hook output.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
-    let started = Instant::now();
     let input = match HookInput::read(stdin) {
         Ok(input) => input,
         Err(e) => {
@@ -77,9 +83,46 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             return;
         }
     };
+    if crate::client::Client::detect(&input) == crate::client::Client::Gemini
+        && input.event_name() == Some("BeforeModel")
+    {
+        if let Some(answer) = crate::client::gemini::before_model::run(&input, warnings) {
+            hook::print(&format!("{answer}\n"), warnings);
+        }
+        return;
+    }
     let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
         return;
     };
+    let restored = restore(&input, source, warnings);
+    let out = json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": restored.context,
+        }
+    });
+    hook::print(&format!("{out}\n"), warnings);
+    crate::events::sources::session_started(
+        &restored.state,
+        restored.session.as_ref().map(SessionId::as_str),
+        source,
+    );
+    crate::events::reconcile::in_hook(&restored.state, warnings);
+}
+
+/// The re-injected context of one event, with the state directory and the
+/// session it was read for.
+pub struct Restored {
+    pub context: String,
+    pub state: StateDir,
+    pub session: Option<SessionId>,
+}
+
+/// Builds the context `source` (`compact` or `resume`) re-injects for
+/// `input`'s session: every client's re-injection (Claude Code's and Codex
+/// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
+pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Restored {
+    let started = Instant::now();
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
     hook::warn_state_problem(&state, warnings);
@@ -142,19 +185,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     digest.git = current_git;
     digest.attach_findings(&state, None, Audience::Reinjection, warnings);
     let context = reinjection_context(&digest, source, &origin, &notes);
-    let out = json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    });
-    hook::print(&format!("{out}\n"), warnings);
-    crate::events::sources::session_started(
-        &state,
-        session.as_ref().map(SessionId::as_str),
-        source,
-    );
-    crate::events::reconcile::in_hook(&state, warnings);
+    Restored {
+        context,
+        state,
+        session,
+    }
 }
 
 /// The snapshot compared with: its name, its head, and whose it is.
