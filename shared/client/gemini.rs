@@ -11,6 +11,7 @@
 //! | `PreCompress` | `jkz-pre-compact` ([`pre_compress`]) | `PreCompact`, but it fires before every turn and cannot steer the summary |
 //! | `BeforeModel` | `jkz-session-start` ([`before_model`]) | `SessionStart` `compact`: re-injection after a compression |
 //! | `SessionStart` `resume` | `jkz-session-start` | `SessionStart` `resume` (same answer shape) |
+//! | `AfterTool` `run_shell_command` | `jkz-post-tool-use` ([`after_tool`]) | `PostToolUse`, but it can only add to the output: the blocks the client's cut drops |
 //! | `BeforeTool` | `jkz-chat` | `PreToolUse` (tools mapped by [`claude_tool`], answer by [`deny`]) |
 //! | `SessionStart`, `BeforeAgent`, `AfterTool`, `SessionEnd` | `jkz-chat` | `SessionStart`, `UserPromptSubmit`, `PostToolUse`, `SessionEnd` |
 //!
@@ -20,6 +21,7 @@
 //! user with the decision `allow`. So a hook with nothing to say prints
 //! nothing (an allow), and never prints plain text on stdout.
 
+pub mod after_tool;
 pub mod before_model;
 pub mod memo;
 pub mod pre_compress;

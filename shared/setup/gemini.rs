@@ -32,7 +32,7 @@ use crate::state_dir::{create_private_dir, layout};
 
 /// What `jkz install --client gemini` registers, and for how long Gemini
 /// CLI may wait for each ([`timeout_ms`]).
-pub const REGISTRATIONS: [Registration; 8] = [
+pub const REGISTRATIONS: [Registration; 9] = [
     Registration {
         event: "PreCompress",
         matcher: "",
@@ -47,6 +47,11 @@ pub const REGISTRATIONS: [Registration; 8] = [
         event: "SessionStart",
         matcher: "resume",
         program: "jkz-session-start",
+    },
+    Registration {
+        event: "AfterTool",
+        matcher: "run_shell_command",
+        program: "jkz-post-tool-use",
     },
     Registration {
         event: "SessionStart",

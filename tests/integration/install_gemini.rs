@@ -83,6 +83,7 @@ fn gemini_install_into_a_fresh_project_round_trips() {
         ("PreCompress", "", "jkz-pre-compact", 30_000),
         ("BeforeModel", "", "jkz-session-start", 30_000),
         ("SessionStart", "resume", "jkz-session-start", 30_000),
+        ("AfterTool", "run_shell_command", "jkz-post-tool-use", 30_000),
         ("SessionStart", "", "jkz-chat", 10_000),
         ("BeforeAgent", "", "jkz-chat", 10_000),
         (
@@ -102,7 +103,7 @@ fn gemini_install_into_a_fresh_project_round_trips() {
         );
         assert!(hooks.contains(&want), "{want:?} missing: {hooks:?}\n{}", run.report());
     }
-    assert_eq!(hooks.len(), 8, "{hooks:?}");
+    assert_eq!(hooks.len(), 9, "{hooks:?}");
     assert!(dir.join("project/state").is_dir(), "{}", run.report());
     let again = jkz(&dir, "install").success();
     assert!(

@@ -330,6 +330,11 @@ fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String) {
         project.install_jkz();
     }
     project.gemini(&first_prompt(), &[]).ok();
+    let first = server.requests();
+    let told = first.iter().find(|r| r.is_turn()).expect("the first turn");
+    for (kind, item) in ITEMS {
+        assert!(told.contents_text().contains(item), "the model was told the {kind}");
+    }
     project.gemini("What next?", &["--resume", "latest"]).ok();
     let requests = server.requests();
     let shown = || {
@@ -624,4 +629,70 @@ fn gemini_hooks_answer_bad_input_with_one_line() {
         .success();
     assert!(run.stdout().is_empty(), "{}", run.report());
     run.one_line("jkz-pre-compact", "not JSON");
+}
+
+/// Gemini CLI cuts a shell output over 40,000 characters to its first
+/// 8,000 and last 32,000. A verdict and a TL;DR in the middle of a 500 KB
+/// output: without jkz the model never sees them; with jkz's AfterTool
+/// hook they reach it (appended before the cut, so in the kept tail).
+#[test]
+fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
+    let mut big = String::new();
+    for i in 0..6000 {
+        big.push_str(&format!("compiling unit {i}: ok, nothing to report here\n"));
+    }
+    big.push_str("<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA-BLOCKER in src/pay.rs\"} -->\n");
+    big.push_str("## TL;DR\nKIWI-TLDR: the payment rounding is wrong\n\n");
+    for i in 0..6000 {
+        big.push_str(&format!("linking unit {i}: ok, nothing to report here\n"));
+    }
+    big.push_str("LAST-LINE: 12000 units built\n");
+    let measure = |with_jkz: bool| {
+        let responder = Arc::new(|r: &Recorded| {
+            if r.function_responses().is_empty() {
+                Reply::Call {
+                    name: "run_shell_command".into(),
+                    args: json!({"command": "cat build.log"}),
+                }
+            } else {
+                Reply::Text("Done.".into())
+            }
+        });
+        let server = GeminiServer::start(responder);
+        let project = GeminiProject::new(server.base_url());
+        std::fs::create_dir(project.path().join(".git")).unwrap();
+        project.write("build.log", &big);
+        if with_jkz {
+            project.install_jkz();
+        }
+        project.gemini("Build it.", &["--approval-mode", "yolo"]).ok();
+        let last = server
+            .requests()
+            .into_iter()
+            .filter(GeminiRequest::is_turn)
+            .last()
+            .expect("model turns");
+        let responses = last.function_responses();
+        assert_eq!(responses.len(), 1, "{responses:?}");
+        let seen: String = serde_json::from_str::<Value>(&responses[0]).unwrap()["response"]
+            .to_string();
+        assert!(seen.contains("Output too large"), "the client cut it: {seen:.300}");
+        seen
+    };
+    let without = measure(false);
+    let with = measure(true);
+    let mut table = String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
+    for marker in ["GUAVA-BLOCKER", "KIWI-TLDR", "LAST-LINE"] {
+        let mark = |s: &str| if s.contains(marker) { "kept" } else { "lost" };
+        table.push_str(&format!("| {marker} | {} | {} |\n", mark(&without), mark(&with)));
+    }
+    table.push_str(&format!(
+        "| characters | {} | {} |\n",
+        without.chars().count(),
+        with.chars().count()
+    ));
+    eprintln!("Gemini CLI {GEMINI_CLI_VERSION}, a 500 KB shell output:\n{table}");
+    assert!(!without.contains("GUAVA-BLOCKER") && !without.contains("KIWI-TLDR"), "{table}");
+    assert!(with.contains("GUAVA-BLOCKER") && with.contains("KIWI-TLDR"), "{table}");
+    assert!(with.contains("LAST-LINE") && without.contains("LAST-LINE"), "{table}");
 }
