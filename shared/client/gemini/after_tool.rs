@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn rescues_only_the_blocks_the_cut_drops() {
         let verdict = "<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA\"} -->\n";
-        let early = "## TL;DR\nHEAD-TLDR stays in the head\n\n";
+        let early = "## TL;DR\nHEAD-TLDR stays in the head\n\n## Build log\n";
         let output = format!(
             "{early}{}{verdict}{}## Decisions\nTAIL-DECISION\n",
             filler(3000),
