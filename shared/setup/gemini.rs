@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::install::{
-    gitignore_mode, hook_command, installed_binaries, project_gitignore, refusal, remove_dir_if_empty,
-    remove_file, say, write_file, ProjectRoot, SettingsFile,
+    gitignore_mode, hook_command, installed_binaries, project_gitignore, refusal,
+    remove_dir_if_empty, remove_file, say, write_file, ProjectRoot, SettingsFile,
 };
 use super::settings::{self, Registration};
 use super::{gitignore_ignores_state, InstallArgs, Target, UninstallArgs};
@@ -160,7 +160,10 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     if root.own && !gitignore_ignores_state(&ignore_text) {
         let new = super::install::with_gitignore_block(&ignore_text);
         write_file(&ignore_path, new.as_bytes(), gitignore_mode(&ignore_path))?;
-        say(out, format_args!("added /state/ to {}", ignore_path.display()))?;
+        say(
+            out,
+            format_args!("added /state/ to {}", ignore_path.display()),
+        )?;
         changes += 1;
     }
 
@@ -190,7 +193,10 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         changes += 1;
     }
     if changes == 0 {
-        say(out, "jkz is already installed here for Gemini CLI; nothing changed")?;
+        say(
+            out,
+            "jkz is already installed here for Gemini CLI; nothing changed",
+        )?;
     }
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
@@ -269,11 +275,58 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         }
     }
     if changes == 0 {
-        say(out, "jkz is not installed here for Gemini CLI; nothing changed")?;
+        say(
+            out,
+            "jkz is not installed here for Gemini CLI; nothing changed",
+        )?;
     }
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(0)
+}
+
+/// `jkz doctor --client gemini`'s lines about the hooks: (ok, text) for
+/// the settings file and each of [`REGISTRATIONS`].
+pub fn doctor_lines(project: &Path) -> Vec<(bool, String)> {
+    let path = settings_path(project);
+    let bytes = match crate::state_dir::read_user_file(&path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return vec![(
+                false,
+                format!("{}: {e}; run jkz install --client gemini", path.display()),
+            )]
+        }
+    };
+    let map = match settings::parse(&bytes) {
+        Ok(map) => map,
+        Err(why) => return vec![(false, format!("{}: {why}; fix the file", path.display()))],
+    };
+    REGISTRATIONS
+        .iter()
+        .map(|reg| {
+            let shown = match reg.matcher {
+                "" => reg.event.to_string(),
+                m => format!("{} ({m})", reg.event),
+            };
+            match settings::registered_commands(&map, reg.event, reg.matcher, reg.program)
+                .first()
+            {
+                Some(command) => (
+                    true,
+                    format!("Gemini CLI hook {shown}: {command} ({})", path.display()),
+                ),
+                None => (
+                    false,
+                    format!(
+                        "Gemini CLI hook {shown} ({}) not registered in {}; run jkz install --client gemini",
+                        reg.program,
+                        path.display()
+                    ),
+                ),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -293,8 +346,14 @@ mod tests {
         assert_eq!(groups[0]["hooks"][0]["timeout"], 30_000);
         assert_eq!(groups[0]["hooks"][0]["command"], "/opt/jkz/jkz-pre-compact");
         assert_eq!(map["hooks"]["BeforeTool"].as_array().unwrap().len(), 2);
-        assert!(!add_hooks(&mut map, |p| format!("/opt/jkz/{p}")).unwrap(), "idempotent");
-        assert!(add_hooks(&mut map, |p| format!("/usr/bin/{p}")).unwrap(), "moved");
+        assert!(
+            !add_hooks(&mut map, |p| format!("/opt/jkz/{p}")).unwrap(),
+            "idempotent"
+        );
+        assert!(
+            add_hooks(&mut map, |p| format!("/usr/bin/{p}")).unwrap(),
+            "moved"
+        );
         assert!(settings::remove_hooks(&mut map).unwrap());
         assert_eq!(Value::Object(map), user);
     }

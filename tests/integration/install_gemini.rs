@@ -83,7 +83,12 @@ fn gemini_install_into_a_fresh_project_round_trips() {
         ("PreCompress", "", "jkz-pre-compact", 30_000),
         ("BeforeModel", "", "jkz-session-start", 30_000),
         ("SessionStart", "resume", "jkz-session-start", 30_000),
-        ("AfterTool", "run_shell_command", "jkz-post-tool-use", 30_000),
+        (
+            "AfterTool",
+            "run_shell_command",
+            "jkz-post-tool-use",
+            30_000,
+        ),
         ("SessionStart", "", "jkz-chat", 10_000),
         ("BeforeAgent", "", "jkz-chat", 10_000),
         (
@@ -101,10 +106,23 @@ fn gemini_install_into_a_fresh_project_round_trips() {
             program.to_string(),
             timeout,
         );
-        assert!(hooks.contains(&want), "{want:?} missing: {hooks:?}\n{}", run.report());
+        assert!(
+            hooks.contains(&want),
+            "{want:?} missing: {hooks:?}\n{}",
+            run.report()
+        );
     }
     assert_eq!(hooks.len(), 9, "{hooks:?}");
     assert!(dir.join("project/state").is_dir(), "{}", run.report());
+    let doctor = jkz(&dir, "doctor");
+    let text = doctor.stdout_str();
+    assert_eq!(
+        text.matches("ok   Gemini CLI hook").count(),
+        9,
+        "{}",
+        doctor.report()
+    );
+    assert!(!text.contains("/jkz:save"), "{}", doctor.report());
     let again = jkz(&dir, "install").success();
     assert!(
         again.stdout_str().contains("nothing changed"),
@@ -129,19 +147,33 @@ fn gemini_install_keeps_the_users_settings_and_gives_back_their_bytes() {
     let user: Value = serde_json::from_str(USER_SETTINGS).unwrap();
     assert_eq!(merged["model"], user["model"]);
     assert_eq!(merged["ui"], user["ui"]);
-    assert_eq!(merged["hooks"]["Notification"], user["hooks"]["Notification"]);
+    assert_eq!(
+        merged["hooks"]["Notification"],
+        user["hooks"]["Notification"]
+    );
     let before_tool = merged["hooks"]["BeforeTool"].as_array().unwrap();
-    assert_eq!(before_tool[0], user["hooks"]["BeforeTool"][0], "the user's hook first, untouched");
+    assert_eq!(
+        before_tool[0], user["hooks"]["BeforeTool"][0],
+        "the user's hook first, untouched"
+    );
     assert_eq!(before_tool.len(), 2);
     // Reinstalled: nothing moves.
     let bytes = dir.read("project/.gemini/settings.json");
     jkz(&dir, "install").success();
-    assert_eq!(dir.read("project/.gemini/settings.json"), bytes, "idempotent");
+    assert_eq!(
+        dir.read("project/.gemini/settings.json"),
+        bytes,
+        "idempotent"
+    );
     jkz(&dir, "uninstall").success();
     assert_eq!(tree(&dir), before, "byte for byte");
     // Nothing of jkz's left: a second uninstall changes nothing.
     let run = jkz(&dir, "uninstall").success();
-    assert!(run.stdout_str().contains("nothing changed"), "{}", run.report());
+    assert!(
+        run.stdout_str().contains("nothing changed"),
+        "{}",
+        run.report()
+    );
 }
 
 #[test]
@@ -173,7 +205,8 @@ fn gemini_install_refuses_malformed_settings_and_says_where() {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project/.git")).unwrap();
     std::fs::create_dir_all(dir.join("home")).unwrap();
-    let broken = "{\n  \"model\": {\"name\": \"x\"},\n  \"hooks\": {\n    \"BeforeTool\": [\n  }\n}\n";
+    let broken =
+        "{\n  \"model\": {\"name\": \"x\"},\n  \"hooks\": {\n    \"BeforeTool\": [\n  }\n}\n";
     dir.write("project/.gemini/settings.json", broken);
     let before = tree(&dir);
     for sub in ["install", "uninstall"] {

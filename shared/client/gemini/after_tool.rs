@@ -88,9 +88,7 @@ pub fn rescued(output: &str) -> Option<String> {
     let mut by_priority = dropped.iter().collect::<Vec<_>>();
     by_priority.sort_by_key(|b| (b.kind, std::cmp::Reverse(b.start)));
     for b in by_priority {
-        let nested = chosen
-            .iter()
-            .any(|c| c.start <= b.start && b.end <= c.end);
+        let nested = chosen.iter().any(|c| c.start <= b.start && b.end <= c.end);
         if !nested {
             chosen.push(b);
         }
@@ -144,8 +142,14 @@ mod tests {
         );
         let text = rescued(&output).expect("a block in the middle");
         assert!(text.contains("GUAVA"), "{text}");
-        assert!(!text.contains("HEAD-TLDR"), "kept by the head anyway: {text}");
-        assert!(!text.contains("TAIL-DECISION"), "kept by the tail anyway: {text}");
+        assert!(
+            !text.contains("HEAD-TLDR"),
+            "kept by the head anyway: {text}"
+        );
+        assert!(
+            !text.contains("TAIL-DECISION"),
+            "kept by the tail anyway: {text}"
+        );
         assert!(client_len(&text) <= CONTEXT_BUDGET);
     }
 

@@ -69,7 +69,11 @@ mod tests {
         let session = SessionId::parse("s-1").unwrap();
         assert_eq!(read(&state, &session), Memo::default());
         std::fs::create_dir_all(state.join(layout::GEMINI_DIR)).unwrap();
-        std::fs::write(path(&state, &session), r#"{"x-team":1,"answered_summary":"a"}"#).unwrap();
+        std::fs::write(
+            path(&state, &session),
+            r#"{"x-team":1,"answered_summary":"a"}"#,
+        )
+        .unwrap();
         let mut memo = read(&state, &session);
         assert_eq!(memo.answered_summary.as_deref(), Some("a"));
         memo.snapshot_fingerprint = Some("f".into());

@@ -99,10 +99,7 @@ pub fn fingerprint(dir: &Path) -> String {
         hash.update(len.to_le_bytes());
         hash.update(mtime.to_le_bytes());
     }
-    hash.finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -333,7 +333,10 @@ fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String) {
     let first = server.requests();
     let told = first.iter().find(|r| r.is_turn()).expect("the first turn");
     for (kind, item) in ITEMS {
-        assert!(told.contents_text().contains(item), "the model was told the {kind}");
+        assert!(
+            told.contents_text().contains(item),
+            "the model was told the {kind}"
+        );
     }
     project.gemini("What next?", &["--resume", "latest"]).ok();
     let requests = server.requests();
@@ -374,7 +377,11 @@ fn gemini_compression_fidelity_without_and_with_jkz() {
     let mut table = String::from("| item | without jkz | with jkz |\n|---|---|---|\n");
     for (kind, _) in ITEMS {
         let mark = |kept: &[&str]| if kept.contains(&kind) { "kept" } else { "lost" };
-        table.push_str(&format!("| {kind} | {} | {} |\n", mark(&without), mark(&with)));
+        table.push_str(&format!(
+            "| {kind} | {} | {} |\n",
+            mark(&without),
+            mark(&with)
+        ));
     }
     table.push_str(&format!(
         "| total | {}/6 | {}/6 |\n",
@@ -443,12 +450,13 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         .run()
         .success();
 
-    project.gemini("Finish issue 7.", &["--approval-mode", "yolo"]).ok();
+    project
+        .gemini("Finish issue 7.", &["--approval-mode", "yolo"])
+        .ok();
     let last = server
         .requests()
         .into_iter()
-        .filter(GeminiRequest::is_turn)
-        .last()
+        .rfind(GeminiRequest::is_turn)
         .expect("model turns");
     let responses = last.function_responses();
     assert_eq!(responses.len(), 3, "{responses:?}");
@@ -493,15 +501,31 @@ fn gemini_pre_compress_snapshots_only_when_the_pipeline_changed() {
     std::fs::create_dir(project.join(".git")).unwrap();
     let state = project.join("state");
     std::fs::create_dir_all(state.join("pipeline")).unwrap();
-    std::fs::write(state.join("pipeline/3.json"), r#"{"3":{"current_phase":"building"}}"#).unwrap();
+    std::fs::write(
+        state.join("pipeline/3.json"),
+        r#"{"3":{"current_phase":"building"}}"#,
+    )
+    .unwrap();
     let event = json!({"session_id": "s-gem", "cwd": project, "hook_event_name": "PreCompress",
                        "trigger": "auto", "transcript_path": "/nonexistent"});
     for _ in 0..3 {
         let run = gemini_hook("jkz-pre-compact", project, &event);
-        assert!(run.stdout().is_empty() && run.stderr_str().is_empty(), "{}", run.report());
+        assert!(
+            run.stdout().is_empty() && run.stderr_str().is_empty(),
+            "{}",
+            run.report()
+        );
     }
-    assert_eq!(snapshots(&state), 1, "one snapshot for three unchanged turns");
-    std::fs::write(state.join("pipeline/3.json"), r#"{"3":{"current_phase":"reviewing"}}"#).unwrap();
+    assert_eq!(
+        snapshots(&state),
+        1,
+        "one snapshot for three unchanged turns"
+    );
+    std::fs::write(
+        state.join("pipeline/3.json"),
+        r#"{"3":{"current_phase":"reviewing"}}"#,
+    )
+    .unwrap();
     gemini_hook("jkz-pre-compact", project, &event);
     assert_eq!(snapshots(&state), 2, "the pipeline changed");
     let manual = json!({"session_id": "s-gem", "cwd": project, "hook_event_name": "PreCompress",
@@ -532,10 +556,13 @@ fn gemini_before_model_reinjects_once_per_summary() {
     };
     let plain = json!({"session_id": "s-gem", "cwd": project, "hook_event_name": "BeforeModel",
                        "llm_request": {"messages": [{"role": "user", "content": "hi"}]}});
-    assert!(gemini_hook("jkz-session-start", project, &plain).stdout().is_empty());
+    assert!(gemini_hook("jkz-session-start", project, &plain)
+        .stdout()
+        .is_empty());
     let first = event("<state_snapshot>one</state_snapshot>");
     let run = gemini_hook("jkz-session-start", project, &first);
-    let answer: Value = serde_json::from_slice(run.stdout()).expect(&run.report());
+    let answer: Value =
+        serde_json::from_slice(run.stdout()).unwrap_or_else(|_| panic!("{}", run.report()));
     let messages = answer["hookSpecificOutput"]["llm_request"]["messages"]
         .as_array()
         .unwrap();
@@ -545,13 +572,21 @@ fn gemini_before_model_reinjects_once_per_summary() {
     assert!(content.starts_with("<session_context>x</session_context><state_snapshot>one"));
     assert!(content.contains("FIG-FAILURE"), "{content}");
     let again = gemini_hook("jkz-session-start", project, &first);
-    assert!(again.stdout().is_empty(), "answered once: {}", again.report());
+    assert!(
+        again.stdout().is_empty(),
+        "answered once: {}",
+        again.report()
+    );
     let next = gemini_hook(
         "jkz-session-start",
         project,
         &event("<state_snapshot>two</state_snapshot>"),
     );
-    assert!(!next.stdout().is_empty(), "a new compression: {}", next.report());
+    assert!(
+        !next.stdout().is_empty(),
+        "a new compression: {}",
+        next.report()
+    );
 }
 
 /// Bad or foreign input: exit 0, nothing on stdout, one line on stderr.
@@ -665,26 +700,35 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         if with_jkz {
             project.install_jkz();
         }
-        project.gemini("Build it.", &["--approval-mode", "yolo"]).ok();
+        project
+            .gemini("Build it.", &["--approval-mode", "yolo"])
+            .ok();
         let last = server
             .requests()
             .into_iter()
-            .filter(GeminiRequest::is_turn)
-            .last()
+            .rfind(GeminiRequest::is_turn)
             .expect("model turns");
         let responses = last.function_responses();
         assert_eq!(responses.len(), 1, "{responses:?}");
-        let seen: String = serde_json::from_str::<Value>(&responses[0]).unwrap()["response"]
-            .to_string();
-        assert!(seen.contains("Output too large"), "the client cut it: {seen:.300}");
+        let seen: String =
+            serde_json::from_str::<Value>(&responses[0]).unwrap()["response"].to_string();
+        assert!(
+            seen.contains("Output too large"),
+            "the client cut it: {seen:.300}"
+        );
         seen
     };
     let without = measure(false);
     let with = measure(true);
-    let mut table = String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
+    let mut table =
+        String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
     for marker in ["GUAVA-BLOCKER", "KIWI-TLDR", "LAST-LINE"] {
         let mark = |s: &str| if s.contains(marker) { "kept" } else { "lost" };
-        table.push_str(&format!("| {marker} | {} | {} |\n", mark(&without), mark(&with)));
+        table.push_str(&format!(
+            "| {marker} | {} | {} |\n",
+            mark(&without),
+            mark(&with)
+        ));
     }
     table.push_str(&format!(
         "| characters | {} | {} |\n",
@@ -692,7 +736,16 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         with.chars().count()
     ));
     eprintln!("Gemini CLI {GEMINI_CLI_VERSION}, a 500 KB shell output:\n{table}");
-    assert!(!without.contains("GUAVA-BLOCKER") && !without.contains("KIWI-TLDR"), "{table}");
-    assert!(with.contains("GUAVA-BLOCKER") && with.contains("KIWI-TLDR"), "{table}");
-    assert!(with.contains("LAST-LINE") && without.contains("LAST-LINE"), "{table}");
+    assert!(
+        !without.contains("GUAVA-BLOCKER") && !without.contains("KIWI-TLDR"),
+        "{table}"
+    );
+    assert!(
+        with.contains("GUAVA-BLOCKER") && with.contains("KIWI-TLDR"),
+        "{table}"
+    );
+    assert!(
+        with.contains("LAST-LINE") && without.contains("LAST-LINE"),
+        "{table}"
+    );
 }
