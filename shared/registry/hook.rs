@@ -60,7 +60,8 @@ them over. Anything else passes with no output.
 
 Gemini CLI: register it for SessionStart, BeforeAgent, AfterTool,
 SessionEnd and BeforeTool with the matcher
-run_shell_command|write_file|replace; the same refusal is printed as
+^(run_shell_command|write_file|replace)$ (Gemini matchers are regular
+expressions); the same refusal is printed as
 {\"decision\":\"deny\",\"reason\":…} (docs/clients.md).
 
 The session is the event's session_id, else CLAUDE_SESSION_ID, else

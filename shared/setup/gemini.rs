@@ -50,7 +50,7 @@ pub const REGISTRATIONS: [Registration; 9] = [
     },
     Registration {
         event: "AfterTool",
-        matcher: "run_shell_command",
+        matcher: "^run_shell_command$",
         program: "jkz-post-tool-use",
     },
     Registration {
@@ -65,7 +65,7 @@ pub const REGISTRATIONS: [Registration; 9] = [
     },
     Registration {
         event: "BeforeTool",
-        matcher: "run_shell_command|write_file|replace",
+        matcher: "^(run_shell_command|write_file|replace)$",
         program: "jkz-chat",
     },
     Registration {

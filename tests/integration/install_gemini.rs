@@ -85,7 +85,7 @@ fn gemini_install_into_a_fresh_project_round_trips() {
         ("SessionStart", "resume", "jkz-session-start", 30_000),
         (
             "AfterTool",
-            "run_shell_command",
+            "^run_shell_command$",
             "jkz-post-tool-use",
             30_000,
         ),
@@ -93,7 +93,7 @@ fn gemini_install_into_a_fresh_project_round_trips() {
         ("BeforeAgent", "", "jkz-chat", 10_000),
         (
             "BeforeTool",
-            "run_shell_command|write_file|replace",
+            "^(run_shell_command|write_file|replace)$",
             "jkz-chat",
             10_000,
         ),
