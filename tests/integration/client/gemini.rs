@@ -323,7 +323,7 @@ fn responder() -> Arc<dyn Fn(&Recorded) -> Reply + Send + Sync> {
 
 /// Runs the two turns (the second compresses); the items present in the
 /// first model turn after the compression, and that request's text.
-fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String) {
+fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String, String) {
     let server = GeminiServer::start(responder());
     let project = project_with_pipeline(&server);
     if with_jkz {
@@ -365,15 +365,32 @@ fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String) {
         .filter(|(_, item)| text.contains(item))
         .map(|(kind, _)| *kind)
         .collect();
-    (kept, text)
+    // The summary's own message: where jkz's BeforeModel answer puts the
+    // items (a resumed session's SessionStart context, if any, comes with
+    // the user's prompt instead).
+    let summary_message = after.body["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            c["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<String>()
+        })
+        .find(|t| t.contains("<state_snapshot>Compression 1"))
+        .unwrap_or_default();
+    (kept, text, summary_message)
 }
 
 /// The fidelity table: which of the six items the model receives in the
 /// first request after a compression, without jkz and with it.
 #[test]
 fn gemini_compression_fidelity_without_and_with_jkz() {
-    let (without, _) = items_after_compression(false);
-    let (with, text) = items_after_compression(true);
+    let (without, _, _) = items_after_compression(false);
+    let (with, text, summary_message) = items_after_compression(true);
     let mut table = String::from("| item | without jkz | with jkz |\n|---|---|---|\n");
     for (kind, _) in ITEMS {
         let mark = |kept: &[&str]| if kept.contains(&kind) { "kept" } else { "lost" };
@@ -389,15 +406,27 @@ fn gemini_compression_fidelity_without_and_with_jkz() {
         with.len()
     ));
     eprintln!("Gemini CLI {GEMINI_CLI_VERSION}, first model request after compression:\n{table}");
+    // The resumed run's SessionStart (resume) answer reaches the model
+    // too, with the user's prompt (`<hook_context>`).
+    assert!(
+        text.contains("jkz: pipeline state restored on resume"),
+        "{text}"
+    );
     assert!(
         without.is_empty(),
         "the stub summary keeps none of the items: {without:?}\n{table}"
     );
     assert_eq!(with.len(), 6, "{table}\n{text}");
     assert!(
-        text.contains("jkz: pipeline state restored after compaction"),
-        "{text}"
+        summary_message.contains("jkz: pipeline state restored after compaction"),
+        "the BeforeModel answer extends the summary's message\n{summary_message}"
     );
+    for (kind, item) in ITEMS {
+        assert!(
+            summary_message.contains(item),
+            "the {kind} is in the summary's message, from BeforeModel\n{summary_message}"
+        );
+    }
 }
 
 /// Another live chat holds issue 7: Gemini's `write_file`, `replace` and
