@@ -73,6 +73,13 @@ moved; the items the latest compaction's summary dropped come first. Prints
 nothing for other sources. As PostCompact it checks which decision-critical
 items the summary (compact_summary) dropped and records them in the
 session's record in state/session-snapshots/; it prints nothing.
+
+Gemini CLI: register it for SessionStart (matcher resume; same answer) and
+BeforeModel: when the request's messages carry a compression summary
+(<state_snapshot>) this session's re-injection has not answered yet, it
+prints {{\"hookSpecificOutput\":{{\"hookEventName\":\"BeforeModel\",
+\"llm_request\":{{\"messages\":…}}}}}}, the summary's message extended with the
+same items; otherwise nothing (docs/clients.md).
 {}",
         crate::hook::STATE_AND_EXIT_HELP
     )
@@ -86,7 +93,6 @@ const MAX_CHANGE_LINE: usize = 400;
 
 /// Runs the hook with `stdin` as the event; prints the hook output.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
-    let started = Instant::now();
     let input = match HookInput::read(stdin) {
         Ok(input) => input,
         Err(e) => {
@@ -98,9 +104,46 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         super::post_compact::run(&input, warnings);
         return;
     }
+    if crate::client::Client::detect(&input) == crate::client::Client::Gemini
+        && input.event_name() == Some("BeforeModel")
+    {
+        if let Some(answer) = crate::client::gemini::before_model::run(&input, warnings) {
+            hook::print(&format!("{answer}\n"), warnings);
+        }
+        return;
+    }
     let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
         return;
     };
+    let restored = restore(&input, source, warnings);
+    let out = json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": restored.context,
+        }
+    });
+    hook::print(&format!("{out}\n"), warnings);
+    crate::events::sources::session_started(
+        &restored.state,
+        restored.session.as_ref().map(SessionId::as_str),
+        source,
+    );
+    crate::events::reconcile::in_hook(&restored.state, warnings);
+}
+
+/// The re-injected context of one event, with the state directory and the
+/// session it was read for.
+pub struct Restored {
+    pub context: String,
+    pub state: StateDir,
+    pub session: Option<SessionId>,
+}
+
+/// Builds the context `source` (`compact` or `resume`) re-injects for
+/// `input`'s session: every client's re-injection (Claude Code's and Codex
+/// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
+pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Restored {
+    let started = Instant::now();
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
     hook::warn_state_problem(&state, warnings);
@@ -173,19 +216,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     first.append(&mut notes);
     notes = first;
     let context = reinjection_context(&digest, source, &origin, &notes);
-    let out = json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    });
-    hook::print(&format!("{out}\n"), warnings);
-    crate::events::sources::session_started(
-        &state,
-        session.as_ref().map(SessionId::as_str),
-        source,
-    );
-    crate::events::reconcile::in_hook(&state, warnings);
+    Restored {
+        context,
+        state,
+        session,
+    }
 }
 
 /// The snapshot compared with: its name, its head, and whose it is.

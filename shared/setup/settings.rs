@@ -282,10 +282,28 @@ pub fn add_hooks(
     settings: &mut Map<String, Value>,
     command_for: impl Fn(&str) -> String,
 ) -> Result<bool, ShapeError> {
+    add_registrations(settings, &REGISTRATIONS, |reg| {
+        let mut hook = Map::new();
+        hook.insert("type".into(), "command".into());
+        hook.insert("command".into(), command_for(reg.program).into());
+        hook
+    })
+}
+
+/// [`add_hooks`] for any client whose settings have Claude Code's shape:
+/// registers each of `registrations` with the hook object `hook_for` makes
+/// (its `command` names the program). An existing jkz hook of the same
+/// event, matcher and program gets the new object's fields (other fields
+/// of it are kept); one already right is left as is.
+pub fn add_registrations(
+    settings: &mut Map<String, Value>,
+    registrations: &[Registration],
+    hook_for: impl Fn(&Registration) -> Map<String, Value>,
+) -> Result<bool, ShapeError> {
     check_shape(settings)?;
     let mut changed = false;
-    for reg in REGISTRATIONS {
-        let command = command_for(reg.program);
+    for reg in registrations {
+        let wanted = hook_for(reg);
         if hooks_object(settings)?.is_none() {
             settings.insert("hooks".into(), Value::Object(Map::new()));
         }
@@ -300,26 +318,31 @@ pub fn add_hooks(
                 continue;
             };
             for hook in list.iter_mut() {
-                let Some(Value::String(existing)) = hook.get_mut("command") else {
+                let Some(Value::String(existing)) = hook.get("command") else {
                     continue;
                 };
                 if command_program(existing) != reg.program {
                     continue;
                 }
                 found = true;
-                if *existing != command {
-                    *existing = command.clone();
-                    changed = true;
+                let Some(hook) = hook.as_object_mut() else {
+                    continue;
+                };
+                for (key, value) in &wanted {
+                    if hook.get(key) != Some(value) {
+                        hook.insert(key.clone(), value.clone());
+                        changed = true;
+                    }
                 }
             }
         }
         if !found {
-            let mut hook = Map::new();
-            hook.insert("type".into(), "command".into());
-            hook.insert("command".into(), command.into());
             let mut group = Map::new();
             group.insert("matcher".into(), reg.matcher.into());
-            group.insert("hooks".into(), Value::Array(vec![Value::Object(hook)]));
+            group.insert(
+                "hooks".into(),
+                Value::Array(vec![Value::Object(wanted.clone())]),
+            );
             groups.push(Value::Object(group));
             changed = true;
         }

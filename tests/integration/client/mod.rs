@@ -6,15 +6,20 @@
 //! parallel tests install once). Without npm the tests FAIL with a message
 //! saying what to install: they never skip silently.
 //!
+//! The Gemini CLI suite ([`gemini`]) has its own installer (`gemini_bin`)
+//! and model server ([`gemini_server`]).
+//!
 //! [`Project`] is a temp project with its own `HOME`; [`Project::claude`]
 //! runs one `claude -p` turn with a hard timeout and the offline environment
 //! the client needs.
 
 #![allow(dead_code)] // A harness: other tests use what this one does not.
 
+pub mod gemini_server;
 pub mod model_server;
 
 mod compaction;
+mod gemini;
 mod plugin;
 mod post_compact;
 mod registry;
