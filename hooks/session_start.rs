@@ -1,6 +1,8 @@
 //! `jkz-session-start`: the Claude Code `SessionStart` hook (sources
-//! `compact` and `resume`). Re-injects the decision-critical pipeline state;
-//! its help and rules live in `jkz::compaction::session_start`.
+//! `compact`, `resume` and `fork`) and `PostCompact` hook. Re-injects the
+//! decision-critical pipeline state, first what the compaction summary
+//! dropped; its help and rules live in `jkz::compaction::session_start` and
+//! `jkz::compaction::post_compact`.
 //!
 //! Exit codes: 0, always (a hook never blocks the session).
 

@@ -12,6 +12,8 @@
 
 use crate::hook_input::HookInput;
 
+pub mod gemini;
+
 /// A client jkz answers hooks for, and installs into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Client {
@@ -44,6 +46,14 @@ impl Client {
         Self::detect_with(input, |name| {
             std::env::var_os(name).is_some_and(|v| !v.is_empty())
         })
+    }
+
+    /// True when the process environment is the one Gemini CLI gives its
+    /// hooks: known before the event is read.
+    pub fn gemini_env() -> bool {
+        GEMINI_ENV
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
     }
 
     /// [`Client::detect`] with the environment as a predicate (set and not

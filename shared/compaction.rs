@@ -12,7 +12,10 @@
 //! - [`pre_compact`]: snapshot the event and the whole pipeline state to
 //!   `state/pre-compact-<UTC ts>-<pid>.json`, nudge the session record, prune
 //!   old snapshots, print the digest for the summarizer.
-//! - [`session_start`]: after `compact` or `resume`, re-inject the live
+//! - [`post_compact`]: after the summary is made (Claude Code's
+//!   `PostCompact`, an arm of `jkz-session-start`), record which items it
+//!   dropped ([`summary_check`]), for SessionStart to put back first.
+//! - [`session_start`]: after `compact`, `resume` or `fork`, re-inject the live
 //!   pipeline state, completed and compared by the newest snapshot of the
 //!   session, else of the project ([`reconcile`]): what changed since the
 //!   snapshot, and when branch or HEAD moved, are said first.
@@ -23,9 +26,11 @@
 
 pub mod digest;
 pub mod focus;
+pub mod post_compact;
 pub mod pre_compact;
 pub mod reconcile;
 pub mod session_start;
 pub mod snapshot;
+pub mod summary_check;
 
 pub use digest::{Digest, PipelineDigest};

@@ -113,9 +113,22 @@ pub fn up_to_date_for(state: &StateDir, only: Option<&str>) -> io::Result<Option
     for problem in close::close_due(&dir, now.date_naive(), std::time::SystemTime::now()) {
         warn(problem);
     }
-    let mut index = index::Index::open(&dir)?;
-    reconcile::reconcile(state, &mut index, only)?;
-    Ok(Some(index))
+    let opened = index::Index::open(&dir)
+        .and_then(|mut index| reconcile::reconcile(state, &mut index, only).map(|_| index));
+    match opened {
+        Ok(index) => Ok(Some(index)),
+        // Damaged where opening could not see it: derived, so built anew.
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            warn(format!(
+                "{}: {e}: rebuilding it from the log",
+                dir.join(index::INDEX_FILE).display()
+            ));
+            let mut index = index::Index::rebuild(&dir)?;
+            reconcile::reconcile(state, &mut index, only)?;
+            Ok(Some(index))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Writes `program: warning: message` on stderr, once per `key` in this

@@ -94,7 +94,7 @@ pub fn warn_state_problem(state: &StateDir, warnings: &mut Warnings) {
     }
 }
 
-/// The project directory a hook works for: `CLAUDE_PROJECT_DIR`, else the
+/// The project directory a hook works for: [`env_project_dir`], else the
 /// hook input's `cwd`, else the current directory.
 pub fn project_dir(hook_cwd: Option<PathBuf>) -> PathBuf {
     env_project_dir()
@@ -102,11 +102,12 @@ pub fn project_dir(hook_cwd: Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// `CLAUDE_PROJECT_DIR`, when set: the project directory, known before the
-/// hook input is read.
+/// `CLAUDE_PROJECT_DIR`, else `GEMINI_PROJECT_DIR` (Gemini CLI sets both),
+/// when set: the project directory, known before the hook input is read.
 pub fn env_project_dir() -> Option<PathBuf> {
-    std::env::var_os("CLAUDE_PROJECT_DIR")
-        .filter(|v| !v.is_empty())
+    ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"]
+        .into_iter()
+        .find_map(|name| std::env::var_os(name).filter(|v| !v.is_empty()))
         .map(PathBuf::from)
 }
 

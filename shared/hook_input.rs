@@ -117,7 +117,7 @@ impl HookInput {
         self.text("trigger")
     }
 
-    /// SessionStart: `startup`, `resume`, `clear` or `compact`.
+    /// SessionStart: `startup`, `resume`, `clear`, `compact` or `fork`.
     pub fn source(&self) -> Option<&str> {
         self.text("source")
     }

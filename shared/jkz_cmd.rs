@@ -116,7 +116,8 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         | Command::Doctor(_)
         | Command::Attach(_)
         | Command::Detach(_) => None,
-        Command::State(_) => Some(2),
+        // 1 means "an objective was violated": nothing to measure is 2.
+        Command::State(_) | Command::Slo(_) => Some(2),
         Command::Run(_) => Some(crate::run::EXIT_FAILED),
         _ => Some(1),
     };

@@ -52,9 +52,9 @@ pub mod retention;
 pub mod root;
 pub mod stray;
 pub use read::{
-    check_listed_dir, open_file_below, open_state_file, open_state_file_to_append, read_state_file,
-    read_state_file_into, read_user_file, read_whole_state_file, refused_entries, RefusedEntry,
-    SmallFileReader,
+    append_lines, check_listed_dir, open_file_below, open_state_file, open_state_file_to_append,
+    read_state_file, read_state_file_into, read_user_file, read_whole_state_file, refused_entries,
+    RefusedEntry, SmallFileReader,
 };
 
 pub use crate::user_file::read_user_file_bounded;

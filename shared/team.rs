@@ -1,7 +1,7 @@
 //! Team mode: the registry (chats, heartbeats, issue and worktree claims),
 //! the locks and the circuit breakers in PostgreSQL, shared by every
-//! machine given the same URL (`JKZ_REGISTRY_URL`, or `[registry] url` in
-//! `jkz.toml`: [`config`]). Everything local by nature (pipeline files,
+//! machine given the same URL (`JKZ_REGISTRY_URL`, or `jkz.registryUrl` in
+//! the repository's git config: [`config`]). Everything local by nature (pipeline files,
 //! deliberations, snapshots, offloaded output) stays in `state/`; without a
 //! URL nothing changes: `state/chat.db`, `state/locks/`, `state/circuit/`.
 //!

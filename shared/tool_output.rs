@@ -101,6 +101,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
+    if crate::client::Client::detect(&input) == crate::client::Client::Gemini {
+        return crate::client::gemini::after_tool::run(&input, warnings);
+    }
     let cwd = input.cwd();
     let tool_results = persisted::tool_results_dir(&input);
     let output = match ToolOutput::from_input(input) {

@@ -416,6 +416,33 @@ fn count(v: Option<u64>) -> String {
     v.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
 }
 
+/// The phase-and-iteration item's value: `fixing, active agent builder;
+/// plan iteration 2, review fix cycle 1, QA fix cycle 3`.
+pub fn phase_text(p: &PipelineDigest) -> String {
+    let agent = p
+        .active_agent
+        .as_deref()
+        .map(|a| format!(", active agent {a}"))
+        .unwrap_or_default();
+    format!(
+        "{}{agent}; plan iteration {}, review fix cycle {}, QA fix cycle {}",
+        p.phase,
+        count(p.cycles.plan_iterations),
+        count(p.cycles.review_fix_count),
+        count(p.cycles.qa_fix_count)
+    )
+}
+
+/// The verdicts item's value: `review passed, QA failed; overall FAIL`.
+pub fn verdicts_text(p: &PipelineDigest) -> String {
+    format!(
+        "review {}, QA {}; overall {}",
+        outcome(p.cycles.review_passed),
+        outcome(p.cycles.qa_passed),
+        p.verdict.as_deref().unwrap_or("none yet")
+    )
+}
+
 /// The six kinds of item of one pipeline, as markdown lines.
 fn render_pipeline(p: &PipelineDigest, limits: Limits, mine: bool) -> String {
     let mut out = String::new();
@@ -441,24 +468,8 @@ fn render_pipeline(p: &PipelineDigest, limits: Limits, mine: bool) -> String {
         }
         None => out.push_str("- Approved plan: none recorded\n"),
     }
-    let agent = p
-        .active_agent
-        .as_deref()
-        .map(|a| format!(", active agent {a}"))
-        .unwrap_or_default();
-    out.push_str(&format!(
-        "- Phase and iteration: {}{agent}; plan iteration {}, review fix cycle {}, QA fix cycle {}\n",
-        p.phase,
-        count(p.cycles.plan_iterations),
-        count(p.cycles.review_fix_count),
-        count(p.cycles.qa_fix_count)
-    ));
-    out.push_str(&format!(
-        "- Active verdicts: review {}, QA {}; overall {}\n",
-        outcome(p.cycles.review_passed),
-        outcome(p.cycles.qa_passed),
-        p.verdict.as_deref().unwrap_or("none yet")
-    ));
+    out.push_str(&format!("- Phase and iteration: {}\n", phase_text(p)));
+    out.push_str(&format!("- Active verdicts: {}\n", verdicts_text(p)));
     if p.pending_decisions.is_empty() {
         out.push_str("- Pending human decisions: none\n");
     } else {
@@ -613,18 +624,18 @@ Verbose tool output, search results, committed file contents and resolved findin
     render(digest, &header, &[], SUMMARIZER_BUDGET)
 }
 
-/// The context SessionStart re-injects; `source` is the event's (`compact`
-/// or `resume`).
+/// The context SessionStart re-injects; `source` is the event's (`compact`,
+/// `resume` or `fork`).
 pub fn reinjection_context(
     digest: &Digest,
     source: &str,
     origin: &str,
     notes: &[String],
 ) -> String {
-    let when = if source == "compact" {
-        "after compaction"
-    } else {
-        "on resume"
+    let when = match source {
+        "compact" => "after compaction",
+        "fork" => "in this forked session",
+        _ => "on resume",
     };
     let header = format!(
         "## jkz: pipeline state restored {when}\n\

@@ -18,15 +18,16 @@
 //! keeps its newest-first order.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::git::repository::head_branch;
 use crate::pipeline::{self, IssueNumber, Normalized, PipelineFile};
-use crate::registry::db::chats_read_only;
+use crate::registry::backend::{chats_for_observer, Bound};
 use crate::resolved_path::resolve;
 use crate::session_id::SessionId;
-use crate::state_dir::layout::CHAT_DB;
+
 use crate::state_dir::root;
 use crate::state_dir::StateDir;
 
@@ -43,18 +44,24 @@ pub struct Focus {
 /// This chat's work (see the module documentation): `session` is the
 /// chat, `start` the directory it runs in.
 pub fn find(state: &StateDir, session: Option<&SessionId>, start: &Path) -> Option<Focus> {
-    let db = state.join(CHAT_DB);
-    if db.exists() {
-        if let Some(focus) = from_registry(&db, session, start) {
-            return Some(focus);
-        }
+    if let Some(focus) = from_registry(state, session, start) {
+        return Some(focus);
     }
     from_names(state, start)
 }
 
-/// Steps 1 and 2: the registry.
-fn from_registry(db: &Path, session: Option<&SessionId>, start: &Path) -> Option<Focus> {
-    let chats = chats_read_only(db).ok()?;
+/// How long a hook waits for the registry here: a part of its budget, the
+/// pipeline files being read meanwhile.
+const REGISTRY_WAIT: Duration = Duration::from_millis(500);
+
+/// Steps 1 and 2: the registry (`state/chat.db`, or the team's).
+fn from_registry(state: &StateDir, session: Option<&SessionId>, start: &Path) -> Option<Focus> {
+    let bound = Bound::Hook(Instant::now() + REGISTRY_WAIT);
+    let (present, chats) = chats_for_observer(state.path(), bound);
+    if !present {
+        return None;
+    }
+    let chats = chats.ok()?;
     if let Some(session) = session {
         let mine = chats
             .iter()

@@ -37,6 +37,7 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::client::Client;
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
@@ -62,6 +63,10 @@ pipeline file, the normalized views, git state), nudges the session's record
 in state/session-snapshots/, applies retention (older than {days} days removed,
 the newest {keep} always kept) and prints on stdout, for the summarizer, the
 decision-critical items with their current values.
+
+Gemini CLI (PreCompress, which fires before every turn): the same snapshot,
+taken only when state/pipeline/ changed since this session's last one (or
+on /compress), and nothing printed (docs/clients.md).
 {}",
         crate::hook::STATE_AND_EXIT_HELP,
         days = PRE_COMPACT_MAX_AGE.as_secs() / (24 * 60 * 60),
@@ -72,8 +77,38 @@ decision-critical items with their current values.
 /// Runs the hook with `stdin` as the event; prints the instructions.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     let started = Instant::now();
-    let early_git = hook::env_project_dir().map(|dir| GitProbe::start(&dir));
+    // Gemini CLI fires PreCompress before every turn: its path
+    // (`client::gemini::pre_compress`) decides whether to snapshot at all,
+    // so git is not started ahead for it.
+    let gemini_env = Client::gemini_env();
+    let early_git = hook::env_project_dir()
+        .filter(|_| !gemini_env)
+        .map(|dir| GitProbe::start(&dir));
     let input = HookInput::read(stdin);
+    match &input {
+        Ok(event) if Client::detect(event) == Client::Gemini => {
+            crate::client::gemini::pre_compress::run(event, warnings);
+            return;
+        }
+        Err(e) if gemini_env => {
+            warnings.warn(e.to_string());
+            return;
+        }
+        _ => {}
+    }
+    let instructions = snapshot(started, early_git, input, warnings);
+    hook::print(&instructions, warnings);
+}
+
+/// Takes the snapshot of `input` (the event, or why it could not be read)
+/// and returns the summarizer instructions; `early_git` is a git probe
+/// started before the event was read, if any.
+pub fn snapshot(
+    started: Instant,
+    early_git: Option<Started>,
+    input: Result<HookInput, crate::hook_input::InputError>,
+    warnings: &mut Warnings,
+) -> String {
     let (event, event_error) = match input {
         Ok(input) => (Some(input), None),
         Err(e) => {
@@ -97,7 +132,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
 
     let start = hook::project_dir(cwd.clone());
-    let instructions = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         // This chat's work (the registry, the branch), found while the
         // pipeline files are read.
         let focus = {
@@ -232,8 +267,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             snapshot,
         );
         summarizer_instructions(&digest, written.as_deref())
-    });
-    hook::print(&instructions, warnings);
+    })
 }
 
 /// What one reading thread keeps of its run of pipeline files.

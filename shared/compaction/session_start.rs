@@ -1,5 +1,9 @@
-//! The `jkz-session-start` hook: after a compaction (`source` `compact`) or
-//! a resumed session (`resume`), puts the decision-critical state back.
+//! The `jkz-session-start` hook: after a compaction (`source` `compact`), a
+//! resumed session (`resume`) or a forked one (`fork`, Claude Code 2.1.214
+//! and later; re-injected as on resume), puts the decision-critical state
+//! back. Registered for `PostCompact` too, it runs the
+//! [`post_compact`](super::post_compact) arm instead (dispatched on
+//! `hook_event_name`).
 //!
 //! What it re-injects ([`reconcile`](super::reconcile)): the live pipeline
 //! state, read now, compared with the newest snapshot — the one this
@@ -11,7 +15,13 @@
 //! directory, the snapshot alone, said to be so.
 //!
 //! This chat's work comes first ([`focus`]): the issue it claimed, else
-//! the one whose worktree or branch it runs in.
+//! the one whose worktree or branch it runs in. The items the latest
+//! compaction's summary dropped (found by the PostCompact arm) come before
+//! everything else. Claude Code 2.1.332 runs a full compaction's
+//! SessionStart (`compact`) *before* its PostCompact, so they reach the
+//! model at the session's next SessionStart (`resume`, or `compact` after a
+//! partial compaction, whose PostCompact runs first); the `compact`
+//! re-injection right after the summary carries every item all the same.
 //!
 //! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
 //! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
@@ -23,10 +33,13 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::digest::{reinjection_context, Candidates, Digest, PipelineDigest};
+use super::digest::{
+    head_tail, phase_text, reinjection_context, verdicts_text, Candidates, Digest, PipelineDigest,
+};
 use super::focus::{self, Focus};
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
+use super::summary_check::{self, DroppedItem, ItemKind};
 use crate::client_text::head_units;
 use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
@@ -38,7 +51,7 @@ use crate::session_record;
 use crate::state_dir::StateDir;
 
 /// The sources this hook answers.
-pub const SOURCES: &[&str] = &["compact", "resume"];
+pub const SOURCES: &[&str] = &["compact", "resume", "fork"];
 
 /// The hook's one-line description.
 pub const ABOUT: &str =
@@ -48,14 +61,25 @@ pub const ABOUT: &str =
 pub fn long_about() -> String {
     format!(
         "\
-Claude Code's SessionStart hook (register it for the sources compact and
-resume). Reads the hook event (JSON) on stdin and prints
+Claude Code's SessionStart hook (register it for the sources compact, resume
+and fork) and PostCompact hook. Reads the hook event (JSON) on stdin. As
+SessionStart it prints
 {{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}}}
 with the decision-critical items (under 4,000 characters): the live pipeline
 state, compared with the newest snapshot of this session, else of the
 project, which supplies pipelines whose files are gone since; says when the
 snapshot was taken, which items changed since, and when the branch or HEAD
-moved. Prints nothing for other sources.
+moved; the items the latest compaction's summary dropped come first. Prints
+nothing for other sources. As PostCompact it checks which decision-critical
+items the summary (compact_summary) dropped and records them in the
+session's record in state/session-snapshots/; it prints nothing.
+
+Gemini CLI: register it for SessionStart (matcher resume; same answer) and
+BeforeModel: when the request's messages carry a compression summary
+(<state_snapshot>) this session's re-injection has not answered yet, it
+prints {{\"hookSpecificOutput\":{{\"hookEventName\":\"BeforeModel\",
+\"llm_request\":{{\"messages\":…}}}}}}, the summary's message extended with the
+same items; otherwise nothing (docs/clients.md).
 {}",
         crate::hook::STATE_AND_EXIT_HELP
     )
@@ -69,7 +93,6 @@ const MAX_CHANGE_LINE: usize = 400;
 
 /// Runs the hook with `stdin` as the event; prints the hook output.
 pub fn run(stdin: impl Read, warnings: &mut Warnings) {
-    let started = Instant::now();
     let input = match HookInput::read(stdin) {
         Ok(input) => input,
         Err(e) => {
@@ -77,9 +100,50 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             return;
         }
     };
+    if input.event_name() == Some(super::post_compact::EVENT) {
+        super::post_compact::run(&input, warnings);
+        return;
+    }
+    if crate::client::Client::detect(&input) == crate::client::Client::Gemini
+        && input.event_name() == Some("BeforeModel")
+    {
+        if let Some(answer) = crate::client::gemini::before_model::run(&input, warnings) {
+            hook::print(&format!("{answer}\n"), warnings);
+        }
+        return;
+    }
     let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
         return;
     };
+    let restored = restore(&input, source, warnings);
+    let out = json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": restored.context,
+        }
+    });
+    hook::print(&format!("{out}\n"), warnings);
+    crate::events::sources::session_started(
+        &restored.state,
+        restored.session.as_ref().map(SessionId::as_str),
+        source,
+    );
+    crate::events::reconcile::in_hook(&restored.state, warnings);
+}
+
+/// The re-injected context of one event, with the state directory and the
+/// session it was read for.
+pub struct Restored {
+    pub context: String,
+    pub state: StateDir,
+    pub session: Option<SessionId>,
+}
+
+/// Builds the context `source` (`compact` or `resume`) re-injects for
+/// `input`'s session: every client's re-injection (Claude Code's and Codex
+/// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
+pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Restored {
+    let started = Instant::now();
     let git = GitProbe::start(&hook::project_dir(input.cwd()));
     let state = StateDir::resolve(None, input.cwd().as_deref());
     hook::warn_state_problem(&state, warnings);
@@ -105,7 +169,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
         Started::Failed(state) => state,
     };
     let now = Utc::now();
-    let (mut digest, origin, notes) = match (found, live) {
+    let (mut digest, origin, mut notes) = match (found, live) {
         (Ok(found), Ok(live)) => {
             let r = reconcile(&found.head.digest, live, |issue| live_file(&state, issue));
             let origin = format!(
@@ -141,20 +205,22 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
     digest.git = current_git;
     digest.attach_findings(&state, None, Audience::Reinjection, warnings);
+    // What the summary of this session's latest compaction dropped, first:
+    // the summary stays the conversation's memory until the next
+    // compaction, so every SessionStart until then says it again.
+    let dropped = session
+        .as_ref()
+        .and_then(|s| super::post_compact::recorded(&state, s))
+        .unwrap_or_default();
+    let mut first = dropped_first(&dropped, &digest);
+    first.append(&mut notes);
+    notes = first;
     let context = reinjection_context(&digest, source, &origin, &notes);
-    let out = json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    });
-    hook::print(&format!("{out}\n"), warnings);
-    crate::events::sources::session_started(
-        &state,
-        session.as_ref().map(SessionId::as_str),
-        source,
-    );
-    crate::events::reconcile::in_hook(&state, warnings);
+    Restored {
+        context,
+        state,
+        session,
+    }
 }
 
 /// The snapshot compared with: its name, its head, and whose it is.
@@ -242,7 +308,7 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
 /// The digest of the live pipeline state (read as `jkz-pre-compact` reads
 /// it: thousands of files, the newest few kept); an error when the pipeline
 /// directory cannot be listed.
-fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
+pub(super) fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
     let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
     let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let mut all = Candidates::default();
@@ -290,6 +356,73 @@ fn live_file(state: &StateDir, issue: &str) -> LiveFile {
     }
 }
 
+/// The most client characters the items a summary dropped take, all
+/// together, at the head of the re-injection.
+const DROPPED_BUDGET: usize = 1_600;
+
+/// The lines that put back first what the compaction summary dropped, each
+/// with its live value (from `digest`, the state re-injected below) where
+/// the live state still has it, else as the snapshot recorded it; a
+/// pending decision taken since is left out.
+fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
+    let live_of = |item: &DroppedItem| {
+        item.issue
+            .as_deref()
+            .and_then(|i| digest.pipelines.iter().find(|p| p.issue == i))
+    };
+    // A decision taken since is no longer critical (the change notes say so).
+    let taken = |item: &DroppedItem| {
+        item.kind == ItemKind::PendingDecision
+            && live_of(item).is_some_and(|p| {
+                !p.pending_decisions
+                    .iter()
+                    .any(|d| summary_check::recorded_text(d) == item.text)
+            })
+    };
+    let dropped: Vec<&DroppedItem> = dropped.iter().filter(|i| !taken(i)).collect();
+    if dropped.is_empty() {
+        return Vec::new();
+    }
+    let each = (DROPPED_BUDGET / dropped.len()).max(120);
+    let mut lines =
+        vec!["Dropped by the compaction summary, restored here first (details below):".to_string()];
+    for item in dropped {
+        let live = live_of(item);
+        let text = match (item.kind, live) {
+            (ItemKind::ApprovedPlan, Some(p)) => p
+                .approved_plan
+                .as_ref()
+                .map(|plan| format!("({}) {}", plan.source, plan.text)),
+            (ItemKind::Phase, Some(p)) => Some(phase_text(p)),
+            (ItemKind::Verdicts, Some(p)) => Some(verdicts_text(p)),
+            (ItemKind::FailureContext, Some(p)) => p.failure_context.clone(),
+            (ItemKind::Git, _) if digest.git.is_known() => Some(format!(
+                "branch {}, HEAD {}",
+                digest.git.branch.as_deref().unwrap_or("(detached)"),
+                digest.git.short_head().unwrap_or("(none)")
+            )),
+            _ => None,
+        }
+        .unwrap_or_else(|| item.text.clone());
+        let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let whole = match &item.issue {
+            Some(issue) => format!("`jkz state get {issue}`"),
+            None => "`git status`".to_string(),
+        };
+        let issue = item
+            .issue
+            .as_deref()
+            .map(|i| format!("#{i} "))
+            .unwrap_or_default();
+        lines.push(format!(
+            "- {issue}{}: {}",
+            item.kind.label(),
+            head_tail(&one_line, each, &whole)
+        ));
+    }
+    lines
+}
+
 /// Lines saying what moved in git since the snapshot.
 pub fn moved_notes(then: &GitState, now: &GitState) -> Vec<String> {
     let mut notes = Vec::new();
@@ -316,6 +449,65 @@ pub fn moved_notes(then: &GitState, now: &GitState) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fork_is_answered_like_a_resume() {
+        assert!(SOURCES.contains(&"fork"));
+        let text = reinjection_context(&Digest::default(), "fork", "live", &[]);
+        assert!(text.starts_with("## jkz: pipeline state restored in this forked session"));
+    }
+
+    #[test]
+    fn dropped_items_come_with_their_live_values() {
+        let live = PipelineDigest {
+            issue: "42".into(),
+            phase: "reviewing".into(),
+            cycles: crate::pipeline::Cycles {
+                review_passed: Some(true),
+                qa_passed: Some(true),
+                ..Default::default()
+            },
+            verdict: Some("PASS".into()),
+            pending_decisions: vec!["still open?".into()],
+            ..PipelineDigest::default()
+        };
+        let digest = Digest {
+            pipelines: vec![live],
+            ..Digest::default()
+        };
+        let item = |issue: Option<&str>, kind, text: &str| DroppedItem {
+            issue: issue.map(str::to_string),
+            kind,
+            text: text.into(),
+        };
+        let lines = dropped_first(
+            &[
+                item(
+                    Some("42"),
+                    ItemKind::Verdicts,
+                    "review passed, QA failed; overall FAIL",
+                ),
+                item(Some("42"), ItemKind::PendingDecision, "taken since?"),
+                item(Some("42"), ItemKind::PendingDecision, "still open?"),
+                item(Some("7"), ItemKind::FailureContext, "gone issue's failure"),
+                item(None, ItemKind::Git, "branch main, HEAD abc"),
+            ],
+            &digest,
+        );
+        assert_eq!(
+            lines,
+            [
+                "Dropped by the compaction summary, restored here first (details below):",
+                "- #42 active verdicts: review passed, QA passed; overall PASS",
+                "- #42 pending human decision: still open?",
+                "- #7 failure context (current fix cycle): gone issue's failure",
+                "- git state: branch main, HEAD abc",
+            ]
+        );
+        assert!(dropped_first(&[], &digest).is_empty());
+        let taken = [item(Some("42"), ItemKind::PendingDecision, "taken since?")];
+        assert!(dropped_first(&taken, &digest).is_empty());
+    }
 
     #[test]
     fn moved_notes_name_both_ends() {

@@ -51,6 +51,12 @@ const VERSION: i64 = 2;
 /// for the users) before it gives up.
 const LOCK_WAIT: Duration = Duration::from_secs(60);
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a hook waits for a writer of the index (another reader
+/// catching up): well inside its two-second budget. A hook never waits for
+/// a rebuild: it leaves the index to the next reader.
+const HOOK_BUSY_TIMEOUT: Duration = Duration::from_millis(300);
+/// The file a rebuild writes before it takes the index's place.
+const BUILDING_FILE: &str = "index.db.building";
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -163,10 +169,16 @@ impl Index {
         if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             return Ok(None);
         }
-        let lock = lock_file(dir, false)?;
+        let lock = match lock_file_within(dir, false, Duration::ZERO) {
+            Ok(lock) => lock,
+            // A rebuild holds it: the next reader catches up instead.
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(None),
+            Err(e) => return Err(e),
+        };
         let Derived::Ready(conn) = open_db(&path)? else {
             return Ok(None);
         };
+        conn.busy_timeout(HOOK_BUSY_TIMEOUT).map_err(sql)?;
         let mut index = Index {
             conn,
             dir: dir.to_path_buf(),
@@ -236,13 +248,12 @@ impl Index {
             }
             lock.lock()?;
         }
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            match fs::remove_file(format!("{}{suffix}", path.display())) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        let conn = match open_db(&path)? {
+        // Built aside and renamed into place: a rebuild killed half-way
+        // leaves the old index (or none), never a half-built one that looks
+        // current.
+        let building = dir.join(BUILDING_FILE);
+        remove_database(&building)?;
+        let conn = match open_db(&building)? {
             Derived::Ready(conn) => conn,
             Derived::Rebuild(why) => return Err(io::Error::other(why)),
         };
@@ -264,12 +275,22 @@ impl Index {
             .conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
             .map_err(sql)?;
-        index
-            .conn
-            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -2000;")
-            .map_err(sql)?;
-        index._lock.lock_shared()?;
-        Ok(index)
+        let Index {
+            conn, _lock: lock, ..
+        } = index;
+        conn.close().map_err(|(_, e)| sql(e))?;
+        remove_database(&path)?;
+        fs::rename(&building, &path)?;
+        let conn = match open_db(&path)? {
+            Derived::Ready(conn) => conn,
+            Derived::Rebuild(why) => return Err(io::Error::other(why)),
+        };
+        lock.lock_shared()?;
+        Ok(Index {
+            conn,
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        })
     }
 
     /// An id that changes whenever the index is rebuilt: what is derived
@@ -602,8 +623,13 @@ fn generation() -> String {
 /// Takes `events/.index.lock`, shared or exclusive, waiting at most
 /// [`LOCK_WAIT`].
 fn lock_file(dir: &Path, exclusive: bool) -> io::Result<File> {
+    lock_file_within(dir, exclusive, LOCK_WAIT)
+}
+
+/// [`lock_file`] giving up after `wait` (`ErrorKind::TimedOut`).
+fn lock_file_within(dir: &Path, exclusive: bool, wait: Duration) -> io::Result<File> {
     let file = crate::state_dir::open_lock_file(&dir.join(LOCK_FILE))?;
-    let deadline = Instant::now() + LOCK_WAIT;
+    let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(1);
     loop {
         let tried = match exclusive {
@@ -622,7 +648,7 @@ fn lock_file(dir: &Path, exclusive: bool) -> io::Result<File> {
                     format!(
                         "{} is held by another process (rebuilding the index?); gave up after {}s",
                         dir.join(LOCK_FILE).display(),
-                        LOCK_WAIT.as_secs()
+                        wait.as_secs_f64()
                     ),
                 ))
             }
@@ -647,7 +673,33 @@ fn gzip_length(path: &Path) -> Option<u32> {
 
 /// A SQLite error as an I/O error, for callers that report either.
 pub fn sql(e: rusqlite::Error) -> io::Error {
-    io::Error::other(format!("event index: {}", one_line(&e)))
+    sqlite_error("event index", e)
+}
+
+/// A SQLite error of the database `what` as an I/O error: a damaged file
+/// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) is `ErrorKind::InvalidData`, which
+/// the readers of derived stores answer by deriving them anew.
+pub fn sqlite_error(what: &str, e: rusqlite::Error) -> io::Error {
+    let damaged = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    );
+    let message = format!("{what}: {}", one_line(&e));
+    match damaged {
+        true => io::Error::new(io::ErrorKind::InvalidData, message),
+        false => io::Error::other(message),
+    }
+}
+
+/// Removes a database file and its journal, WAL and shared-memory files.
+fn remove_database(path: &Path) -> io::Result<()> {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        match fs::remove_file(format!("{}{suffix}", path.display())) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -662,6 +714,42 @@ mod tests {
 
     fn ids(index: &Index) -> Vec<String> {
         index.all().unwrap().into_iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn a_killed_rebuild_left_an_index_without_its_query_indexes() {
+        // The rebuild dropped the query indexes and the journal in the live
+        // file and marked it current first: killed half-way, it stayed slow
+        // and without WAL for good. Now it builds aside and renames.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let a = Event::new("phase.changed").issue(Some("4".into()));
+        emit(dir, &a);
+        drop(Index::open(dir).unwrap());
+        // What a rebuild killed half-way leaves now: its own file, aside.
+        fs::write(dir.join(BUILDING_FILE), b"half a database").unwrap();
+        let index = Index::open(dir).unwrap();
+        assert_eq!(ids(&index), std::slice::from_ref(&a.id));
+        drop(index);
+        let index = Index::rebuild(dir).unwrap();
+        assert!(!dir.join(BUILDING_FILE).exists());
+        let mode: String = index
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let names: Vec<String> = index
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for wanted in ["events_by_issue", "events_by_type"] {
+            assert!(names.iter().any(|n| n == wanted), "{names:?}");
+        }
+        assert_eq!(ids(&index), std::slice::from_ref(&a.id));
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn session_compacted(
     emit(state, event);
 }
 
-/// `jkz-session-start` ran for `session` (`source`: `compact`, `resume`).
+/// `jkz-session-start` ran for `session` (`source`: `compact`, `resume`, `fork`).
 pub fn session_started(state: &StateDir, session: Option<&str>, source: &str) {
     let event = Event::new("session.started")
         .session(session)

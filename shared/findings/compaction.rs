@@ -84,6 +84,10 @@ pub struct IssueFindings {
     pub resolved_count: usize,
 }
 
+/// How long a hook waits for a writer of the history: a part of its
+/// two-second budget.
+const HOOK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The findings of `issues`, read ahead (`jkz-pre-compact` reads them
 /// while git runs, for the issues its digest will most likely detail).
 pub fn read(
@@ -95,7 +99,7 @@ pub fn read(
         return Ok(Vec::new());
     }
     let read = || -> Result<Vec<IssueFindings>, super::StoreError> {
-        let Some(store) = Store::open_read_only(&state.join(DB_FILE))? else {
+        let Some(store) = Store::open_read_only_within(&state.join(DB_FILE), HOOK_WAIT)? else {
             return Ok(Vec::new());
         };
         store.reading(|store| {

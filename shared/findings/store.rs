@@ -281,11 +281,17 @@ impl Store {
     /// may create the `-wal` and `-shm` companions, as any reader of a WAL
     /// database does). `None` when there is no history yet.
     pub fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
+        Self::open_read_only_within(path, BUSY_TIMEOUT)
+    }
+
+    /// [`Store::open_read_only`], waiting for a writer at most `wait` (a
+    /// hook's is inside its own budget).
+    pub fn open_read_only_within(path: &Path, wait: Duration) -> Result<Option<Store>, StoreError> {
         if !file_to_read(path).map_err(StoreError::Unavailable)? {
             return Ok(None);
         }
         let open = || -> rusqlite::Result<Connection> {
-            let conn = open_read_only(path, BUSY_TIMEOUT)?;
+            let conn = open_read_only(path, wait)?;
             // A history without the schema (another program's file) reads
             // as an error here, not later.
             conn.query_row("SELECT count(*) FROM imports WHERE 0", [], |_| Ok(()))?;

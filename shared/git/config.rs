@@ -1,6 +1,7 @@
 //! A repository's own git config file, read the way git reads it, for the
-//! three values jkz needs on a hook's path: `core.bare`, `core.worktree` and
-//! `jkz.stateDir` (see [`crate::state_dir::root`]).
+//! values jkz needs on a hook's path: `core.bare`, `core.worktree`,
+//! `jkz.stateDir` (see [`crate::state_dir::root`]) and `jkz.registryUrl`
+//! (see [`crate::team::config`]).
 //!
 //! Why not `git config`: a hook answers in milliseconds, and a `git`
 //! process costs one or two of them; the file is small and its syntax is
@@ -38,6 +39,9 @@ pub struct RepoConfig {
     /// `jkz.stateDir`, as written (`jkz attach` writes an absolute path);
     /// empty when the key has no value.
     pub state_dir: Option<Vec<u8>>,
+    /// `jkz.registryUrl`: the team registry `jkz install --registry` records
+    /// (see [`crate::team::config`]).
+    pub registry_url: Option<Vec<u8>>,
 }
 
 /// Reads `<git_dir>/config`. A missing file is an empty config.
@@ -65,6 +69,7 @@ pub fn parse(bytes: &[u8]) -> Result<RepoConfig, String> {
             // A path without a value is git's empty string.
             b"core.worktree" => config.worktree = Some(entry.value.unwrap_or_default()),
             b"jkz.statedir" => config.state_dir = Some(entry.value.unwrap_or_default()),
+            b"jkz.registryurl" => config.registry_url = Some(entry.value.unwrap_or_default()),
             _ => {}
         }
     }

@@ -329,6 +329,7 @@ mod tests {
             bare,
             worktree: worktree.map(|w| w.as_bytes().to_vec()),
             state_dir: None,
+            registry_url: None,
         };
         let common = Path::new("/r/.git");
         assert_eq!(

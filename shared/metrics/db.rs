@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, Transaction};
 
 use super::derive::{self, IssueFacts};
-use crate::events::index::{sql, Index};
+use crate::events::index::{sqlite_error, Index};
 use crate::events::Event;
 use crate::sqlite::{open_derived, Derived};
 
@@ -50,26 +50,22 @@ impl MetricsDb {
     pub fn open(path: &Path, index: &Index) -> io::Result<MetricsDb> {
         let conn = match open_db(path)? {
             Derived::Ready(conn) => conn,
-            Derived::Rebuild(why) => {
-                crate::events::warn(format!(
-                    "{}: {why}: deriving it anew from the event log",
-                    path.display()
-                ));
-                for suffix in ["", "-wal", "-shm", "-journal"] {
-                    match fs::remove_file(PathBuf::from(format!("{}{suffix}", path.display()))) {
-                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                        _ => {}
-                    }
-                }
-                match open_db(path)? {
-                    Derived::Ready(conn) => conn,
-                    Derived::Rebuild(why) => return Err(io::Error::other(why)),
-                }
-            }
+            Derived::Rebuild(why) => derive_anew(path, &why)?,
         };
         let mut db = MetricsDb { conn };
-        db.update(index)?;
-        Ok(db)
+        match db.update(index) {
+            Ok(()) => Ok(db),
+            // Damaged where opening could not see it: derived, so derived anew.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData && e.to_string().starts_with(WHAT) => {
+                drop(db);
+                let mut db = MetricsDb {
+                    conn: derive_anew(path, &e.to_string())?,
+                };
+                db.update(index)?;
+                Ok(db)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Derives what is new in `index` since the last update.
@@ -300,6 +296,32 @@ fn insert_run(
         run.tokens_in,
         run.tokens_out
     ])
+}
+
+/// What this database is called in errors.
+const WHAT: &str = "metrics database";
+
+/// A SQLite error of `metrics.db` as an I/O error.
+pub(super) fn sql(e: rusqlite::Error) -> io::Error {
+    sqlite_error(WHAT, e)
+}
+
+/// Removes the database at `path` (saying why) and creates it empty.
+fn derive_anew(path: &Path, why: &str) -> io::Result<Connection> {
+    crate::events::warn(format!(
+        "{}: {why}: deriving it anew from the event log",
+        path.display()
+    ));
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        match fs::remove_file(PathBuf::from(format!("{}{suffix}", path.display()))) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    match open_db(path)? {
+        Derived::Ready(conn) => Ok(conn),
+        Derived::Rebuild(why) => Err(io::Error::other(why)),
+    }
 }
 
 /// Opens the database at `path` (creating it when missing), in 30 s at

@@ -25,8 +25,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 
+use super::db::sql;
 use super::db::MetricsDb;
-use crate::events::index::sql;
 
 /// p50 and p90 of a set of values, and how many there were.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -18,7 +18,7 @@
 //! pattern even if it came back under another id. Lines that do not parse,
 //! and operations this version does not know, are skipped.
 
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -140,8 +140,7 @@ pub fn append(path: &Path, events: &[Event]) -> io::Result<()> {
         serde_json::to_writer(&mut bytes, e).map_err(io::Error::other)?;
         bytes.push(b'\n');
     }
-    let mut file = crate::state_dir::open_state_file_to_append(path)?;
-    file.write_all(&bytes)
+    crate::state_dir::append_lines(path, &bytes)
 }
 
 /// Which file the log is: a replaced or truncated log is another log.
@@ -232,6 +231,7 @@ pub fn read_from(path: &Path, offset: u64) -> io::Result<Tail> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn pin(id: &str) -> Event {
         Event::Pin {

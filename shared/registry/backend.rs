@@ -84,7 +84,10 @@ pub fn chats_for_observer(
         Err(why) => (true, Err(RegistryError::Unavailable(why))),
         Ok(Backend::Local) => {
             let path = root.join(CHAT_DB);
-            (path.is_file(), super::db::chats_read_only(&path))
+            (
+                path.is_file(),
+                super::db::chats_read_only_until(&path, bound.deadline()),
+            )
         }
         Ok(Backend::Team(url, _)) => (
             true,

@@ -113,7 +113,15 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
 /// may create the database's `-wal` and `-shm` companions, as any reader of
 /// a WAL database does. A registry that does not exist yet lists nothing.
 pub fn chats_read_only(path: &Path) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
-    let deadline = Instant::now() + crate::json_file::lock_wait();
+    chats_read_only_until(path, Instant::now() + crate::json_file::lock_wait())
+}
+
+/// [`chats_read_only`], waiting for writers no later than `deadline` (a
+/// hook's is inside its own budget).
+pub fn chats_read_only_until(
+    path: &Path,
+    deadline: Instant,
+) -> Result<Vec<(Chat, Vec<Claim>)>, RegistryError> {
     if !file_to_read(path).map_err(RegistryError::Unavailable)? {
         return Ok(Vec::new());
     }

@@ -27,6 +27,7 @@ use super::clock::now;
 use super::decision::refusal;
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
+use crate::client::{gemini, Client};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::json_file::HOOK_LOCK_WAIT;
@@ -58,6 +59,12 @@ claim themselves. A chat silent for 5 minutes, or whose client has exited,
 is stale: its claims no longer stop anyone and `jkz claim N --take` takes
 them over. Anything else passes with no output.
 
+Gemini CLI: register it for SessionStart, BeforeAgent, AfterTool,
+SessionEnd and BeforeTool with the matcher
+^(run_shell_command|write_file|replace)$ (Gemini matchers are regular
+expressions); the same refusal is printed as
+{\"decision\":\"deny\",\"reason\":…} (docs/clients.md).
+
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
@@ -79,7 +86,14 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
-    let name = event.event_name().unwrap_or_default().to_string();
+    // Gemini CLI's events and tools are answered as their Claude Code
+    // counterparts, in Gemini's answer shape (`client::gemini`).
+    let gemini = Client::detect(&event) == Client::Gemini;
+    let sent = event.event_name().unwrap_or_default().to_string();
+    let name = match gemini.then(|| gemini::claude_event(&sent)).flatten() {
+        Some(same) => same.to_string(),
+        None => sent.clone(),
+    };
     let cwd = event.cwd();
     let state = StateDir::resolve(None, cwd.as_deref());
     let base = cwd.clone().unwrap_or_else(|| ".".into());
@@ -87,13 +101,14 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
     // A call that targets nothing guarded ends here, before the registry is
     // opened (a Bash command's write targets are resolved on disk).
     let found = if name == "PreToolUse" {
+        let input = event.raw.get("tool_input").unwrap_or(&Value::Null);
         let tool = event.text("tool_name").unwrap_or_default();
-        let found = targets(
-            tool,
-            event.raw.get("tool_input").unwrap_or(&Value::Null),
-            &base,
-            guarded,
-        );
+        let (tool, base) = match gemini.then(|| gemini::claude_tool(tool)).flatten() {
+            // A shell command runs in its `dir_path`, when given.
+            Some(same) => (same, gemini_dir(&base, input)),
+            None => (tool, base.clone()),
+        };
+        let found = targets(tool, input, &base, guarded);
         if found.is_empty() {
             return None;
         }
@@ -157,10 +172,19 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
                     if let Some(note) = note {
                         warnings.warn(note);
                     }
-                    return refusal(&found, &others, &guarded, now).map(|why| deny(&why));
+                    return refusal(&found, &others, &guarded, now).map(|why| match gemini {
+                        true => gemini::deny(&why),
+                        false => deny(&why),
+                    });
                 }
                 Err(e) => Err(e),
             }
+        }
+        _ if gemini => {
+            warnings.warn(format!(
+                "Gemini CLI event {sent:?} is not one jkz-chat handles (SessionStart, BeforeAgent, BeforeTool, AfterTool, SessionEnd): ignored"
+            ));
+            return None;
         }
         other => {
             warnings.warn(format!(
@@ -177,6 +201,15 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         )),
     }
     None
+}
+
+/// Where a Gemini CLI tool call runs: `tool_input.dir_path` (relative to
+/// the project) when it names one, else `base`.
+fn gemini_dir(base: &std::path::Path, input: &Value) -> std::path::PathBuf {
+    match input.get("dir_path").and_then(Value::as_str) {
+        Some(dir) if !dir.is_empty() => base.join(dir),
+        _ => base.to_path_buf(),
+    }
 }
 
 /// The other chats' claims `targets` could run into: for a file, those

@@ -37,6 +37,10 @@ pub struct DoctorArgs {
     /// directory; nothing newer there is overwritten.
     #[arg(long)]
     pub fix: bool,
+    /// The client whose hooks to check: claude (the plugin or `.claude/settings.json`,
+    /// and the slash commands) or gemini (`.gemini/settings.json`).
+    #[arg(long, value_enum, default_value = "claude")]
+    pub client: crate::client::Client,
 }
 
 enum Status {
@@ -137,10 +141,19 @@ pub fn doctor(
 
     // 2. Hooks: through the plugin or settings, once.
     let user = Target::resolve(None, true).ok();
-    registration::check(&mut report, &project, user.as_ref(), &path_var)?;
+    if args.client == crate::client::Client::Gemini {
+        for (ok, line) in super::gemini::doctor_lines(&project_dir) {
+            report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+        }
+    } else {
+        registration::check(&mut report, &project, user.as_ref(), &path_var)?;
+    }
 
-    // 3. Slash commands, as shipped (the plugin's are checked with it).
-    let commands = if super::plugin::enabled(&project, user.as_ref()).is_some() {
+    // 3. Slash commands, as shipped (the plugin's are checked with it;
+    // Gemini CLI has none of jkz's).
+    let commands = if args.client == crate::client::Client::Gemini
+        || super::plugin::enabled(&project, user.as_ref()).is_some()
+    {
         &[][..]
     } else {
         &COMMANDS[..]

@@ -33,10 +33,11 @@ pub struct InstallArgs {
     /// instead; no `state/` or `.gitignore` is touched.
     #[arg(long)]
     pub user: bool,
-    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `[registry] url` in
-    /// the project's jkz.toml, so every machine of the team shares its chats, claims, locks
-    /// and circuits. A URL holding a password is refused: put the password in PGPASSWORD
-    /// or ~/.pgpass. JKZ_REGISTRY_URL, when set, wins over the file.
+    /// Team mode: record URL (postgres://USER@HOST:PORT/DATABASE) as `jkz.registryUrl` in
+    /// the repository's git config (never a committed file), so this clone shares the team's
+    /// chats, claims, locks and circuits; run it once per machine. A URL holding a password
+    /// is refused: put the password in PGPASSWORD or ~/.pgpass. JKZ_REGISTRY_URL, when set,
+    /// wins.
     #[arg(long, value_name = "URL", conflicts_with = "user")]
     pub registry: Option<String>,
     /// The client to install into: claude (`.claude/settings.json`; the plugin is the
@@ -65,15 +66,15 @@ pub struct UninstallArgs {
 
 /// The settings file as found: where its bytes really live (a symlinked
 /// settings file is edited at its target), its bytes and its parsed object.
-struct SettingsFile {
-    shown: PathBuf,
-    real: PathBuf,
-    bytes: Option<Vec<u8>>,
-    map: Map<String, Value>,
+pub(super) struct SettingsFile {
+    pub(super) shown: PathBuf,
+    pub(super) real: PathBuf,
+    pub(super) bytes: Option<Vec<u8>>,
+    pub(super) map: Map<String, Value>,
 }
 
 impl SettingsFile {
-    fn read(path: &Path) -> Result<SettingsFile, Failure> {
+    pub(super) fn read(path: &Path) -> Result<SettingsFile, Failure> {
         let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let bytes = match crate::state_dir::read_user_file(&real) {
             Ok(b) => Some(b),
@@ -99,7 +100,7 @@ impl SettingsFile {
 
     /// Replaces the file atomically, keeping its permission bits (0644 for a
     /// new file, as Claude Code creates them) from the moment it appears.
-    fn replace(&self, bytes: &[u8]) -> Result<(), Failure> {
+    pub(super) fn replace(&self, bytes: &[u8]) -> Result<(), Failure> {
         let mode = fs::metadata(&self.real)
             .map(|m| m.permissions().mode() & 0o7777)
             .unwrap_or(0o644);
@@ -133,13 +134,13 @@ pub const BACKUP_NAME: &str = layout::SETTINGS_BACKUP;
 /// ([`root::find`]), and whether it is the project's own `state/` (else it
 /// is shared: a linked worktree's main checkout, a bare repository's
 /// shared root, an attached root).
-struct ProjectRoot {
-    found: Found,
-    own: bool,
+pub(super) struct ProjectRoot {
+    pub(super) found: Found,
+    pub(super) own: bool,
 }
 
 impl ProjectRoot {
-    fn of(project: &Path) -> Result<ProjectRoot, Failure> {
+    pub(super) fn of(project: &Path) -> Result<ProjectRoot, Failure> {
         let found = root::find(project).map_err(|problem| {
             Failure::new(
                 EXIT_FAILED,
@@ -173,7 +174,7 @@ pub fn backup_path(settings: &Path) -> PathBuf {
     settings.with_file_name(format!("{name}.jkz-backup"))
 }
 
-fn refusal(path: &Path, why: &str) -> Failure {
+pub(super) fn refusal(path: &Path, why: &str) -> Failure {
     Failure::new(
         EXIT_FAILED,
         format!(
@@ -185,7 +186,7 @@ fn refusal(path: &Path, why: &str) -> Failure {
 
 /// Writes `path` atomically with permission bits `mode`, after removing the
 /// temp files a killed install or uninstall left beside it.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
+pub(super) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
     remove_stale_temps(path);
     write_atomic_mode(path, bytes, mode)
         .map_err(|e| Failure::io(EXIT_FAILED, format!("writing {}", path.display()), e))
@@ -217,7 +218,7 @@ fn remove_stale_temps(path: &Path) {
     }
 }
 
-fn remove_file(path: &Path) -> Result<bool, Failure> {
+pub(super) fn remove_file(path: &Path) -> Result<bool, Failure> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -230,11 +231,11 @@ fn remove_file(path: &Path) -> Result<bool, Failure> {
 }
 
 /// Removes `dir` when it is empty; anything else (not empty, missing) keeps it.
-fn remove_dir_if_empty(dir: &Path) -> bool {
+pub(super) fn remove_dir_if_empty(dir: &Path) -> bool {
     fs::remove_dir(dir).is_ok()
 }
 
-fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+pub(super) fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
     writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
 }
 
@@ -242,7 +243,7 @@ fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure
 /// `PATH` is the very file install would point at (a project's settings are
 /// often committed, and a name works on every machine where jkz is on
 /// `PATH`), else its absolute path, shell-quoted.
-fn hook_command(bin_dir: &Path, program: &str) -> String {
+pub(super) fn hook_command(bin_dir: &Path, program: &str) -> String {
     let installed = bin_dir.join(program);
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let first_on_path = std::env::split_paths(&path_var)
@@ -292,18 +293,12 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     if let Some(note) = target.moved_note() {
         say(out, note)?;
     }
-    let bin_dir = binary_dir()?;
-    for program in BINARIES {
-        if !bin_dir.join(program).is_file() {
-            return Err(Failure::new(
-                EXIT_FAILED,
-                format!(
-                    "{program} is not next to jkz in {}: install all jkz binaries together (./install.sh)",
-                    bin_dir.display()
-                ),
-            ));
-        }
+    if let (Some(_), Some(project)) = (&registry, &target.project) {
+        // Refused before anything changes.
+        crate::team::config::config_file_for(project)
+            .map_err(|why| Failure::new(EXIT_USAGE, format!("--registry: {why}")))?;
     }
+    let bin_dir = installed_binaries()?;
     let file = SettingsFile::read(&target.settings())?;
     let gitignore = project_gitignore(&target)?;
     let root = target.project.as_deref().map(ProjectRoot::of).transpose()?;
@@ -373,7 +368,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             say(
                 out,
                 format_args!(
-                    "team registry {url} recorded in {} (commit it; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
+                    "team registry {url} recorded as jkz.registryUrl in {} (this clone and its worktrees; each machine runs this once; the password goes in PGPASSWORD or ~/.pgpass; `jkz doctor` checks the connection)",
                     file.display()
                 ),
             )?;
@@ -387,6 +382,24 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     out.flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(EXIT_OK)
+}
+
+/// The directory of the running jkz, checked to hold every jkz binary (the
+/// hooks install registers are its siblings).
+pub(super) fn installed_binaries() -> Result<PathBuf, Failure> {
+    let bin_dir = binary_dir()?;
+    for program in BINARIES {
+        if !bin_dir.join(program).is_file() {
+            return Err(Failure::new(
+                EXIT_FAILED,
+                format!(
+                    "{program} is not next to jkz in {}: install all jkz binaries together (./install.sh)",
+                    bin_dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(bin_dir)
 }
 
 /// Registers the hooks in the settings and installs the slash commands;
@@ -476,7 +489,7 @@ fn main_ignore_note(state: &Path, out: &mut impl Write) -> Result<(), Failure> {
 
 /// The project's `.gitignore` (path and text; empty when missing), none for
 /// the user-wide target.
-fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failure> {
+pub(super) fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failure> {
     target
         .project
         .as_ref()
@@ -503,7 +516,7 @@ fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
     }
 }
 
-fn gitignore_mode(path: &Path) -> u32 {
+pub(super) fn gitignore_mode(path: &Path) -> u32 {
     fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644)

@@ -29,11 +29,13 @@ pub struct Registration {
 }
 
 /// What `jkz install` registers: PreCompact for every trigger (manual and
-/// auto), SessionStart after a compaction and on resume, PostToolUse for
+/// auto), SessionStart after a compaction, on resume and in a forked
+/// session, PostCompact (the same program: it checks what the summary
+/// dropped, for SessionStart to restore first), PostToolUse for
 /// the tools whose output can be large (Bash, Read, Grep, every MCP tool);
 /// and the cross-chat registry's `jkz-chat` on every event of a chat's life
 /// (start, prompt, tool call, end) and before the tools that change files.
-pub const REGISTRATIONS: [Registration; 9] = [
+pub const REGISTRATIONS: [Registration; 11] = [
     Registration {
         event: "PreCompact",
         matcher: "",
@@ -47,6 +49,16 @@ pub const REGISTRATIONS: [Registration; 9] = [
     Registration {
         event: "SessionStart",
         matcher: "resume",
+        program: "jkz-session-start",
+    },
+    Registration {
+        event: "SessionStart",
+        matcher: "fork",
+        program: "jkz-session-start",
+    },
+    Registration {
+        event: "PostCompact",
+        matcher: "",
         program: "jkz-session-start",
     },
     Registration {
@@ -270,10 +282,28 @@ pub fn add_hooks(
     settings: &mut Map<String, Value>,
     command_for: impl Fn(&str) -> String,
 ) -> Result<bool, ShapeError> {
+    add_registrations(settings, &REGISTRATIONS, |reg| {
+        let mut hook = Map::new();
+        hook.insert("type".into(), "command".into());
+        hook.insert("command".into(), command_for(reg.program).into());
+        hook
+    })
+}
+
+/// [`add_hooks`] for any client whose settings have Claude Code's shape:
+/// registers each of `registrations` with the hook object `hook_for` makes
+/// (its `command` names the program). An existing jkz hook of the same
+/// event, matcher and program gets the new object's fields (other fields
+/// of it are kept); one already right is left as is.
+pub fn add_registrations(
+    settings: &mut Map<String, Value>,
+    registrations: &[Registration],
+    hook_for: impl Fn(&Registration) -> Map<String, Value>,
+) -> Result<bool, ShapeError> {
     check_shape(settings)?;
     let mut changed = false;
-    for reg in REGISTRATIONS {
-        let command = command_for(reg.program);
+    for reg in registrations {
+        let wanted = hook_for(reg);
         if hooks_object(settings)?.is_none() {
             settings.insert("hooks".into(), Value::Object(Map::new()));
         }
@@ -288,26 +318,31 @@ pub fn add_hooks(
                 continue;
             };
             for hook in list.iter_mut() {
-                let Some(Value::String(existing)) = hook.get_mut("command") else {
+                let Some(Value::String(existing)) = hook.get("command") else {
                     continue;
                 };
                 if command_program(existing) != reg.program {
                     continue;
                 }
                 found = true;
-                if *existing != command {
-                    *existing = command.clone();
-                    changed = true;
+                let Some(hook) = hook.as_object_mut() else {
+                    continue;
+                };
+                for (key, value) in &wanted {
+                    if hook.get(key) != Some(value) {
+                        hook.insert(key.clone(), value.clone());
+                        changed = true;
+                    }
                 }
             }
         }
         if !found {
-            let mut hook = Map::new();
-            hook.insert("type".into(), "command".into());
-            hook.insert("command".into(), command.into());
             let mut group = Map::new();
             group.insert("matcher".into(), reg.matcher.into());
-            group.insert("hooks".into(), Value::Array(vec![Value::Object(hook)]));
+            group.insert(
+                "hooks".into(),
+                Value::Array(vec![Value::Object(wanted.clone())]),
+            );
             groups.push(Value::Object(group));
             changed = true;
         }
@@ -427,8 +462,9 @@ mod tests {
             s["hooks"]["PreCompact"][0],
             original["hooks"]["PreCompact"][0]
         );
-        // compact, resume (jkz-session-start) and every source (jkz-chat).
-        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 3);
+        // compact, resume, fork (jkz-session-start) and every source (jkz-chat).
+        assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 4);
+        assert_eq!(s["hooks"]["PostCompact"].as_array().unwrap().len(), 1);
         // The user's, jkz-post-tool-use's and jkz-chat's.
         assert_eq!(s["hooks"]["PostToolUse"].as_array().unwrap().len(), 3);
         assert_eq!(s["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);

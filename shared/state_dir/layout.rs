@@ -21,6 +21,8 @@
 //! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
 //! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
 //! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
+//! | [`GEMINI_DIR`]`/<session_id>.json` | `jkz-pre-compact`, `jkz-session-start` (Gemini CLI) | one Gemini session's memo: the fingerprint of its last snapshot, the compression summary already answered |
+//! | [`GEMINI_SETTINGS_BACKUP`] | `jkz install --client gemini` | `.gemini/settings.json` before jkz changed it, for `jkz uninstall --client gemini` |
 
 use std::path::Path;
 
@@ -30,6 +32,11 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 pub const PIPELINE_DIR: &str = "pipeline";
 /// `state/session-snapshots/<session_id>.json`: the per-session record.
 pub const SESSION_RECORD_DIR: &str = "session-snapshots";
+/// `state/clients/gemini/`: one memo per Gemini CLI session.
+pub const GEMINI_DIR: &str = "clients/gemini";
+/// `state/gemini-settings.json.jkz-backup`: the project's
+/// `.gemini/settings.json` before `jkz install --client gemini` changed it.
+pub const GEMINI_SETTINGS_BACKUP: &str = "gemini-settings.json.jkz-backup";
 /// `state/context-offload/`: content-addressed offloaded sections, full
 /// untruncated outputs and full agent responses.
 pub const OFFLOAD_DIR: &str = "context-offload";

@@ -81,6 +81,7 @@ pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
         }
     }
     let file = OpenOptions::new()
+        .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
@@ -92,6 +93,28 @@ pub fn open_state_file_to_append(path: &Path) -> io::Result<File> {
         return Err(not_a_regular_file());
     }
     Ok(file)
+}
+
+/// Appends `lines` (whole lines, each ending in `\n`) to the log at `path`
+/// in one write ([`open_state_file_to_append`]). When the log ends in a line
+/// torn by a crash, a newline goes first, so the torn line is the only one
+/// lost and the new ones stay readable.
+pub fn append_lines(path: &Path, lines: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let mut file = open_state_file_to_append(path)?;
+    let len = file.metadata()?.len();
+    let mut last = [b'\n'];
+    if len > 0 {
+        file.read_exact_at(&mut last, len - 1)?;
+    }
+    if last[0] == b'\n' {
+        return file.write_all(lines);
+    }
+    let mut bytes = Vec::with_capacity(lines.len() + 1);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(lines);
+    file.write_all(&bytes)
 }
 
 /// Opens a file the client wrote in a directory of its own (a tool's
@@ -433,6 +456,29 @@ pub fn refused_entries(root: &Path) -> Vec<RefusedEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_torn_feedback_line_swallowed_the_next_feedback() {
+        use std::io::Write;
+        // An append behind a line torn by a crash was glued to it, and the
+        // reader dropped both.
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("log.jsonl");
+        append_lines(&log, b"{\"a\":1}\n").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .unwrap()
+            .write_all(b"{\"torn")
+            .map(|_| ())
+            .unwrap();
+        append_lines(&log, b"{\"b\":2}\n").unwrap();
+        append_lines(&log, b"{\"c\":3}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "{\"a\":1}\n{\"torn\n{\"b\":2}\n{\"c\":3}\n"
+        );
+    }
 
     /// A named pipe at `path`, with no writer.
     fn mkfifo(path: &Path) -> PathBuf {

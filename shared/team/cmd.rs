@@ -24,8 +24,8 @@ pub struct RegistryArgs {
 
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum RegistryCommand {
-    /// Bring the team registry's tables (JKZ_REGISTRY_URL, or [registry]
-    /// url in jkz.toml) to this jkz's schema version: create them, upgrade
+    /// Bring the team registry's tables (JKZ_REGISTRY_URL, or jkz.registryUrl
+    /// in the repository's git config) to this jkz's schema version: create them, upgrade
     /// them, or recreate one that was dropped. Writers do this on first use;
     /// a schema newer than this jkz knows is refused.
     Migrate,

@@ -3,10 +3,12 @@
 //!
 //! 1. `JKZ_REGISTRY_URL` (a `postgres://` URL; it may hold a password:
 //!    the environment is not a file, and every message masks it);
-//! 2. `url` in the `[registry]` table of `jkz.toml`, the project's
-//!    committed settings beside the state directory (`jkz install
-//!    --registry URL` writes it); a password there is refused: the file is
-//!    committed, the password belongs in `PGPASSWORD` or `~/.pgpass`;
+//! 2. `jkz.registryUrl` in the repository's own git config (`<common git
+//!    dir>/config`, shared by its worktrees; `jkz install --registry URL`
+//!    writes it). Never a committed file: whoever can change a committed
+//!    file (a branch checked out for review) must not decide where the
+//!    team's hooks send `PGPASSWORD`. A password there is refused too:
+//!    it belongs in `PGPASSWORD` or `~/.pgpass`;
 //!
 //! else the local backend: `state/chat.db`, `state/locks/`,
 //! `state/circuit/`, exactly as without team mode. A URL that cannot be
@@ -14,18 +16,13 @@
 //! would split the team's claims in two).
 
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-
-use toml::{Table, Value};
 
 use super::url::RegistryUrl;
 
 /// The environment variable naming the team registry.
 pub const REGISTRY_URL_ENV: &str = "JKZ_REGISTRY_URL";
-/// The project's settings file, beside the state directory.
-pub const CONFIG_FILE: &str = "jkz.toml";
 
 /// Where the registry, locks and circuits live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,14 +37,15 @@ pub enum Backend {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     Env,
-    File(PathBuf),
+    /// The repository's git config file.
+    GitConfig(PathBuf),
 }
 
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Origin::Env => f.write_str(REGISTRY_URL_ENV),
-            Origin::File(p) => write!(f, "{} [registry] url", p.display()),
+            Origin::GitConfig(p) => write!(f, "{} jkz.registryUrl", p.display()),
         }
     }
 }
@@ -75,70 +73,40 @@ pub fn choose(state_root: &Path, env: impl Fn(&str) -> Option<String>) -> Result
         let url = RegistryUrl::parse(&raw).map_err(|why| format!("{REGISTRY_URL_ENV}: {why}"))?;
         return Ok(Backend::Team(url, Origin::Env));
     }
-    let file = project_root(state_root).join(CONFIG_FILE);
-    match file_url(&file)? {
-        Some(url) => Ok(Backend::Team(url, Origin::File(file))),
-        None => Ok(Backend::Local),
-    }
-}
-
-/// Reads `jkz.toml`, `None` when missing.
-fn read_table(file: &Path) -> Result<Option<Table>, String> {
-    let bytes = match crate::state_dir::read_user_file(file) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: unreadable: {e}", file.display())),
+    let Some(common) = common_git_dir(project_root(state_root))? else {
+        return Ok(Backend::Local);
     };
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", file.display()))?;
-    text.parse::<Table>().map(Some).map_err(|e| {
-        format!(
-            "{}: not valid TOML: {}",
-            file.display(),
-            e.to_string().trim().replace('\n', " ")
-        )
-    })
-}
-
-/// The `[registry] url` of `file`, checked.
-fn file_url(file: &Path) -> Result<Option<RegistryUrl>, String> {
-    let Some(table) = read_table(file)? else {
-        return Ok(None);
+    let file = crate::git::config::path(&common);
+    let Some(raw) = crate::git::config::read(&common)?.registry_url else {
+        return Ok(Backend::Local);
     };
-    let registry = match table.get("registry") {
-        None => return Ok(None),
-        Some(Value::Table(t)) => t,
-        Some(_) => {
-            return Err(format!(
-                "{}: registry must be a table ([registry] with url = \"postgres://…\")",
-                file.display()
-            ))
-        }
-    };
-    if let Some(key) = registry.keys().find(|k| *k != "url") {
-        return Err(format!(
-            "{}: registry.{key}: unknown key (the [registry] table takes url only)",
-            file.display()
-        ));
-    }
-    let Some(raw) = registry.get("url") else {
-        return Ok(None);
-    };
-    let Some(raw) = raw.as_str() else {
-        return Err(format!(
-            "{}: registry.url must be a string (\"postgres://USER@HOST:PORT/DATABASE\")",
-            file.display()
-        ));
-    };
-    let url = RegistryUrl::parse(raw)
-        .map_err(|why| format!("{}: registry.url: {why}", file.display()))?;
+    let raw = String::from_utf8(raw)
+        .map_err(|_| format!("{}: jkz.registryUrl is not UTF-8 text", file.display()))?;
+    let url = RegistryUrl::parse(&raw)
+        .map_err(|why| format!("{}: jkz.registryUrl: {why}", file.display()))?;
     if url.has_password() {
         return Err(format!(
-            "{}: registry.url holds a password, in a file that is committed: remove it from the URL and put it in PGPASSWORD or ~/.pgpass",
+            "{}: jkz.registryUrl holds a password: remove it from the URL and put it in PGPASSWORD or ~/.pgpass",
             file.display()
         ));
     }
-    Ok(Some(url))
+    Ok(Backend::Team(url, Origin::GitConfig(file)))
+}
+
+/// The common git directory of the repository holding `project`, `None`
+/// outside a repository.
+fn common_git_dir(project: &Path) -> Result<Option<PathBuf>, String> {
+    // The parent of a relative `state` is the empty path: here.
+    let project = match project.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => project,
+    };
+    let start = std::path::absolute(project).map_err(|e| format!("{}: {e}", project.display()))?;
+    let start = crate::resolved_path::resolve(&start);
+    match crate::git::repository::locate(&start)? {
+        crate::git::repository::Location::Inside { common, .. } => Ok(Some(common)),
+        crate::git::repository::Location::Outside => Ok(None),
+    }
 }
 
 /// Why a URL is not written to a file: it holds a password.
@@ -156,148 +124,86 @@ pub enum Recorded {
     Unchanged,
 }
 
-/// Records `url` as `[registry] url` in `project/jkz.toml`, keeping the
-/// rest of the file as it is (created when missing). A URL with a password
-/// is refused; so is a file whose edit cannot be proven to change only that
-/// key (then the user edits it by hand).
+/// The git config file [`record`] writes for `project`: its repository's
+/// own; an error (saying what to do instead) outside a repository.
+pub fn config_file_for(project: &Path) -> Result<PathBuf, String> {
+    match common_git_dir(project)? {
+        Some(common) => Ok(crate::git::config::path(&common)),
+        None => Err(format!(
+            "{} is in no git repository: jkz records the team registry in the repository's git config; \
+             set {REGISTRY_URL_ENV} instead",
+            project.display()
+        )),
+    }
+}
+
+/// Records `url` as `jkz.registryUrl` in the git config of the repository
+/// holding `project` (through `git config`, so the file stays git's). A URL
+/// with a password is refused; so is a project outside a repository (then
+/// `JKZ_REGISTRY_URL` is the way).
 pub fn record(project: &Path, url: &RegistryUrl) -> Result<(PathBuf, Recorded), String> {
     if url.has_password() {
         return Err(password_refusal(url));
     }
-    let file = project.join(CONFIG_FILE);
-    let wanted = url.expose().to_string();
-    let quoted = format!("\"{}\"", wanted.replace('\\', "\\\\").replace('"', "\\\""));
-    let old = read_table(&file)?;
-    let (text, mode) = match &old {
-        None => (
-            format!(
-                "# jkz's project settings (committed).\n\n\
-                 # Team mode: the registry, claims, locks and circuits in PostgreSQL.\n\
-                 # The password goes in PGPASSWORD or ~/.pgpass, never here.\n\
-                 [registry]\nurl = {quoted}\n"
-            ),
-            0o644,
-        ),
-        Some(t) => {
-            if t.get("registry")
-                .and_then(|r| r.get("url"))
-                .and_then(Value::as_str)
-                == Some(wanted.as_str())
-            {
-                return Ok((file, Recorded::Unchanged));
-            }
-            let current = String::from_utf8(
-                crate::state_dir::read_user_file(&file)
-                    .map_err(|e| format!("{}: {e}", file.display()))?,
-            )
-            .map_err(|_| format!("{}: not UTF-8 text", file.display()))?;
-            let mode = std::fs::metadata(&file)
-                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
-                .unwrap_or(0o644);
-            (with_url(&current, &quoted), mode)
-        }
-    };
-    // Proven: the new file parses, says this URL, and holds nothing else new.
-    let mut expect = old.unwrap_or_default();
-    let registry = expect
-        .entry("registry")
-        .or_insert_with(|| Value::Table(Table::new()));
-    let by_hand = || {
-        format!(
-            "{}: could not add the URL without touching the rest of the file: add it by hand:\n[registry]\nurl = {quoted}",
-            file.display()
-        )
-    };
-    match registry {
-        Value::Table(r) => {
-            r.insert("url".into(), Value::String(wanted.clone()));
-        }
-        _ => return Err(by_hand()),
+    let file = config_file_for(project)?;
+    let common = file.parent().unwrap_or(Path::new("."));
+    let wanted = url.expose();
+    if crate::git::config::read(common)?.registry_url.as_deref() == Some(wanted.as_bytes()) {
+        return Ok((file, Recorded::Unchanged));
     }
-    match text.parse::<Table>() {
-        Ok(new) if new == expect => {}
-        _ => return Err(by_hand()),
+    let run = std::process::Command::new("git")
+        .arg("config")
+        .arg("--file")
+        .arg(&file)
+        .args(["jkz.registryUrl", wanted])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("running git config: {e}"))?;
+    if !run.status.success() {
+        return Err(format!(
+            "git config --file {} jkz.registryUrl: {}",
+            file.display(),
+            String::from_utf8_lossy(&run.stderr).trim()
+        ));
     }
-    crate::atomic::write_atomic_mode(&file, text.as_bytes(), mode)
-        .map_err(|e| format!("writing {}: {e}", file.display()))?;
     Ok((file, Recorded::Written))
-}
-
-/// `text` with `url = quoted` in its `[registry]` table: the line replaced,
-/// or added under the header, or a new table at the end.
-fn with_url(text: &str, quoted: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let header = |l: &str| l.trim_start().starts_with('[');
-    let is_registry = |l: &str| {
-        let t = l.trim();
-        t == "[registry]"
-            || (t.starts_with("[registry]")
-                && t["[registry]".len()..].trim_start().starts_with('#'))
-    };
-    let mut out: Vec<String> = Vec::new();
-    let mut done = false;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        out.push(line.to_string());
-        i += 1;
-        if done || !is_registry(line) {
-            continue;
-        }
-        // Inside [registry]: replace its url, or add one under the header.
-        let start = out.len();
-        let mut replaced = false;
-        while i < lines.len() && !header(lines[i]) {
-            let l = lines[i];
-            let key = l.trim_start();
-            if !replaced
-                && key.starts_with("url")
-                && key["url".len()..].trim_start().starts_with('=')
-            {
-                out.push(format!("url = {quoted}"));
-                replaced = true;
-            } else {
-                out.push(l.to_string());
-            }
-            i += 1;
-        }
-        if !replaced {
-            out.insert(start, format!("url = {quoted}"));
-        }
-        done = true;
-    }
-    let mut text = out.join("\n");
-    if !done {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str(&format!("[registry]\nurl = {quoted}"));
-    }
-    text.push('\n');
-    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn project_with(toml: Option<&str>) -> tempfile::TempDir {
+    /// A git repository with a `state/`, its config holding `config` lines
+    /// under `[jkz]` (none: no such section); a `jkz.toml` beside it.
+    fn project_with(config: Option<&str>, toml: Option<&str>) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
         std::fs::create_dir(dir.path().join("state")).unwrap();
+        if let Some(lines) = config {
+            let path = dir.path().join(".git/config");
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            text.push_str(&format!("[jkz]\n{lines}\n"));
+            std::fs::write(path, text).unwrap();
+        }
         if let Some(t) = toml {
-            std::fs::write(dir.path().join(CONFIG_FILE), t).unwrap();
+            std::fs::write(dir.path().join(crate::slo::config::CONFIG_FILE), t).unwrap();
         }
         dir
     }
 
     #[test]
-    fn the_environment_wins_over_the_file_and_no_url_is_local() {
-        let dir = project_with(Some("[registry]\nurl = \"postgres://jkz@file/jkz\"\n"));
+    fn the_environment_wins_over_git_config_and_no_url_is_local() {
+        let dir = project_with(Some("registryUrl = postgres://jkz@repo/jkz"), None);
         let state = dir.path().join("state");
         let none = |_: &str| None;
         match choose(&state, none).unwrap() {
-            Backend::Team(url, Origin::File(_)) => {
-                assert_eq!(url.expose(), "postgres://jkz@file/jkz")
+            Backend::Team(url, Origin::GitConfig(_)) => {
+                assert_eq!(url.expose(), "postgres://jkz@repo/jkz")
             }
             other => panic!("{other:?}"),
         }
@@ -306,38 +212,49 @@ mod tests {
             Backend::Team(url, Origin::Env) => assert!(url.has_password()),
             other => panic!("{other:?}"),
         }
-        let empty = project_with(Some("[slo]\nwindow = \"7d\"\n"));
+        let plain = project_with(None, None);
         assert_eq!(
-            choose(&empty.path().join("state"), none).unwrap(),
+            choose(&plain.path().join("state"), none).unwrap(),
             Backend::Local
         );
-        let bare = project_with(None);
+        let outside = tempfile::tempdir().unwrap();
         assert_eq!(
-            choose(&bare.path().join("state"), none).unwrap(),
+            choose(&outside.path().join("state"), none).unwrap(),
             Backend::Local
         );
     }
 
     #[test]
-    fn a_bad_or_secret_bearing_file_is_an_error_never_the_local_backend() {
+    fn a_committed_jkz_toml_never_chooses_the_registry() {
+        // Neither a URL there (whoever changes a committed file would
+        // decide where PGPASSWORD goes) nor a typo elsewhere in the file
+        // (the local registry's refusals must hold).
         let none = |_: &str| None;
-        for (text, says) in [
-            (
-                "[registry]\nurl = \"postgres://u:pw@h/d\"\n",
-                "holds a password",
-            ),
-            (
-                "[registry]\nurl = \"mysql://h/d\"\n",
-                "not a PostgreSQL URL",
-            ),
-            ("[registry]\nurl = 5\n", "must be a string"),
-            ("[registry]\nuri = \"postgres://h/d\"\n", "unknown key"),
-            ("registry = 1\n", "must be a table"),
-            ("[registry\n", "not valid TOML"),
+        for toml in [
+            "[registry]\nurl = \"postgres://jkz@attacker/jkz\"\n",
+            "[slo]\nwindow = 7d\n",
         ] {
-            let dir = project_with(Some(text));
+            let dir = project_with(None, Some(toml));
+            assert_eq!(
+                choose(&dir.path().join("state"), none).unwrap(),
+                Backend::Local,
+                "{toml}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_or_secret_bearing_url_is_an_error_never_the_local_backend() {
+        let none = |_: &str| None;
+        for (line, says) in [
+            ("registryUrl = postgres://u:pw@h/d", "holds a password"),
+            ("registryUrl = mysql://h/d", "not a PostgreSQL URL"),
+            ("registryUrl", "not a PostgreSQL URL"),
+        ] {
+            let dir = project_with(Some(line), None);
             let e = choose(&dir.path().join("state"), none).unwrap_err();
-            assert!(e.contains(says), "{text}: {e}");
+            assert!(e.contains(says), "{line}: {e}");
+            assert!(e.contains("jkz.registryUrl"), "{line}: {e}");
             assert!(!e.contains("pw@"), "{e}");
         }
         let e = choose(Path::new("/x/state"), |n: &str| {
@@ -351,37 +268,25 @@ mod tests {
     }
 
     #[test]
-    fn recording_a_url_changes_only_that_key() {
+    fn recording_a_url_writes_git_config_and_is_read_back() {
         let url = RegistryUrl::parse("postgres://jkz@db:5432/jkz").unwrap();
-        let fresh = project_with(None);
-        assert_eq!(record(fresh.path(), &url).unwrap().1, Recorded::Written);
-        assert_eq!(record(fresh.path(), &url).unwrap().1, Recorded::Unchanged);
+        let dir = project_with(None, None);
+        let before = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
+        assert_eq!(record(dir.path(), &url).unwrap().1, Recorded::Written);
+        assert_eq!(record(dir.path(), &url).unwrap().1, Recorded::Unchanged);
+        let after = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
+        assert!(after.starts_with(&before), "{after}");
         let none = |_: &str| None;
-        assert!(matches!(
-            choose(&fresh.path().join("state"), none).unwrap(),
-            Backend::Team(..)
-        ));
-        for before in [
-            "# mine\n[slo]\nwindow = \"7d\"\n",
-            "[registry] # team\nurl = \"postgres://old@h/d\" # old\n\n[slo]\nwindow = \"1d\"\n",
-            "[registry]\n\n[slo]\nwindow = \"1d\"\n",
-        ] {
-            let dir = project_with(Some(before));
-            record(dir.path(), &url).unwrap();
-            let after = std::fs::read_to_string(dir.path().join(CONFIG_FILE)).unwrap();
-            assert!(
-                after.contains("url = \"postgres://jkz@db:5432/jkz\""),
-                "{after}"
-            );
-            assert!(after.contains("window"), "{after}");
-            assert!(!after.contains("old@"), "{after}");
+        match choose(&dir.path().join("state"), none).unwrap() {
+            Backend::Team(got, Origin::GitConfig(_)) => assert_eq!(got, url),
+            other => panic!("{other:?}"),
         }
-        // Dotted keys elsewhere cannot be edited safely: by hand.
-        let dir = project_with(Some("registry.url = \"postgres://old@h/d\"\n"));
-        let e = record(dir.path(), &url).unwrap_err();
-        assert!(e.contains("by hand"), "{e}");
-        let secret = RegistryUrl::parse("postgres://u:hunter2@h/d").unwrap();
-        let e = record(fresh.path(), &secret).unwrap_err();
-        assert!(e.contains("PGPASSWORD") && !e.contains("hunter2"), "{e}");
+        let secret = RegistryUrl::parse("postgres://jkz:pw@db/jkz").unwrap();
+        assert!(record(dir.path(), &secret)
+            .unwrap_err()
+            .contains("PGPASSWORD"));
+        let outside = tempfile::tempdir().unwrap();
+        let e = record(outside.path(), &url).unwrap_err();
+        assert!(e.contains(REGISTRY_URL_ENV), "{e}");
     }
 }

@@ -105,6 +105,12 @@ impl RegistryUrl {
                 url.masked()
             )
         })?;
+        if authority(&raw[scheme_len(raw)..]).matches('@').count() > 1 {
+            return Err(format!(
+                "{}: more than one '@' before the host: write an '@' in a user name or password as %40 (better: the password in PGPASSWORD or ~/.pgpass)",
+                url.masked()
+            ));
+        }
         if config.get_hosts().is_empty() {
             return Err(format!(
                 "{}: names no host: write postgres://USER@HOST:PORT/DATABASE",
@@ -217,9 +223,22 @@ fn query_names(raw: &str, key: &str) -> bool {
         .is_some_and(|(_, q)| q.split('&').any(|pair| pair.split('=').next() == Some(key)))
 }
 
-/// `raw` with the password of its credentials (up to the first `@`, as the
-/// client reads them) and of a `password=` query parameter replaced by
-/// `***`.
+/// The length of `raw`'s scheme (`postgres://`), 0 when it has none jkz reads.
+fn scheme_len(raw: &str) -> usize {
+    SCHEMES
+        .iter()
+        .find(|s| raw.starts_with(**s))
+        .map_or(0, |s| s.len())
+}
+
+/// The authority of a URL without its scheme: up to the path or the query.
+fn authority(rest: &str) -> &str {
+    &rest[..rest.find(['/', '?']).unwrap_or(rest.len())]
+}
+
+/// `raw` with the password of its credentials (everything before the
+/// authority's last `@`, so an unencoded `@` in a password never shows)
+/// and of a `password=` query parameter replaced by `***`.
 pub fn mask(raw: &str) -> String {
     let Some(scheme) = SCHEMES.iter().find(|s| raw.starts_with(**s)) else {
         // Not a URL jkz reads; still never echo what may be a secret.
@@ -230,8 +249,9 @@ pub fn mask(raw: &str) -> String {
     };
     let rest = &raw[scheme.len()..];
     let mut out = String::from(*scheme);
-    let after_creds = match rest.split_once('@') {
-        Some((creds, after)) => {
+    let after_creds = match authority(rest).rfind('@') {
+        Some(at) => {
+            let (creds, after) = (&rest[..at], &rest[at + 1..]);
             match creds.split_once(':') {
                 Some((user, _)) => {
                     out.push_str(user);
@@ -282,6 +302,11 @@ mod tests {
             ),
             ("postgres://a:b:c@h/d", "postgres://a:***@h/d"),
             ("mysql://u:pw@h/d", "***@h/d"),
+            (
+                "postgres://jkz:s3cret@pw@127.0.0.1:1/jkzr",
+                "postgres://jkz:***@127.0.0.1:1/jkzr",
+            ),
+            ("postgres://jkz@db/a@b", "postgres://jkz@db/a@b"),
         ] {
             assert_eq!(mask(raw), shown, "{raw}");
             assert!(!mask(raw).contains("s3cret"));
@@ -298,6 +323,11 @@ mod tests {
         );
         let e = RegistryUrl::parse("postgres://u:hunter2@h:notaport/d").unwrap_err();
         assert!(e.contains("not a valid") && !e.contains("hunter2"), "{e}");
+        let e = RegistryUrl::parse("postgres://jkz:hunter2@pw@h/d").unwrap_err();
+        assert!(
+            e.contains("%40") && !e.contains("hunter2") && !e.contains("pw@"),
+            "{e}"
+        );
         let e = RegistryUrl::parse("postgres://h/d?sslmode=require").unwrap_err();
         assert!(e.contains("TLS"), "{e}");
         let u = RegistryUrl::parse("postgres://u:pw@h/d").unwrap();

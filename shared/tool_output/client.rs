@@ -1,5 +1,5 @@
 //! What Claude Code itself puts in the model's window for a tool's output,
-//! without jkz: the rules measured on the pinned client (2.1.197; docs/tool-output-guard.md
+//! without jkz: the rules measured on the client (2.1.197, again on 2.1.332; docs/tool-output-guard.md
 //! has the table and `tests/integration/client/tool_output.rs` re-measures
 //! them). The savings ledger counts against these, never against the raw
 //! output size: output the client would never have shown is no saving.

@@ -825,6 +825,14 @@ fn install_records_the_url_without_a_password_and_doctor_reports_the_registry() 
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::create_dir_all(dir.join("home")).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .arg(dir.join("project"))
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let git_config = || String::from_utf8(dir.read("project/.git/config")).unwrap();
+    let config_before = git_config();
     let bin_dir = bin("jkz").parent().unwrap().to_path_buf();
     let jkz = |args: &[&str]| {
         dir.cmd("jkz")
@@ -839,7 +847,7 @@ fn install_records_the_url_without_a_password_and_doctor_reports_the_registry() 
     let run = jkz(&["install", "--registry", &secret]).expect_code(2);
     assert!(run.stderr_str().contains("PGPASSWORD"), "{}", run.report());
     assert!(!run.stderr_str().contains("hunter2"), "{}", run.report());
-    assert!(!dir.join("project/jkz.toml").exists());
+    assert_eq!(git_config(), config_before);
     assert!(
         !dir.join("project/.claude").exists(),
         "refused before any change"
@@ -851,8 +859,10 @@ fn install_records_the_url_without_a_password_and_doctor_reports_the_registry() 
         "{}",
         run.report()
     );
-    let toml = String::from_utf8(dir.read("project/jkz.toml")).unwrap();
-    assert!(toml.contains(&format!("url = \"{url}\"")), "{toml}");
+    // In the repository's own git config, never in a committed file.
+    assert!(!dir.join("project/jkz.toml").exists());
+    let config = git_config();
+    assert!(config.contains(&format!("registryUrl = {url}")), "{config}");
     // The project now uses the team registry, with no variable set.
     let claimed = dir
         .cmd("jkz")

@@ -12,18 +12,19 @@ use crate::util::bin;
 
 /// One marker per kind of decision-critical item, so each can be traced from
 /// the pipeline state through the summarizing request to the re-injection.
-const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
-const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
-const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
-const BRANCH: &str = "quince-topic-branch";
-const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
-const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
+pub(super) const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
+pub(super) const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
+pub(super) const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
+pub(super) const BRANCH: &str = "quince-topic-branch";
+pub(super) const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
+pub(super) const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
 
 /// What the summarizer answers: deliberately none of the markers, so their
 /// presence after compaction proves the SessionStart re-injection.
-const SUMMARY: &str = "<summary>1. Primary Request: the user chatted about fruit.</summary>";
+pub(super) const SUMMARY: &str =
+    "<summary>1. Primary Request: the user chatted about fruit.</summary>";
 
-fn is_summarizing(r: &Recorded) -> bool {
+pub(super) fn is_summarizing(r: &Recorded) -> bool {
     r.last_user_text().contains("summary of the conversation")
         || r.last_user_text().contains("Additional Instructions")
 }
@@ -43,7 +44,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
     );
 }
 
-fn project_with_pipeline(server: &ModelServer) -> Project {
+pub(super) fn project_with_pipeline(server: &ModelServer) -> Project {
     let project = Project::new(server.base_url());
     project.write(
         "state/pipeline/42.json",
@@ -75,9 +76,11 @@ fn project_with_pipeline(server: &ModelServer) -> Project {
     let hook = |path: &std::path::Path| json!([{"type": "command", "command": path.display().to_string(), "timeout": 30}]);
     project.register_hooks(json!({
         "PreCompact": [{"matcher": "", "hooks": hook(&pre)}],
+        "PostCompact": [{"matcher": "", "hooks": hook(&start)}],
         "SessionStart": [
             {"matcher": "compact", "hooks": hook(&start)},
-            {"matcher": "resume", "hooks": hook(&start)}
+            {"matcher": "resume", "hooks": hook(&start)},
+            {"matcher": "fork", "hooks": hook(&start)}
         ]
     }));
     project

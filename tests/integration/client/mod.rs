@@ -6,16 +6,22 @@
 //! parallel tests install once). Without npm the tests FAIL with a message
 //! saying what to install: they never skip silently.
 //!
+//! The Gemini CLI suite ([`gemini`]) has its own installer (`gemini_bin`)
+//! and model server ([`gemini_server`]).
+//!
 //! [`Project`] is a temp project with its own `HOME`; [`Project::claude`]
 //! runs one `claude -p` turn with a hard timeout and the offline environment
 //! the client needs.
 
 #![allow(dead_code)] // A harness: other tests use what this one does not.
 
+pub mod gemini_server;
 pub mod model_server;
 
 mod compaction;
+mod gemini;
 mod plugin;
+mod post_compact;
 mod registry;
 mod session;
 mod tool_output;
@@ -31,7 +37,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The pinned client version.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.197";
+pub const CLAUDE_CODE_VERSION: &str = "2.1.332";
 
 /// How long one `claude` run may take before it is killed.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(90);

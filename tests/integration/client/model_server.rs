@@ -163,6 +163,51 @@ fn serve(
     requests: &Mutex<Vec<Recorded>>,
     responder: &Responder,
 ) -> std::io::Result<()> {
+    let recorded = read_request(&conn)?;
+    requests
+        .lock()
+        .expect("requests lock")
+        .push(recorded.clone());
+    let mut conn = conn;
+    if recorded.path.starts_with("/v1/messages/count_tokens") {
+        return respond(
+            &mut conn,
+            "200 OK",
+            "application/json",
+            &json!({"input_tokens": 42}).to_string(),
+        );
+    }
+    if !recorded.is_message() {
+        let body =
+            json!({"type": "error", "error": {"type": "not_found_error", "message": "not found"}});
+        return respond(
+            &mut conn,
+            "404 Not Found",
+            "application/json",
+            &body.to_string(),
+        );
+    }
+    let reply = responder(&recorded);
+    if recorded.body["stream"] == true {
+        respond(
+            &mut conn,
+            "200 OK",
+            "text/event-stream",
+            &event_stream(&reply),
+        )
+    } else {
+        respond(
+            &mut conn,
+            "200 OK",
+            "application/json",
+            &whole_message(&reply).to_string(),
+        )
+    }
+}
+
+/// Reads one HTTP/1.1 request from `conn` (bounded, with timeouts): every
+/// model server of these tests records requests this way.
+pub fn read_request(conn: &TcpStream) -> std::io::Result<Recorded> {
     conn.set_read_timeout(Some(IO_TIMEOUT))?;
     conn.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut reader = BufReader::new(conn.try_clone()?);
@@ -207,50 +252,11 @@ fn serve(
         reader.read_exact(&mut body)?;
         body
     };
-    let recorded = Recorded {
+    Ok(Recorded {
         method,
         path,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    };
-    requests
-        .lock()
-        .expect("requests lock")
-        .push(recorded.clone());
-    let mut conn = conn;
-    if recorded.path.starts_with("/v1/messages/count_tokens") {
-        return respond(
-            &mut conn,
-            "200 OK",
-            "application/json",
-            &json!({"input_tokens": 42}).to_string(),
-        );
-    }
-    if !recorded.is_message() {
-        let body =
-            json!({"type": "error", "error": {"type": "not_found_error", "message": "not found"}});
-        return respond(
-            &mut conn,
-            "404 Not Found",
-            "application/json",
-            &body.to_string(),
-        );
-    }
-    let reply = responder(&recorded);
-    if recorded.body["stream"] == true {
-        respond(
-            &mut conn,
-            "200 OK",
-            "text/event-stream",
-            &event_stream(&reply),
-        )
-    } else {
-        respond(
-            &mut conn,
-            "200 OK",
-            "application/json",
-            &whole_message(&reply).to_string(),
-        )
-    }
+    })
 }
 
 fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
@@ -276,7 +282,7 @@ fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
     }
 }
 
-fn respond(conn: &mut TcpStream, status: &str, kind: &str, body: &str) -> std::io::Result<()> {
+pub fn respond(conn: &mut TcpStream, status: &str, kind: &str, body: &str) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nrequest-id: req_jkz\r\nconnection: close\r\n\r\n",
         body.len()

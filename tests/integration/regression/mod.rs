@@ -2,5 +2,6 @@
 //! Grouped by the part of jkz that broke.
 
 mod contract;
+mod history;
 mod registry;
 mod run;

@@ -390,3 +390,43 @@ fn a_hook_waits_for_a_busy_registry_no_longer_than_its_deadline() {
     );
     run.one_line("jkz-chat", "registry unavailable");
 }
+
+#[test]
+fn a_typo_in_jkz_toml_turned_off_claim_enforcement() {
+    // An unquoted SLO value made the registry's backend an error, and the
+    // writers and the hook then let every call through.
+    let p = claimed();
+    p.dir.write("jkz.toml", "[slo]\nwindow = 7d\n");
+    let reason = denied(&bash(&p, "chat-b", "jkz state set 42 current_phase done"));
+    assert!(reason.contains("chat-a"), "{reason}");
+    state_set(&p, &[("CLAUDE_CODE_SESSION_ID", "chat-b")], &[]).expect_code(3);
+    assert_eq!(phase(&p), "building");
+}
+
+#[test]
+fn a_committed_jkz_toml_chose_where_pgpassword_was_sent() {
+    // A URL in a committed file (a branch checked out for review) decided
+    // which server every hook sent PGPASSWORD to. Only the environment and
+    // the repository's own git config choose the team registry now.
+    let p = claimed();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    p.dir.write(
+        "jkz.toml",
+        format!("[registry]\nurl = \"postgres://ci@127.0.0.1:{port}/jkz\"\n"),
+    );
+    let run = p
+        .dir
+        .cmd("jkz")
+        .args(["chats", "--json"])
+        .env("PGPASSWORD", "my-real-db-password")
+        .env("JKZ_TEST_NOW", (T + 10).to_string())
+        .run()
+        .success();
+    assert!(run.stdout_str().contains("chat-a"), "{}", run.report());
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection reached the server the committed file named"
+    );
+}
