@@ -101,6 +101,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
+    // Codex CLI cannot replace a tool's output (its PostToolUse takes no
+    // updated output): its own cut stands, and nothing is printed.
+    if crate::client::Client::detect(&input) == crate::client::Client::Codex {
+        return None;
+    }
     let cwd = input.cwd();
     let tool_results = persisted::tool_results_dir(&input);
     let output = match ToolOutput::from_input(input) {

@@ -26,7 +26,10 @@
 //!    snapshot could not be written, the prepared nudge is dropped and the
 //!    record nudged without one.
 //! 7. The summarizer instructions go to stdout: the client appends a
-//!    PreCompact hook's stdout to the summarizing request.
+//!    PreCompact hook's stdout to the summarizing request. Codex CLI takes
+//!    only JSON there and cannot steer its summary with it: for Codex the
+//!    instructions go to its compaction prompt file instead, and stdout
+//!    gets a `systemMessage` ([`crate::client::codex`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,6 +39,7 @@ use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
+use crate::client::{codex, Client};
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
@@ -97,7 +101,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
     };
 
     let start = hook::project_dir(cwd.clone());
-    let instructions = std::thread::scope(|s| {
+    let (instructions, written) = std::thread::scope(|s| {
         // This chat's work (the registry, the branch), found while the
         // pipeline files are read.
         let focus = {
@@ -231,9 +235,16 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             nudge.trigger,
             snapshot,
         );
-        summarizer_instructions(&digest, written.as_deref())
+        (summarizer_instructions(&digest, written.as_deref()), written)
     });
-    hook::print(&instructions, warnings);
+    match event.as_ref().map_or(Client::Claude, Client::detect) {
+        Client::Codex => {
+            let answer =
+                codex::answer_pre_compact(root.as_deref(), &instructions, written, warnings);
+            hook::print(&answer, warnings);
+        }
+        Client::Claude | Client::Gemini => hook::print(&instructions, warnings),
+    }
 }
 
 /// What one reading thread keeps of its run of pipeline files.

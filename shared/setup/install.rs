@@ -127,13 +127,13 @@ pub const BACKUP_NAME: &str = layout::SETTINGS_BACKUP;
 /// ([`root::find`]), and whether it is the project's own `state/` (else it
 /// is shared: a linked worktree's main checkout, a bare repository's
 /// shared root, an attached root).
-struct ProjectRoot {
-    found: Found,
-    own: bool,
+pub(super) struct ProjectRoot {
+    pub(super) found: Found,
+    pub(super) own: bool,
 }
 
 impl ProjectRoot {
-    fn of(project: &Path) -> Result<ProjectRoot, Failure> {
+    pub(super) fn of(project: &Path) -> Result<ProjectRoot, Failure> {
         let found = root::find(project).map_err(|problem| {
             Failure::new(
                 1,
@@ -167,7 +167,7 @@ pub fn backup_path(settings: &Path) -> PathBuf {
     settings.with_file_name(format!("{name}.jkz-backup"))
 }
 
-fn refusal(path: &Path, why: &str) -> Failure {
+pub(super) fn refusal(path: &Path, why: &str) -> Failure {
     Failure::new(
         1,
         format!(
@@ -179,7 +179,7 @@ fn refusal(path: &Path, why: &str) -> Failure {
 
 /// Writes `path` atomically with permission bits `mode`, after removing the
 /// temp files a killed install or uninstall left beside it.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
+pub(super) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Failure> {
     remove_stale_temps(path);
     write_atomic_mode(path, bytes, mode)
         .map_err(|e| Failure::io(1, format!("writing {}", path.display()), e))
@@ -211,7 +211,7 @@ fn remove_stale_temps(path: &Path) {
     }
 }
 
-fn remove_file(path: &Path) -> Result<bool, Failure> {
+pub(super) fn remove_file(path: &Path) -> Result<bool, Failure> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -220,11 +220,11 @@ fn remove_file(path: &Path) -> Result<bool, Failure> {
 }
 
 /// Removes `dir` when it is empty; anything else (not empty, missing) keeps it.
-fn remove_dir_if_empty(dir: &Path) -> bool {
+pub(super) fn remove_dir_if_empty(dir: &Path) -> bool {
     fs::remove_dir(dir).is_ok()
 }
 
-fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
+pub(super) fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure> {
     writeln!(out, "{line}").map_err(|e| Failure::io(1, "writing stdout", e))
 }
 
@@ -232,7 +232,7 @@ fn say(out: &mut impl Write, line: impl std::fmt::Display) -> Result<(), Failure
 /// `PATH` is the very file install would point at (a project's settings are
 /// often committed, and a name works on every machine where jkz is on
 /// `PATH`), else its absolute path, shell-quoted.
-fn hook_command(bin_dir: &Path, program: &str) -> String {
+pub(super) fn hook_command(bin_dir: &Path, program: &str) -> String {
     let installed = bin_dir.join(program);
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let first_on_path = std::env::split_paths(&path_var)
@@ -306,38 +306,8 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     // none of its own, nor a .gitignore line for one.
     let mut changes = 0;
     if let Some(root) = &root {
-        let state = &root.found.path;
-        if !state.is_dir() {
-            create_private_dir(state)
-                .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
-            say(
-                out,
-                format_args!(
-                    "created {} (mode 0700; {})",
-                    state.display(),
-                    root.found.why
-                ),
-            )?;
-            changes += 1;
-        } else if !root.own {
-            say(
-                out,
-                format_args!(
-                    "this checkout shares the state directory {}",
-                    root.describe()
-                ),
-            )?;
-        }
-        let (path, text) = gitignore.expect("read for a project");
-        if root.own && !gitignore_ignores_state(&text) {
-            let new = with_gitignore_block(&text);
-            write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
-            say(out, format_args!("added /state/ to {}", path.display()))?;
-            changes += 1;
-        }
-        if let Why::MainWorktree { .. } = root.found.why {
-            main_ignore_note(&root.found.path, out)?;
-        }
+        let gitignore = gitignore.expect("read for a project");
+        changes += prepare_state(root, gitignore, out)?;
     }
 
     if let Some(plugin) = &from_plugin {
@@ -376,6 +346,50 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(0)
+}
+
+/// Creates the project's state directory when missing and keeps git from
+/// committing it (the `.gitignore` block, for the project's own
+/// `state/`); returns how many changes it made.
+pub(super) fn prepare_state(
+    root: &ProjectRoot,
+    gitignore: (PathBuf, String),
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
+    let mut changes = 0;
+    let state = &root.found.path;
+    if !state.is_dir() {
+        create_private_dir(state)
+            .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
+        say(
+            out,
+            format_args!(
+                "created {} (mode 0700; {})",
+                state.display(),
+                root.found.why
+            ),
+        )?;
+        changes += 1;
+    } else if !root.own {
+        say(
+            out,
+            format_args!(
+                "this checkout shares the state directory {}",
+                root.describe()
+            ),
+        )?;
+    }
+    let (path, text) = gitignore;
+    if root.own && !gitignore_ignores_state(&text) {
+        let new = with_gitignore_block(&text);
+        write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
+        say(out, format_args!("added /state/ to {}", path.display()))?;
+        changes += 1;
+    }
+    if let Why::MainWorktree { .. } = root.found.why {
+        main_ignore_note(&root.found.path, out)?;
+    }
+    Ok(changes)
 }
 
 /// Registers the hooks in the settings and installs the slash commands;
@@ -465,7 +479,7 @@ fn main_ignore_note(state: &Path, out: &mut impl Write) -> Result<(), Failure> {
 
 /// The project's `.gitignore` (path and text; empty when missing), none for
 /// the user-wide target.
-fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failure> {
+pub(super) fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, String)>, Failure> {
     target
         .project
         .as_ref()
@@ -640,48 +654,8 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     }
 
     if let (Some(_), Some(root)) = (&target.project, &root) {
-        // state/ first: while it stays, so does the line that keeps git
-        // from committing it. A root the repository's checkouts share is
-        // never removed from one of them.
-        let state = root.found.path.clone();
-        let mut state_kept = false;
-        if !root.own {
-            if state.is_dir() {
-                say(
-                    out,
-                    format_args!(
-                        "kept the state directory {}: the repository's checkouts share it",
-                        root.describe()
-                    ),
-                )?;
-            }
-        } else if state.is_dir() {
-            if remove_dir_if_empty(&state) {
-                say(out, format_args!("removed empty {}", state.display()))?;
-                changes += 1;
-            } else {
-                state_kept = true;
-                say(
-                    out,
-                    format_args!(
-                        "kept {} and its /state/ line in .gitignore: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it, then run jkz uninstall again",
-                        state.display()
-                    ),
-                )?;
-            }
-        }
-        let (path, text) = gitignore.expect("read for a project");
-        if root.own && !state_kept {
-            if let Some(rest) = without_gitignore_block(&text) {
-                if rest.is_empty() {
-                    remove_file(&path)?;
-                } else {
-                    write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
-                }
-                say(out, format_args!("removed /state/ from {}", path.display()))?;
-                changes += 1;
-            }
-        }
+        let gitignore = gitignore.expect("read for a project");
+        changes += release_state(root, gitignore, out)?;
     }
     if changes == 0 {
         say(out, "jkz is not installed here; nothing changed")?;
@@ -689,6 +663,60 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(0)
+}
+
+/// Removes the project's own state directory when empty, and then its
+/// `.gitignore` block; a shared or non-empty one is kept and said so.
+/// Returns how many changes it made.
+pub(super) fn release_state(
+    root: &ProjectRoot,
+    gitignore: (PathBuf, String),
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
+    let mut changes = 0;
+    // state/ first: while it stays, so does the line that keeps git
+    // from committing it. A root the repository's checkouts share is
+    // never removed from one of them.
+    let state = root.found.path.clone();
+    let mut state_kept = false;
+    if !root.own {
+        if state.is_dir() {
+            say(
+                out,
+                format_args!(
+                    "kept the state directory {}: the repository's checkouts share it",
+                    root.describe()
+                ),
+            )?;
+        }
+    } else if state.is_dir() {
+        if remove_dir_if_empty(&state) {
+            say(out, format_args!("removed empty {}", state.display()))?;
+            changes += 1;
+        } else {
+            state_kept = true;
+            say(
+                out,
+                format_args!(
+                    "kept {} and its /state/ line in .gitignore: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it, then run jkz uninstall again",
+                    state.display()
+                ),
+            )?;
+        }
+    }
+    let (path, text) = gitignore;
+    if root.own && !state_kept {
+        if let Some(rest) = without_gitignore_block(&text) {
+            if rest.is_empty() {
+                remove_file(&path)?;
+            } else {
+                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
+            }
+            say(out, format_args!("removed /state/ from {}", path.display()))?;
+            changes += 1;
+        }
+    }
+    Ok(changes)
 }
 
 #[cfg(test)]

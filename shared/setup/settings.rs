@@ -270,9 +270,19 @@ pub fn add_hooks(
     settings: &mut Map<String, Value>,
     command_for: impl Fn(&str) -> String,
 ) -> Result<bool, ShapeError> {
+    add_registrations(settings, &REGISTRATIONS, command_for)
+}
+
+/// [`add_hooks`] for another client's list of registrations (Codex CLI's
+/// `hooks.json` has the same shape as Claude Code's settings).
+pub fn add_registrations(
+    settings: &mut Map<String, Value>,
+    registrations: &[Registration],
+    command_for: impl Fn(&str) -> String,
+) -> Result<bool, ShapeError> {
     check_shape(settings)?;
     let mut changed = false;
-    for reg in REGISTRATIONS {
+    for reg in registrations {
         let command = command_for(reg.program);
         if hooks_object(settings)?.is_none() {
             settings.insert("hooks".into(), Value::Object(Map::new()));
