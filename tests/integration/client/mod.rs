@@ -12,8 +12,10 @@
 
 #![allow(dead_code)] // A harness: other tests use what this one does not.
 
+pub mod codex_server;
 pub mod model_server;
 
+mod codex;
 mod compaction;
 mod plugin;
 mod registry;
