@@ -13,6 +13,7 @@ mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
+mod install_codex;
 mod patterns;
 mod postgres;
 mod races;
