@@ -4,6 +4,7 @@
 
 mod audit;
 mod client;
+mod codex_hooks;
 mod compress;
 mod docs;
 mod events;
