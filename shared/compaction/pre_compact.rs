@@ -39,8 +39,8 @@ use chrono::Utc;
 
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
-use crate::client::{codex, Client};
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::client::{codex, Client};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
@@ -235,7 +235,10 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) {
             nudge.trigger,
             snapshot,
         );
-        (summarizer_instructions(&digest, written.as_deref()), written)
+        (
+            summarizer_instructions(&digest, written.as_deref()),
+            written,
+        )
     });
     match event.as_ref().map_or(Client::Claude, Client::detect) {
         Client::Codex => {

@@ -207,7 +207,9 @@ impl CodexFile {
             }
             _ => {
                 self.replace(without)?;
-                format!("removed jkz's entries from {shown} (edited since install: the rest is kept)")
+                format!(
+                    "removed jkz's entries from {shown} (edited since install: the rest is kept)"
+                )
             }
         };
         remove_file(backup)?;
@@ -354,7 +356,10 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
 
     if changes == 0 {
-        say(out, "jkz is already installed here for Codex; nothing changed")?;
+        say(
+            out,
+            "jkz is already installed here for Codex; nothing changed",
+        )?;
     }
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;

@@ -45,12 +45,14 @@ fn codex_pre_compact_answers_only_a_system_message_and_refreshes_the_prompt() {
         "jkz-pre-compact",
         event(&dir, "PreCompact", json!({"trigger": "auto"})).to_string(),
     );
-    let answer: Value = serde_json::from_slice(run.stdout()).unwrap_or_else(|_| {
-        panic!("Codex needs JSON on stdout\n{}", run.report())
-    });
+    let answer: Value = serde_json::from_slice(run.stdout())
+        .unwrap_or_else(|_| panic!("Codex needs JSON on stdout\n{}", run.report()));
     let keys: Vec<&String> = answer.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["systemMessage"], "{answer}");
-    assert!(answer["systemMessage"].as_str().unwrap().contains("pre-compact-"));
+    assert!(answer["systemMessage"]
+        .as_str()
+        .unwrap()
+        .contains("pre-compact-"));
     let prompt = String::from_utf8(dir.read("state/codex-compact-prompt.md")).unwrap();
     assert!(prompt.contains("FIG-FAILURE"), "{prompt}");
     assert!(run.stderr_str().is_empty(), "{}", run.report());
@@ -63,7 +65,10 @@ fn codex_pre_compact_answers_only_a_system_message_and_refreshes_the_prompt() {
         event(&bare, "PreCompact", json!({"trigger": "manual"})).to_string(),
     );
     let answer: Value = serde_json::from_slice(run.stdout()).unwrap();
-    assert!(answer["systemMessage"].as_str().unwrap().contains("no state directory"));
+    assert!(answer["systemMessage"]
+        .as_str()
+        .unwrap()
+        .contains("no state directory"));
     assert!(bare.files().is_empty(), "{:?}", bare.files());
 }
 
@@ -127,8 +132,11 @@ fn codex_bad_events_exit_zero_with_one_line() {
         json!({"tool_name": "apply_patch", "tool_input": {"command": 42}}),
     );
     let run = hook(&dir, "jkz-chat", odd.to_string());
-    assert!(run.stdout().is_empty() && run.stderr_str().is_empty(), "{}", run.report());
+    assert!(
+        run.stdout().is_empty() && run.stderr_str().is_empty(),
+        "{}",
+        run.report()
+    );
     // Not JSON at all.
-    hook(&dir, "jkz-pre-compact", "turn_id: 1")
-        .one_line("jkz-pre-compact", "not JSON");
+    hook(&dir, "jkz-pre-compact", "turn_id: 1").one_line("jkz-pre-compact", "not JSON");
 }

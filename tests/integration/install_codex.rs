@@ -97,7 +97,11 @@ fn codex_install_uninstall_round_trips_a_fresh_project() {
     // Installed twice: nothing changes.
     let installed = tree(&dir);
     let again = jkz(&dir, "install").success();
-    assert!(again.stdout_str().contains("nothing changed"), "{}", again.report());
+    assert!(
+        again.stdout_str().contains("nothing changed"),
+        "{}",
+        again.report()
+    );
     assert_eq!(tree(&dir), installed);
 
     jkz(&dir, "uninstall").success();
@@ -153,9 +157,21 @@ fn codex_install_keeps_a_users_own_compaction_prompt() {
 #[test]
 fn codex_install_refuses_malformed_files_and_writes_nothing() {
     for (file, text, where_) in [
-        ("hooks.json", "{\"hooks\": {\n  \"PreToolUse\": [,]\n}}", "line 2"),
-        ("hooks.json", "{\"hooks\": []}", "\"hooks\" is not an object"),
-        ("config.toml", "model = \"o3\"\n[profiles\nx = 1\n", "line 2"),
+        (
+            "hooks.json",
+            "{\"hooks\": {\n  \"PreToolUse\": [,]\n}}",
+            "line 2",
+        ),
+        (
+            "hooks.json",
+            "{\"hooks\": []}",
+            "\"hooks\" is not an object",
+        ),
+        (
+            "config.toml",
+            "model = \"o3\"\n[profiles\nx = 1\n",
+            "line 2",
+        ),
     ] {
         let dir = project();
         dir.write(format!("project/.codex/{file}"), text);

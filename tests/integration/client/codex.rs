@@ -105,7 +105,12 @@ struct CodexProject {
 
 impl CodexProject {
     fn new(server: &CodexServer) -> CodexProject {
-        let mk = |p| tempfile::Builder::new().prefix(p).tempdir().expect("temp dir");
+        let mk = |p| {
+            tempfile::Builder::new()
+                .prefix(p)
+                .tempdir()
+                .expect("temp dir")
+        };
         let (dir, home) = (mk("jkz-codex-"), mk("jkz-codex-home-"));
         let project = std::fs::canonicalize(dir.path()).unwrap();
         let config = format!(
@@ -357,7 +362,10 @@ fn codex_compaction_keeps_the_decision_critical_items_with_jkz() {
     // The prompt file was refreshed for the next session.
     let prompt = std::fs::read_to_string(state.join("codex-compact-prompt.md")).unwrap();
     for (_, marker) in ITEMS {
-        assert!(prompt.contains(marker), "prompt file lacks {marker:?}\n{prompt}");
+        assert!(
+            prompt.contains(marker),
+            "prompt file lacks {marker:?}\n{prompt}"
+        );
     }
 
     let mut table = String::from(
@@ -394,7 +402,11 @@ fn codex_compaction_keeps_the_decision_critical_items_with_jkz() {
             "jkz's compaction prompt lacks {marker:?}\n{}",
             summ_with.last_user_text()
         );
-        assert!(summary, "the summary lacks {marker:?}\n{}", after_with.all_text());
+        assert!(
+            summary,
+            "the summary lacks {marker:?}\n{}",
+            after_with.all_text()
+        );
         assert!(
             reinjected,
             "the re-injection lacks {marker:?}\n{}",
@@ -416,20 +428,18 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
     let patch_body = Arc::new(Mutex::new(String::new()));
     let server = {
         let patch_body = Arc::clone(&patch_body);
-        CodexServer::start(Arc::new(move |r: &Request| {
-            match r.tool_outputs().len() {
-                0 => (Reply::Patch(patch_body.lock().unwrap().clone()), 100),
-                1 => (
-                    Reply::Call {
-                        name: "exec_command".into(),
-                        arguments: json!({
-                            "cmd": "echo '{\"42\":{\"current_phase\":\"done\"}}' > state/pipeline/42.json"
-                        }),
-                    },
-                    100,
-                ),
-                _ => (Reply::Text("Stopping here.".into()), 100),
-            }
+        CodexServer::start(Arc::new(move |r: &Request| match r.tool_outputs().len() {
+            0 => (Reply::Patch(patch_body.lock().unwrap().clone()), 100),
+            1 => (
+                Reply::Call {
+                    name: "exec_command".into(),
+                    arguments: json!({
+                        "cmd": "echo '{\"42\":{\"current_phase\":\"done\"}}' > state/pipeline/42.json"
+                    }),
+                },
+                100,
+            ),
+            _ => (Reply::Text("Stopping here.".into()), 100),
         }))
     };
     let project = with_pipeline(&server);
