@@ -447,3 +447,94 @@ mod tests {
         }
     }
 }
+
+/// Runs `jkz doctor --client codex`: every jkz hook registered in
+/// `.codex/hooks.json` and its program there, the compaction prompt named
+/// in `.codex/config.toml` and present. One line per check (`ok  `,
+/// `FAIL`, `note`); exit 1 when a check failed.
+pub fn doctor(project: Option<&Path>, mut out: impl Write) -> Result<u8, Failure> {
+    let (target, codex_dir, root) = resolve(project, false, "doctor")?;
+    let mut failed = 0;
+    let mut line = |ok: bool, text: String| -> Result<(), Failure> {
+        failed += usize::from(!ok);
+        let tag = if ok { "ok  " } else { "FAIL" };
+        writeln!(out, "{tag} {text}").map_err(|e| Failure::io(1, "writing stdout", e))
+    };
+    if let Some(note) = target.moved_note() {
+        line(true, note)?;
+    }
+    let hooks = CodexFile::read(&codex_dir, Kind::Hooks)?;
+    match parse_hooks(&hooks) {
+        Err(e) => line(false, e.to_string())?,
+        Ok(map) => {
+            for reg in REGISTRATIONS {
+                let commands =
+                    settings::registered_commands(&map, reg.event, reg.matcher, reg.program);
+                let runnable = commands.iter().any(|c| {
+                    let program = settings::command_path(c);
+                    let path = Path::new(&program);
+                    if path.is_absolute() {
+                        path.is_file()
+                    } else {
+                        let var = std::env::var_os("PATH").unwrap_or_default();
+                        std::env::split_paths(&var).any(|d| d.join(&program).is_file())
+                    }
+                });
+                let what = format!("{} ({:?}) → {}", reg.event, reg.matcher, reg.program);
+                line(
+                    runnable,
+                    if runnable {
+                        format!("{what} in {}", hooks.path.display())
+                    } else if commands.is_empty() {
+                        format!(
+                            "{what} not registered in {}: run jkz install --client codex",
+                            hooks.path.display()
+                        )
+                    } else {
+                        format!("{what}: {} is not an executable file (run jkz install --client codex again)", commands[0])
+                    },
+                )?;
+            }
+        }
+    }
+    let config = CodexFile::read(&codex_dir, Kind::Config)?;
+    let prompt = compact_prompt::path(&root.found.path);
+    match parse_config(&config) {
+        Err(e) => line(false, e.to_string())?,
+        Ok(doc) => match doc.get(PROMPT_KEY).and_then(|v| v.as_str()) {
+            Some(p) if Path::new(p) == prompt => line(
+                prompt.is_file(),
+                if prompt.is_file() {
+                    format!(
+                        "{PROMPT_KEY} names jkz's compaction prompt {}",
+                        prompt.display()
+                    )
+                } else {
+                    format!(
+                        "{} is missing: run jkz install --client codex",
+                        prompt.display()
+                    )
+                },
+            )?,
+            Some(p) => line(
+                true,
+                format!("{PROMPT_KEY} = {p:?} is yours: jkz's compaction prompt is not used"),
+            )?,
+            None => line(
+                false,
+                format!(
+                    "{PROMPT_KEY} not set in {}: run jkz install --client codex",
+                    config.path.display()
+                ),
+            )?,
+        },
+    }
+    writeln!(
+        out,
+        "note Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)"
+    )
+    .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    out.flush()
+        .map_err(|e| Failure::io(1, "writing stdout", e))?;
+    Ok(if failed == 0 { 0 } else { 1 })
+}

@@ -37,6 +37,11 @@ pub struct DoctorArgs {
     /// directory; nothing newer there is overwritten.
     #[arg(long)]
     pub fix: bool,
+    /// The client whose setup to check: claude (the default: the plugin or
+    /// `.claude/settings.json`), codex (`.codex/hooks.json`, the compaction
+    /// prompt in `.codex/config.toml`).
+    #[arg(long, value_enum, default_value = "claude")]
+    pub client: crate::client::Client,
 }
 
 enum Status {
@@ -93,6 +98,9 @@ pub fn doctor(
     state_flag: Option<&Path>,
     out: impl Write,
 ) -> Result<u8, Failure> {
+    if args.client == crate::client::Client::Codex {
+        return super::codex::doctor(args.project.as_deref(), out);
+    }
     let mut report = Report { out, failed: 0 };
     let project = Target::resolve(args.project.as_deref(), false)?;
     let project_dir = project.project.clone().expect("a project target");

@@ -200,3 +200,23 @@ fn codex_install_refuses_user_scope() {
         .expect_code(2);
     assert!(run.stderr_str().contains("--project"), "{}", run.report());
 }
+
+#[test]
+fn codex_doctor_checks_the_hooks_and_the_prompt() {
+    let dir = project();
+    let before = jkz(&dir, "doctor").expect_code(1);
+    assert!(
+        before.stdout_str().contains("not registered"),
+        "{}",
+        before.report()
+    );
+    jkz(&dir, "install").success();
+    let after = jkz(&dir, "doctor").success();
+    let out = after.stdout_str();
+    assert!(!out.contains("FAIL"), "{}", after.report());
+    assert!(
+        out.contains("PreToolUse (\"Bash|apply_patch\") → jkz-chat"),
+        "{out}"
+    );
+    assert!(out.contains("names jkz's compaction prompt"), "{out}");
+}
