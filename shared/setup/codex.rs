@@ -417,37 +417,6 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     Ok(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn toml_edit_gives_the_bytes_back() {
-        for original in [
-            "",
-            "model = \"o3\"\n",
-            "# mine\nmodel = 'o3' # trailing\n\n[profiles.x]\nmodel = \"y\"\n",
-            "[a]\nb = 1",
-        ] {
-            let mut doc: toml_edit::DocumentMut = original.parse().unwrap();
-            doc.insert(PROMPT_KEY, toml_edit::value("/r/state/p.md"));
-            let added = doc.to_string();
-            assert!(added.contains(PROMPT_KEY), "{added}");
-            let mut again: toml_edit::DocumentMut = added.parse().unwrap();
-            assert_eq!(again[PROMPT_KEY].as_str(), Some("/r/state/p.md"));
-            again.remove(PROMPT_KEY);
-            assert!(Kind::Config.same(again.to_string().as_bytes(), original.as_bytes()));
-        }
-    }
-
-    #[test]
-    fn registrations_name_hook_programs() {
-        for reg in REGISTRATIONS {
-            assert!(settings::HOOK_PROGRAMS.contains(&reg.program), "{reg:?}");
-        }
-    }
-}
-
 /// Runs `jkz doctor --client codex`: every jkz hook registered in
 /// `.codex/hooks.json` and its program there, the compaction prompt named
 /// in `.codex/config.toml` and present. One line per check (`ok  `,
@@ -537,4 +506,35 @@ pub fn doctor(project: Option<&Path>, mut out: impl Write) -> Result<u8, Failure
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_edit_gives_the_bytes_back() {
+        for original in [
+            "",
+            "model = \"o3\"\n",
+            "# mine\nmodel = 'o3' # trailing\n\n[profiles.x]\nmodel = \"y\"\n",
+            "[a]\nb = 1",
+        ] {
+            let mut doc: toml_edit::DocumentMut = original.parse().unwrap();
+            doc.insert(PROMPT_KEY, toml_edit::value("/r/state/p.md"));
+            let added = doc.to_string();
+            assert!(added.contains(PROMPT_KEY), "{added}");
+            let mut again: toml_edit::DocumentMut = added.parse().unwrap();
+            assert_eq!(again[PROMPT_KEY].as_str(), Some("/r/state/p.md"));
+            again.remove(PROMPT_KEY);
+            assert!(Kind::Config.same(again.to_string().as_bytes(), original.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn registrations_name_hook_programs() {
+        for reg in REGISTRATIONS {
+            assert!(settings::HOOK_PROGRAMS.contains(&reg.program), "{reg:?}");
+        }
+    }
 }
