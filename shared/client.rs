@@ -7,11 +7,15 @@
 //! - Gemini CLI names its events differently (`PreCompress`, `BeforeTool`,
 //!   `AfterTool`, `BeforeModel`, `BeforeAgent`, …) and sets
 //!   `GEMINI_PROJECT_DIR` / `GEMINI_SESSION_ID` for its hooks;
-//! - Codex CLI's events carry a `turn_id` (Claude Code's never do);
+//! - Codex CLI's events carry a `turn_id` (Claude Code's never do), except
+//!   `SessionStart`, whose `transcript_path` is a Codex rollout file
+//!   (`…/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, measured on Codex
+//!   0.169.0);
 //! - anything else is Claude Code, the contract jkz has always spoken.
 
 use crate::hook_input::HookInput;
 
+pub mod codex;
 pub mod gemini;
 
 /// A client jkz answers hooks for, and installs into.
@@ -40,6 +44,17 @@ const GEMINI_EVENTS: [&str; 8] = [
 /// Environment variables only Gemini CLI sets for its hooks.
 const GEMINI_ENV: [&str; 2] = ["GEMINI_PROJECT_DIR", "GEMINI_SESSION_ID"];
 
+/// True when the event's `transcript_path` is a Codex rollout file: Codex
+/// names every session's transcript `rollout-<time>-<id>.jsonl`, Claude
+/// Code `<session id>.jsonl`.
+fn is_codex_rollout(input: &HookInput) -> bool {
+    input
+        .text("transcript_path")
+        .and_then(|p| std::path::Path::new(p).file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+}
+
 impl Client {
     /// The client that sent `input`, read with the process environment.
     pub fn detect(input: &HookInput) -> Client {
@@ -62,7 +77,7 @@ impl Client {
         let event = input.event_name().unwrap_or_default();
         if GEMINI_EVENTS.contains(&event) || GEMINI_ENV.iter().any(|v| env_set(v)) {
             Client::Gemini
-        } else if input.raw.contains_key("turn_id") {
+        } else if input.raw.contains_key("turn_id") || is_codex_rollout(input) {
             Client::Codex
         } else {
             Client::Claude
@@ -94,6 +109,17 @@ mod tests {
         assert_eq!(Client::detect_with(&claude, no_env), Client::Claude);
         let codex = input(r#"{"session_id":"s","hook_event_name":"PreCompact","turn_id":"t1"}"#);
         assert_eq!(Client::detect_with(&codex, no_env), Client::Codex);
+        // Codex's SessionStart has no turn_id (measured on 0.169.0).
+        let codex_start = input(
+            r#"{"session_id":"s","hook_event_name":"SessionStart","source":"compact",
+                "transcript_path":"/h/.codex/sessions/2026/11/25/rollout-2026-11-25T15-42-22-01a2.jsonl"}"#,
+        );
+        assert_eq!(Client::detect_with(&codex_start, no_env), Client::Codex);
+        let claude_start = input(
+            r#"{"session_id":"s","hook_event_name":"SessionStart","source":"compact",
+                "transcript_path":"/h/.claude/projects/-p/0b5e.jsonl"}"#,
+        );
+        assert_eq!(Client::detect_with(&claude_start, no_env), Client::Claude);
         let gemini = input(r#"{"session_id":"s","hook_event_name":"PreCompress"}"#);
         assert_eq!(Client::detect_with(&gemini, no_env), Client::Gemini);
         let gemini_start = input(r#"{"session_id":"s","hook_event_name":"SessionStart"}"#);

@@ -101,8 +101,14 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
-    if crate::client::Client::detect(&input) == crate::client::Client::Gemini {
-        return crate::client::gemini::after_tool::run(&input, warnings);
+    match crate::client::Client::detect(&input) {
+        crate::client::Client::Gemini => {
+            return crate::client::gemini::after_tool::run(&input, warnings)
+        }
+        // Codex CLI cannot replace a tool's output (its PostToolUse takes no
+        // updated output): its own cut stands, and nothing is printed.
+        crate::client::Client::Codex => return None,
+        crate::client::Client::Claude => {}
     }
     let cwd = input.cwd();
     let tool_results = persisted::tool_results_dir(&input);

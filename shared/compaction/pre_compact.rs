@@ -26,7 +26,10 @@
 //!    snapshot could not be written, the prepared nudge is dropped and the
 //!    record nudged without one.
 //! 7. The summarizer instructions go to stdout: the client appends a
-//!    PreCompact hook's stdout to the summarizing request.
+//!    PreCompact hook's stdout to the summarizing request. Codex CLI takes
+//!    only JSON there and cannot steer its summary with it: for Codex the
+//!    instructions go to its compaction prompt file instead, and stdout
+//!    gets a `systemMessage` ([`crate::client::codex`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -37,7 +40,7 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
-use crate::client::Client;
+use crate::client::{codex, Client};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
@@ -132,7 +135,7 @@ pub fn snapshot(
     };
 
     let start = hook::project_dir(cwd.clone());
-    std::thread::scope(|s| {
+    let (instructions, written) = std::thread::scope(|s| {
         // This chat's work (the registry, the branch), found while the
         // pipeline files are read.
         let focus = {
@@ -266,8 +269,18 @@ pub fn snapshot(
             nudge.trigger,
             snapshot,
         );
-        summarizer_instructions(&digest, written.as_deref())
-    })
+        (
+            summarizer_instructions(&digest, written.as_deref()),
+            written,
+        )
+    });
+    // What the client reads on stdout: Codex takes JSON only.
+    match event.as_ref().map_or(Client::Claude, Client::detect) {
+        Client::Codex => {
+            codex::answer_pre_compact(root.as_deref(), &instructions, written, warnings)
+        }
+        Client::Claude | Client::Gemini => instructions,
+    }
 }
 
 /// What one reading thread keeps of its run of pipeline files.

@@ -308,7 +308,7 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
 /// The digest of the live pipeline state (read as `jkz-pre-compact` reads
 /// it: thousands of files, the newest few kept); an error when the pipeline
 /// directory cannot be listed.
-pub(super) fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
+pub(crate) fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
     let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
     let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let mut all = Candidates::default();

@@ -170,9 +170,10 @@ pub fn client_of(pid: u32) -> Client {
     }
 }
 
-/// The pid of the `claude` process this hook runs under: the nearest of
-/// its first few ancestors whose name starts with `claude` (Linux `/proc`;
-/// elsewhere, or when none is, unknown).
+/// The pid of the client process this hook runs under: the nearest of its
+/// first few ancestors whose name starts with `claude`, or is `codex`
+/// (Codex CLI's native binary; Linux `/proc`; elsewhere, or when none is,
+/// unknown).
 pub fn client_pid() -> Option<i64> {
     let mut pid = std::os::unix::process::parent_id();
     for _ in 0..4 {
@@ -181,7 +182,7 @@ pub fn client_pid() -> Option<i64> {
         let open = stat.find('(')?;
         let close = stat.rfind(')')?;
         let comm = &stat[open + 1..close];
-        if comm.starts_with("claude") {
+        if comm.starts_with("claude") || comm == "codex" {
             return Some(pid as i64);
         }
         let ppid = stat[close + 1..].split_whitespace().nth(1)?.parse().ok()?;

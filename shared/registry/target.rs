@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::bash::{self, Write};
+use crate::client::codex::{self, patch};
 pub use crate::glob::glob_match;
 pub use crate::resolved_path::resolve;
 use crate::state_dir::layout::{CHAT_DB, PIPELINE_DIR};
@@ -61,8 +62,9 @@ impl Guarded {
 }
 
 /// The targets of `tool` called with `input`, relative paths taken from
-/// `cwd`. Empty for every tool but the edit tools and Bash; `guarded` is
-/// only asked for when a Bash command writes something.
+/// `cwd`. Empty for every tool but the edit tools, Codex's `apply_patch`
+/// (its patch body's files) and Bash; `guarded` is only asked for when a
+/// Bash command writes something.
 pub fn targets(
     tool: &str,
     input: &Value,
@@ -79,19 +81,40 @@ pub fn targets(
             .map(|p| vec![Target::File(resolve(&cwd.join(p)))])
             .unwrap_or_default();
     }
+    let command = input.get("command").and_then(Value::as_str);
+    if tool == codex::APPLY_PATCH {
+        return command.map(|c| patch_targets(c, cwd)).unwrap_or_default();
+    }
     if tool == "Bash" {
-        if let Some(command) = input.get("command").and_then(Value::as_str) {
+        if let Some(command) = command {
+            // Codex runs `apply_patch <<'EOF' … EOF` from a shell as its
+            // edit tool.
+            let patched = patch_targets(command, cwd);
             let writes = bash::writes(command, cwd);
             if writes.is_empty() {
-                return Vec::new();
+                return patched;
             }
             let guarded = guarded();
             let mut out: Vec<Target> = writes.iter().flat_map(|w| classify(w, &guarded)).collect();
+            out.extend(patched);
             out.dedup();
             return out;
         }
     }
     Vec::new()
+}
+
+/// The files a Codex patch body in `text` adds, updates, moves or deletes.
+fn patch_targets(text: &str, cwd: &Path) -> Vec<Target> {
+    if !patch::looks_like_patch(text) {
+        return Vec::new();
+    }
+    let mut out: Vec<Target> = patch::patched_files(text)
+        .iter()
+        .map(|f| Target::File(resolve(&cwd.join(f.path))))
+        .collect();
+    out.dedup();
+    out
 }
 
 /// What a Bash command's write touches of the guarded places. Paths are
@@ -292,6 +315,29 @@ mod tests {
         );
         assert!(targets("Read", &json!({"file_path": "/x"}), cwd, no_guard).is_empty());
         assert!(targets("Bash", &json!({"command": "ls"}), cwd, no_guard).is_empty());
+    }
+
+    #[test]
+    fn codex_patches_name_their_files() {
+        let cwd = Path::new("/nowhere/p");
+        let body = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: /elsewhere/b.rs\n\
+                    @@\n-x\n+y\n*** Delete File: state/pipeline/42.json\n*** End Patch\n";
+        let files = vec![
+            Target::File(PathBuf::from("/nowhere/p/src/a.rs")),
+            Target::File(PathBuf::from("/elsewhere/b.rs")),
+            Target::File(PathBuf::from("/nowhere/p/state/pipeline/42.json")),
+        ];
+        assert_eq!(
+            targets("apply_patch", &json!({ "command": body }), cwd, no_guard),
+            files
+        );
+        let heredoc = format!("apply_patch <<'EOF'\n{body}EOF\n");
+        assert_eq!(
+            targets("Bash", &json!({ "command": heredoc }), cwd, no_guard),
+            files
+        );
+        assert!(targets("apply_patch", &json!({ "command": 7 }), cwd, no_guard).is_empty());
+        assert!(targets("apply_patch", &json!({}), cwd, no_guard).is_empty());
     }
 
     #[test]

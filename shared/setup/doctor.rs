@@ -37,8 +37,9 @@ pub struct DoctorArgs {
     /// directory; nothing newer there is overwritten.
     #[arg(long)]
     pub fix: bool,
-    /// The client whose hooks to check: claude (the plugin or `.claude/settings.json`,
-    /// and the slash commands) or gemini (`.gemini/settings.json`).
+    /// The client whose setup to check: claude (the default: the plugin or
+    /// `.claude/settings.json`, and the slash commands), codex (`.codex/hooks.json`,
+    /// the compaction prompt in `.codex/config.toml`) or gemini (`.gemini/settings.json`).
     #[arg(long, value_enum, default_value = "claude")]
     pub client: crate::client::Client,
 }
@@ -98,6 +99,9 @@ pub fn doctor(
     state_flag: Option<&Path>,
     out: impl Write,
 ) -> Result<u8, Failure> {
+    if args.client == crate::client::Client::Codex {
+        return super::codex::doctor(args.project.as_deref(), out);
+    }
     let mut report = Report { out, failed: 0 };
     let project = Target::resolve(args.project.as_deref(), false)?;
     let project_dir = project.project.clone().expect("a project target");

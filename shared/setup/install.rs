@@ -311,39 +311,8 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     // none of its own, nor a .gitignore line for one.
     let mut changes = 0;
     if let Some(root) = &root {
-        let state = &root.found.path;
-        if !state.is_dir() {
-            create_private_dir(state).map_err(|e| {
-                Failure::io(EXIT_FAILED, format!("creating {}", state.display()), e)
-            })?;
-            say(
-                out,
-                format_args!(
-                    "created {} (mode 0700; {})",
-                    state.display(),
-                    root.found.why
-                ),
-            )?;
-            changes += 1;
-        } else if !root.own {
-            say(
-                out,
-                format_args!(
-                    "this checkout shares the state directory {}",
-                    root.describe()
-                ),
-            )?;
-        }
-        let (path, text) = gitignore.expect("read for a project");
-        if root.own && !gitignore_ignores_state(&text) {
-            let new = with_gitignore_block(&text);
-            write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
-            say(out, format_args!("added /state/ to {}", path.display()))?;
-            changes += 1;
-        }
-        if let Why::MainWorktree { .. } = root.found.why {
-            main_ignore_note(&root.found.path, out)?;
-        }
+        let gitignore = gitignore.expect("read for a project");
+        changes += prepare_state(root, gitignore, out)?;
     }
 
     if let Some(plugin) = &from_plugin {
@@ -400,6 +369,50 @@ pub(super) fn installed_binaries() -> Result<PathBuf, Failure> {
         }
     }
     Ok(bin_dir)
+}
+
+/// Creates the project's state directory when missing and keeps git from
+/// committing it (the `.gitignore` block, for the project's own
+/// `state/`); returns how many changes it made.
+pub(super) fn prepare_state(
+    root: &ProjectRoot,
+    gitignore: (PathBuf, String),
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
+    let mut changes = 0;
+    let state = &root.found.path;
+    if !state.is_dir() {
+        create_private_dir(state)
+            .map_err(|e| Failure::io(EXIT_FAILED, format!("creating {}", state.display()), e))?;
+        say(
+            out,
+            format_args!(
+                "created {} (mode 0700; {})",
+                state.display(),
+                root.found.why
+            ),
+        )?;
+        changes += 1;
+    } else if !root.own {
+        say(
+            out,
+            format_args!(
+                "this checkout shares the state directory {}",
+                root.describe()
+            ),
+        )?;
+    }
+    let (path, text) = gitignore;
+    if root.own && !gitignore_ignores_state(&text) {
+        let new = with_gitignore_block(&text);
+        write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
+        say(out, format_args!("added /state/ to {}", path.display()))?;
+        changes += 1;
+    }
+    if let Why::MainWorktree { .. } = root.found.why {
+        main_ignore_note(&root.found.path, out)?;
+    }
+    Ok(changes)
 }
 
 /// Registers the hooks in the settings and installs the slash commands;
@@ -668,48 +681,8 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     }
 
     if let (Some(_), Some(root)) = (&target.project, &root) {
-        // state/ first: while it stays, so does the line that keeps git
-        // from committing it. A root the repository's checkouts share is
-        // never removed from one of them.
-        let state = root.found.path.clone();
-        let mut state_kept = false;
-        if !root.own {
-            if state.is_dir() {
-                say(
-                    out,
-                    format_args!(
-                        "kept the state directory {}: the repository's checkouts share it",
-                        root.describe()
-                    ),
-                )?;
-            }
-        } else if state.is_dir() {
-            if remove_dir_if_empty(&state) {
-                say(out, format_args!("removed empty {}", state.display()))?;
-                changes += 1;
-            } else {
-                state_kept = true;
-                say(
-                    out,
-                    format_args!(
-                        "kept {} and its /state/ line in .gitignore: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it, then run jkz uninstall again",
-                        state.display()
-                    ),
-                )?;
-            }
-        }
-        let (path, text) = gitignore.expect("read for a project");
-        if root.own && !state_kept {
-            if let Some(rest) = without_gitignore_block(&text) {
-                if rest.is_empty() {
-                    remove_file(&path)?;
-                } else {
-                    write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
-                }
-                say(out, format_args!("removed /state/ from {}", path.display()))?;
-                changes += 1;
-            }
-        }
+        let gitignore = gitignore.expect("read for a project");
+        changes += release_state(root, gitignore, out)?;
     }
     if changes == 0 {
         say(out, "jkz is not installed here; nothing changed")?;
@@ -717,6 +690,60 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     out.flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(EXIT_OK)
+}
+
+/// Removes the project's own state directory when empty, and then its
+/// `.gitignore` block; a shared or non-empty one is kept and said so.
+/// Returns how many changes it made.
+pub(super) fn release_state(
+    root: &ProjectRoot,
+    gitignore: (PathBuf, String),
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
+    let mut changes = 0;
+    // state/ first: while it stays, so does the line that keeps git
+    // from committing it. A root the repository's checkouts share is
+    // never removed from one of them.
+    let state = root.found.path.clone();
+    let mut state_kept = false;
+    if !root.own {
+        if state.is_dir() {
+            say(
+                out,
+                format_args!(
+                    "kept the state directory {}: the repository's checkouts share it",
+                    root.describe()
+                ),
+            )?;
+        }
+    } else if state.is_dir() {
+        if remove_dir_if_empty(&state) {
+            say(out, format_args!("removed empty {}", state.display()))?;
+            changes += 1;
+        } else {
+            state_kept = true;
+            say(
+                out,
+                format_args!(
+                    "kept {} and its /state/ line in .gitignore: it holds runtime state (snapshots, offloaded outputs); remove it yourself if you no longer need it, then run jkz uninstall again",
+                    state.display()
+                ),
+            )?;
+        }
+    }
+    let (path, text) = gitignore;
+    if root.own && !state_kept {
+        if let Some(rest) = without_gitignore_block(&text) {
+            if rest.is_empty() {
+                remove_file(&path)?;
+            } else {
+                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
+            }
+            say(out, format_args!("removed /state/ from {}", path.display()))?;
+            changes += 1;
+        }
+    }
+    Ok(changes)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
 //! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
 //! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
+//! | [`CODEX_COMPACT_PROMPT`] | `jkz install --client codex`, `jkz-pre-compact` (Codex) | the compaction prompt Codex CLI reads (`experimental_compact_prompt_file`) |
 //! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
 //! | [`GEMINI_DIR`]`/<session_id>.json` | `jkz-pre-compact`, `jkz-session-start` (Gemini CLI) | one Gemini session's memo: the fingerprint of its last snapshot, the compression summary already answered |
 //! | [`GEMINI_SETTINGS_BACKUP`] | `jkz install --client gemini` | `.gemini/settings.json` before jkz changed it, for `jkz uninstall --client gemini` |
@@ -51,6 +52,9 @@ pub const LOCKS_DIR: &str = "locks";
 pub const TOOL_OUTPUT_LEDGER: &str = "tool-output.jsonl";
 /// The ledger's previous half, after a rotation.
 pub const TOOL_OUTPUT_LEDGER_ROTATED: &str = "tool-output.1.jsonl";
+/// `state/codex-compact-prompt.md`: the compaction prompt Codex CLI's
+/// `experimental_compact_prompt_file` names, refreshed by `jkz-pre-compact`.
+pub const CODEX_COMPACT_PROMPT: &str = "codex-compact-prompt.md";
 /// `state/chat.db`: the cross-chat registry (SQLite, WAL).
 pub const CHAT_DB: &str = "chat.db";
 /// `state/chat.db.corrupt`: the last registry found corrupt, moved aside

@@ -4,6 +4,7 @@
 
 mod audit;
 mod client;
+mod codex_hooks;
 mod compress;
 mod docs;
 mod events;
@@ -13,6 +14,7 @@ mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
+mod install_codex;
 mod install_gemini;
 mod patterns;
 mod post_compact;

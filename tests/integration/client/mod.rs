@@ -15,9 +15,11 @@
 
 #![allow(dead_code)] // A harness: other tests use what this one does not.
 
+pub mod codex_server;
 pub mod gemini_server;
 pub mod model_server;
 
+mod codex;
 mod compaction;
 mod gemini;
 mod plugin;
