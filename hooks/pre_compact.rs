@@ -10,6 +10,6 @@ fn main() -> std::process::ExitCode {
     let long_about = Box::leak(pre_compact::long_about().into_boxed_str());
     let cli = jkz::hook::command("jkz-pre-compact", pre_compact::ABOUT, long_about);
     jkz::hook::main(cli, |warnings| {
-        pre_compact::run(std::io::stdin().lock(), warnings)
+        jkz::compaction::hooks::pre_compact(std::io::stdin().lock(), warnings)
     })
 }

@@ -12,6 +12,6 @@ fn main() -> std::process::ExitCode {
     let long_about = Box::leak(session_start::long_about().into_boxed_str());
     let cli = jkz::hook::command("jkz-session-start", session_start::ABOUT, long_about);
     jkz::hook::main(cli, |warnings| {
-        session_start::run(std::io::stdin().lock(), warnings)
+        jkz::compaction::hooks::session_start(std::io::stdin().lock(), warnings)
     })
 }

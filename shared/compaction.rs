@@ -26,6 +26,9 @@
 
 pub mod digest;
 pub mod focus;
+pub mod gemini;
+pub mod hooks;
+pub mod live;
 pub mod post_compact;
 pub mod pre_compact;
 pub mod reconcile;

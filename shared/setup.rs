@@ -31,11 +31,37 @@ pub mod settings;
 
 use std::path::{Path, PathBuf};
 
+use crate::client::Client;
+
 use crate::exit::EXIT_FAILED;
 
 pub use attach::{attach, detach, AttachArgs, DetachArgs};
 pub use doctor::{doctor, DoctorArgs};
-pub use install::{install, uninstall, InstallArgs, UninstallArgs};
+pub use install::{InstallArgs, UninstallArgs};
+
+/// Runs `jkz install` for the client named by `--client`.
+pub fn install(
+    args: &InstallArgs,
+    out: &mut impl std::io::Write,
+) -> Result<u8, crate::exit::Failure> {
+    match args.client {
+        Client::Claude => install::install(args, out),
+        Client::Codex => codex::install(args, out),
+        Client::Gemini => gemini::install(args, out),
+    }
+}
+
+/// Runs `jkz uninstall` for the client named by `--client`.
+pub fn uninstall(
+    args: &UninstallArgs,
+    out: &mut impl std::io::Write,
+) -> Result<u8, crate::exit::Failure> {
+    match args.client {
+        Client::Claude => install::uninstall(args, out),
+        Client::Codex => codex::uninstall(args, out),
+        Client::Gemini => gemini::uninstall(args, out),
+    }
+}
 
 /// Every binary jkz is made of: the one list. It is the `[[bin]]`s of
 /// `Cargo.toml` (which `./install.sh` installs, all of them); `jkz install`

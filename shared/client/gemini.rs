@@ -22,9 +22,7 @@
 //! nothing (an allow), and never prints plain text on stdout.
 
 pub mod after_tool;
-pub mod before_model;
 pub mod memo;
-pub mod pre_compress;
 
 use serde_json::json;
 

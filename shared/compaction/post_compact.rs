@@ -139,7 +139,7 @@ fn digest_checked(state: &StateDir, snapshot: Option<&str>) -> Result<Digest, St
         Some(name) => snapshot::read_head(&state.join(name))
             .map(|head| head.digest)
             .map_err(|e| format!("snapshot {name} cannot be used: {e}")),
-        None => super::session_start::live_digest(state, None),
+        None => super::live::live_digest(state, None),
     }
 }
 

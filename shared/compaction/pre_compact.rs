@@ -29,9 +29,8 @@
 //!    PreCompact hook's stdout to the summarizing request. Codex CLI takes
 //!    only JSON there and cannot steer its summary with it: for Codex the
 //!    instructions go to its compaction prompt file instead, and stdout
-//!    gets a `systemMessage` ([`crate::client::codex`]).
+//!    gets a `systemMessage` (the client's own answer, made above this module).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -40,11 +39,10 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
-use crate::client::{codex, Client};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
-use crate::hook_input::HookInput;
+use crate::hook_input::{HookInput, InputError};
 use crate::json_file::PendingUpdate;
 use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
@@ -77,41 +75,24 @@ on /compress), and nothing printed (docs/clients.md).
     )
 }
 
-/// Runs the hook with `stdin` as the event; prints the instructions.
-pub fn run(stdin: impl Read, warnings: &mut Warnings) {
-    let started = Instant::now();
-    // Gemini CLI fires PreCompress before every turn: its path
-    // (`client::gemini::pre_compress`) decides whether to snapshot at all,
-    // so git is not started ahead for it.
-    let gemini_env = Client::gemini_env();
-    let early_git = hook::env_project_dir()
-        .filter(|_| !gemini_env)
-        .map(|dir| GitProbe::start(&dir));
-    let input = HookInput::read(stdin);
-    match &input {
-        Ok(event) if Client::detect(event) == Client::Gemini => {
-            crate::client::gemini::pre_compress::run(event, warnings);
-            return;
-        }
-        Err(e) if gemini_env => {
-            warnings.warn(e.to_string());
-            return;
-        }
-        _ => {}
-    }
-    let instructions = snapshot(started, early_git, input, warnings);
-    hook::print(&instructions, warnings);
+/// What [`snapshot`] made: the summarizer instructions, the snapshot's path
+/// when it was written, and the state directory's root when there is one
+/// (a client's own answer is made of them by the hook's entry).
+pub struct Snapshot {
+    pub instructions: String,
+    pub written: Option<String>,
+    pub root: Option<PathBuf>,
 }
 
 /// Takes the snapshot of `input` (the event, or why it could not be read)
-/// and returns the summarizer instructions; `early_git` is a git probe
+/// and makes the summarizer instructions; `early_git` is a git probe
 /// started before the event was read, if any.
 pub fn snapshot(
     started: Instant,
     early_git: Option<Started>,
-    input: Result<HookInput, crate::hook_input::InputError>,
+    input: Result<HookInput, InputError>,
     warnings: &mut Warnings,
-) -> String {
+) -> Snapshot {
     let (event, event_error) = match input {
         Ok(input) => (Some(input), None),
         Err(e) => {
@@ -274,12 +255,10 @@ pub fn snapshot(
             written,
         )
     });
-    // What the client reads on stdout: Codex takes JSON only.
-    match event.as_ref().map_or(Client::Claude, Client::detect) {
-        Client::Codex => {
-            codex::answer_pre_compact(root.as_deref(), &instructions, written, warnings)
-        }
-        Client::Claude | Client::Gemini => instructions,
+    Snapshot {
+        instructions,
+        written,
+        root,
     }
 }
 

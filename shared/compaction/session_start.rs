@@ -27,16 +27,15 @@
 //! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
 //! printed for other sources. Nothing is ever written.
 
-use std::io::Read;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::digest::{
-    head_tail, phase_text, reinjection_context, verdicts_text, Candidates, Digest, PipelineDigest,
+    head_tail, phase_text, reinjection_context, verdicts_text, Digest, PipelineDigest,
 };
-use super::focus::{self, Focus};
+use super::focus;
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
 use super::summary_check::{self, DroppedItem, ItemKind};
@@ -45,7 +44,7 @@ use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
-use crate::pipeline::{self, FileContent, IssueNumber, PipelineFile};
+use crate::pipeline::{self, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_record;
 use crate::state_dir::StateDir;
@@ -91,31 +90,18 @@ const MAX_CHANGE_LINES: usize = 8;
 /// The most client characters of one such line.
 const MAX_CHANGE_LINE: usize = 400;
 
-/// Runs the hook with `stdin` as the event; prints the hook output.
-pub fn run(stdin: impl Read, warnings: &mut Warnings) {
-    let input = match HookInput::read(stdin) {
-        Ok(input) => input,
-        Err(e) => {
-            warnings.warn(e.to_string());
-            return;
-        }
-    };
+/// Answers one event (SessionStart, or PostCompact); prints the hook
+/// output. Another client's own events are answered before this
+/// (by the hook's entry).
+pub fn run(input: &HookInput, warnings: &mut Warnings) {
     if input.event_name() == Some(super::post_compact::EVENT) {
-        super::post_compact::run(&input, warnings);
-        return;
-    }
-    if crate::client::Client::detect(&input) == crate::client::Client::Gemini
-        && input.event_name() == Some("BeforeModel")
-    {
-        if let Some(answer) = crate::client::gemini::before_model::run(&input, warnings) {
-            hook::print(&format!("{answer}\n"), warnings);
-        }
+        super::post_compact::run(input, warnings);
         return;
     }
     let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
         return;
     };
-    let restored = restore(&input, source, warnings);
+    let restored = restore(input, source, warnings);
     let out = json!({
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
@@ -163,7 +149,7 @@ pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Rest
         warnings.warn(problem);
     }
     let focus = focus::find(&state, session.as_ref(), &hook::project_dir(input.cwd()));
-    let live = live_digest(&state, focus.clone());
+    let live = super::live::live_digest(&state, focus.clone());
     let current_git = match git {
         Started::Running(probe) => probe.finish(started + crate::git::HOOK_TIMEOUT),
         Started::Failed(state) => state,
@@ -303,30 +289,6 @@ fn find_snapshot(state: &StateDir, session: Option<&SessionId>) -> Result<Found,
         .take(5)
         .find_map(|name| try_read(name, "the project's newest"))
         .ok_or(problem)
-}
-
-/// The digest of the live pipeline state (read as `jkz-pre-compact` reads
-/// it: thousands of files, the newest few kept); an error when the pipeline
-/// directory cannot be listed.
-pub(crate) fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, String> {
-    let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
-    let files = pipeline::list(state).map_err(|e| format!("reading {}: {e}", dir.display()))?;
-    let mut all = Candidates::default();
-    pipeline::visit_in_order(
-        &files,
-        Candidates::default,
-        |run: &mut Candidates, _: &PipelineFile, content: FileContent| {
-            if let FileContent::Valid { view, .. } = content {
-                run.offer(view);
-            }
-        },
-        |run| all.merge(run),
-    );
-    let focused = focus
-        .as_ref()
-        .filter(|f| !all.has(&f.issue))
-        .and_then(|f| focus::load(state, &f.issue));
-    Ok(all.digest(&dir, GitState::default(), focus, focused))
 }
 
 /// What is known now of one issue a snapshot detailed.

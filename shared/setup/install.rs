@@ -265,13 +265,9 @@ pub(super) fn hook_command(bin_dir: &Path, program: &str) -> String {
     }
 }
 
-/// Runs `jkz install`; prints one line per change (or that nothing changed).
+/// Runs `jkz install` for Claude Code; prints one line per change (or that
+/// nothing changed).
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    match args.client {
-        Client::Claude => {}
-        Client::Codex => return super::codex::install(args, out),
-        Client::Gemini => return super::gemini::install(args, out),
-    }
     let registry = match &args.registry {
         None => None,
         Some(raw) => {
@@ -571,13 +567,8 @@ pub fn without_gitignore_block(text: &str) -> Option<String> {
     None
 }
 
-/// Runs `jkz uninstall`; prints one line per change.
+/// Runs `jkz uninstall` for Claude Code; prints one line per change.
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    match args.client {
-        Client::Claude => {}
-        Client::Codex => return super::codex::uninstall(args, out),
-        Client::Gemini => return super::gemini::uninstall(args, out),
-    }
     let target = Target::resolve(args.project.as_deref(), args.user)?;
     if let Some(note) = target.moved_note() {
         say(out, note)?;

@@ -50,27 +50,6 @@ pub fn text(items: &str) -> String {
     format!("{HANDOFF}\n{items}\n")
 }
 
-/// The decision-critical items of the live pipeline state of `state` and
-/// the git state of `project`, as the summarizer reads them (empty when
-/// there are none or they cannot be read): what `jkz install --client
-/// codex` writes before any compaction.
-pub fn live_items(state: &crate::state_dir::StateDir, project: &Path) -> String {
-    use crate::git::{GitProbe, Started};
-    let Ok(mut digest) = crate::compaction::session_start::live_digest(state, None) else {
-        return String::new();
-    };
-    if digest.pipelines.is_empty() {
-        return String::new();
-    }
-    digest.git = match GitProbe::start(project) {
-        Started::Running(probe) => {
-            probe.finish(std::time::Instant::now() + crate::git::HOOK_TIMEOUT)
-        }
-        Started::Failed(state) => state,
-    };
-    crate::compaction::digest::summarizer_instructions(&digest, None)
-}
-
 /// Writes the prompt with `items` to [`path`] atomically.
 pub fn write(state_root: &Path, items: &str) -> io::Result<PathBuf> {
     let dest = path(state_root);

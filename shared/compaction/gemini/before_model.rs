@@ -20,7 +20,7 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::memo;
+use crate::client::gemini::memo;
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;

@@ -19,7 +19,7 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use super::memo;
+use crate::client::gemini::memo;
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::session_id::SessionId;
@@ -57,7 +57,7 @@ pub fn run(event: &HookInput, warnings: &mut Warnings) {
     }
     // The summarizer instructions are Claude Code's: Gemini CLI has no
     // place for them, and plain text would reach the user as a message.
-    let _instructions =
+    let _made =
         crate::compaction::pre_compact::snapshot(Instant::now(), None, Ok(event.clone()), warnings);
     memo.snapshot_fingerprint = Some(print);
     remember(&state, &session, &memo, warnings);
