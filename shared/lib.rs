@@ -52,6 +52,7 @@ pub mod glob;
 pub mod hook;
 pub mod json_depth;
 pub mod json_file;
+pub mod json_type;
 pub mod lines;
 pub mod process;
 pub mod resolved_path;

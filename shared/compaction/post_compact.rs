@@ -36,6 +36,7 @@ use crate::atomic::Durability;
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
 use crate::json_file::{self, UpdateError};
+use crate::json_type::json_type;
 use crate::session_id::SessionId;
 use crate::session_record;
 use crate::state_dir::StateDir;
@@ -174,17 +175,6 @@ pub fn recorded(state: &StateDir, session: &SessionId) -> Option<Vec<DroppedItem
         .get("last_pre_compact_snapshot")
         .and_then(Value::as_str);
     (found.snapshot.as_deref() == points_at).then_some(found.dropped)
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

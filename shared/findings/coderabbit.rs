@@ -27,7 +27,8 @@ use serde_json::Value;
 
 use super::finding::{bounded, Reported, Severity, MAX_MESSAGE, MAX_REPLIES, MAX_TEXT};
 use super::identity::normalize_path;
-use super::parsed::{json_error, kind_of, line_of, Parsed};
+use super::parsed::{json_error, line_of, Parsed};
+use crate::json_type::json_type;
 
 /// Parses the comments export.
 pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
@@ -44,7 +45,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
             other => {
                 return Err(format!(
                     "expected the JSON array GitHub returns for a pull request's review comments (gh api repos/OWNER/REPO/pulls/N/comments), got {}",
-                    kind_of(&other)
+                    json_type(&other)
                 ))
             }
         }
@@ -63,7 +64,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, String> {
         let Value::Object(c) = c else {
             return Err(format!(
                 "comments[{i}] is {}, expected a review comment object",
-                kind_of(c)
+                json_type(c)
             ));
         };
         let id = c.get("id").and_then(Value::as_u64);

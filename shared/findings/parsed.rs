@@ -26,18 +26,6 @@ pub fn json_error(e: &serde_json::Error) -> String {
     )
 }
 
-/// What a JSON value is, for "expected X, got Y".
-pub fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// A line number from a number or a string (`"42"`, `"42-48"`: the first).
 pub fn line_of(v: Option<&Value>) -> Option<u32> {
     match v? {

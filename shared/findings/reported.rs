@@ -22,7 +22,8 @@ use serde_json::{Map, Value};
 
 use super::finding::{bounded, Reported, Severity, MAX_MESSAGE, MAX_TEXT};
 use super::identity::normalize_path;
-use super::parsed::{json_error, kind_of, line_of, Parsed};
+use super::parsed::{json_error, line_of, Parsed};
+use crate::json_type::json_type;
 
 /// The arrays of a verdict, with the severity their items default to.
 const VERDICT_ARRAYS: [(&str, Option<Severity>); 3] = [
@@ -50,7 +51,7 @@ pub fn parse_verdict(bytes: &[u8]) -> Result<Parsed, String> {
         Ok(other) => {
             return Err(format!(
                 "expected a verdict-json object, or a text holding a verdict-json block; got {}",
-                kind_of(&other)
+                json_type(&other)
             ))
         }
         Err(e) => {
@@ -86,7 +87,7 @@ pub fn parse_jg(bytes: &[u8]) -> Result<Parsed, String> {
         Ok(other) => {
             return Err(format!(
                 "expected a review-result.json or test-result.json object, got {}",
-                kind_of(&other)
+                json_type(&other)
             ))
         }
         Err(e) => return Err(json_error(&e)),
@@ -121,7 +122,7 @@ fn read_arrays(
         let Value::Array(items) = value else {
             return Err(format!(
                 "`{key}` is {}, expected an array of findings",
-                kind_of(value)
+                json_type(value)
             ));
         };
         for (i, item) in items.iter().enumerate() {
@@ -151,7 +152,7 @@ fn item_finding(
         Value::Object(o) => object_finding(o, at, default, failure),
         other => Err(format!(
             "{at} is {}, expected an object {{file, line, message, severity}} or a string \"path:line: message\"",
-            kind_of(other)
+            json_type(other)
         )),
     }
 }

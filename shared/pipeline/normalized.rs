@@ -36,7 +36,7 @@ impl PipelineDoc {
             Ok(Value::Object(object)) => Ok(PipelineDoc { issue, object }),
             Ok(other) => Err(ParseError(format!(
                 "expected a JSON object, found {}",
-                type_name(&other)
+                json_type(&other)
             ))),
             Err(e) => Err(ParseError(format!("invalid JSON: {e}"))),
         }
@@ -408,18 +408,6 @@ pub fn resolve_pr_number(
         .and_then(parse)
         .or_else(|| env.and_then(parse))
         .or_else(|| state.and_then(|n| n.pr_number))
-}
-
-/// How a JSON value's type is named in messages: "a string", "an array".
-pub(super) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::normalized::coerce_count;
-use super::normalized::type_name;
 use super::validate::{field_problem, sibling_problem, validate_doc};
 use super::{IssueNumber, PipelineDoc};
 use crate::atomic::Durability;
 use crate::json_file::{self, UpdateError};
+use crate::json_type::json_type;
 
 /// Why `set` could not be done.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ pub fn set_field(
             return Err(SetError::Refused(format!(
                 "{}: {issue}: expected an object, found {}; fix the file first (jkz state validate)",
                 path.display(),
-                type_name(data)
+                json_type(data)
             )));
         };
         data.insert("last_updated".into(), Value::String(now.into()));

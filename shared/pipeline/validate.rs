@@ -9,8 +9,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::normalized::{coerce_count, coerce_flag, coerce_pr_number, coerce_text, type_name};
+use super::normalized::{coerce_count, coerce_flag, coerce_pr_number, coerce_text};
 use super::{IssueNumber, PipelineDoc, COUNT_FIELDS, FLAG_FIELDS, SIBLINGS, STRING_FIELDS};
+use crate::json_type::json_type;
 
 /// One contract violation, shown as `file: field: expected …, found …`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,7 +117,7 @@ pub fn validate_doc(file: &str, doc: &PipelineDoc) -> Vec<Problem> {
         }
         Some(other) => report(
             key,
-            format!("expected an object, found {}", type_name(other)),
+            format!("expected an object, found {}", json_type(other)),
         ),
     }
     for (name, value) in &doc.object {
@@ -184,7 +185,7 @@ fn expected(what: &str, value: &Value) -> String {
 fn found(value: &Value) -> String {
     let shown = match value {
         Value::String(s) => format!("{:?}", shorten(s, 40)),
-        Value::Array(_) | Value::Object(_) => type_name(value).to_string(),
+        Value::Array(_) | Value::Object(_) => json_type(value).to_string(),
         other => other.to_string(),
     };
     format!("found {shown}")
