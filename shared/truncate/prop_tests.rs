@@ -827,3 +827,30 @@ fn several_blocks_over_budget_keep_priority_and_the_newest() {
     assert!(text.contains("new summary"), "{text}");
     assert!(!text.contains("old summary"), "{text}");
 }
+
+/// A verdict placed whole inside a section cut to its head: the gap after
+/// the verdict starts inside the section, so its marker is the longer one
+/// that names the section, which the budget did not pay for (the output
+/// ran past the cap: 393 bytes for 363 here, 420 for 419 in the seed kept
+/// in `proptest-regressions/truncate/prop_tests.txt`).
+#[test]
+fn streaming_output_ran_one_byte_past_the_cap() {
+    let mut doc = b"x\n".repeat(5);
+    doc.extend_from_slice(b"## Accumulated patterns\n");
+    doc.extend(std::iter::repeat_n(b'\n', 10));
+    let verdict = b"<!-- jkz:verdict-json {\"v\":1} -->\n";
+    doc.extend_from_slice(verdict);
+    doc.extend(std::iter::repeat_n(b'\n', 100));
+    doc.extend_from_slice(b"# Next\n");
+    doc.extend(std::iter::repeat_n(b'\n', 400));
+    for cap in [363, 364, 419] {
+        let out = streaming(&doc, cap, 0.0, vec![64], Tuning::default());
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            out.len() as u64 <= cap,
+            "{} > cap {cap}: {text:?}",
+            out.len()
+        );
+        assert!(memchr::memmem::find(&out, verdict).is_some(), "{text:?}");
+    }
+}

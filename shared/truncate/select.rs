@@ -714,6 +714,32 @@ mod tests {
         assert!(matches!(sel.placed[0], Placement::Head(n) if n >= 10));
     }
 
+    #[test]
+    fn a_block_placed_whole_inside_a_cut_block_pays_for_the_marker_after_it() {
+        // The gap after the inner block starts inside the cut block, so its
+        // marker is the longer one naming the cut block: whichever of the
+        // two is placed later pays for it.
+        let doc = b"abcdefghi\n".repeat(30);
+        use Placement::*;
+        // The verdict first (whole, 10 + 5), then the summary cut: cap 200,
+        // budget 150, 5 reserved; 130 left, less the summary's markers 5 +
+        // 7 after its head + 7 after the verdict: room 111, eleven lines.
+        let spans = [span(Kind::Tldr, 0, 300), span(Kind::VerdictJson, 250, 260)];
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Head(110), Whole]);
+        assert_eq!(sel.used, 5 + (10 + 5) + (110 + 5 + 7 + 7));
+        // The verdict cut first (promised 10 + 5 + 7), then the signal
+        // inside it, whole: 10 + 5 + 7. The verdict's head has 123 left:
+        // room 111 again.
+        let spans = [
+            span(Kind::VerdictJson, 0, 300),
+            span(Kind::Signal, 250, 260),
+        ];
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Head(110), Whole]);
+        assert_eq!(sel.used, 5 + (10 + 5 + 7) + (110 + 5 + 7));
+    }
+
     proptest::proptest! {
         #[test]
         fn overlap_flags_match_pairwise_checks(
