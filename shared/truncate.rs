@@ -12,8 +12,10 @@
 //! written into both counts, plus the full-output path). Protected blocks are
 //! placed first ([`select`]) in three quarters of the cap, each with a
 //! marker's worth of room (a longer one for a block cut to its head: the
-//! marker after its head names the block) and one marker reserved for the
-//! head/tail gap; head and tail keep at least the last quarter. What remains
+//! marker after its head names the block; and for a block placed whole
+//! inside a cut block's omitted part, whose gap after it names that block
+//! too, paid by whichever of the two is placed later) and one marker
+//! reserved for the head/tail gap; head and tail keep at least the last quarter. What remains
 //! is split between head and tail by the head share, and both are cut on
 //! line boundaries when that is cheap, on character boundaries otherwise
 //! ([`crate::cut`]). Every gap lies next to a placed block or between head

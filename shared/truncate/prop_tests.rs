@@ -54,37 +54,63 @@ fn naive_select(
     }
     let mut mask = vec![false; input.len()];
     let mut used = gap;
+    // Blocks considered and not placed whole (they may be cut), and blocks
+    // placed whole that have not paid the longer marker of the gap after
+    // them: every gap starting inside a cut block names it, so that gap's
+    // marker is paid by whichever of the two is placed later.
+    let mut not_whole = vec![false; pool.len()];
+    let mut unpaid = vec![false; pool.len()];
+    let inside = |outer: Span, at: u64| outer.start < at && at < outer.end;
     let new_in = |mask: &[bool], from: u64, to: u64| {
         mask[from as usize..to as usize]
             .iter()
             .filter(|&&m| !m)
             .count() as u64
     };
-    // Whole, if it fits beside `reserved` (a covered block is free).
+    // Whole, if it fits beside `reserved` (a covered block is free); it
+    // pays the longer marker too when it ends inside a block considered
+    // before it and not placed whole.
     let whole = |i: usize,
                  reserved: u64,
+                 not_whole: &[bool],
+                 unpaid: &mut Vec<bool>,
                  mask: &mut Vec<bool>,
                  used: &mut u64,
                  placed: &mut Vec<Placement>| {
         let h = pool[i];
         let new = new_in(mask, h.span.start, h.span.end);
-        let fits = h.stored == h.span.end - h.span.start && *used + new + gap + reserved <= limit;
+        let in_cut = (0..pool.len()).any(|j| not_whole[j] && inside(pool[j].span, h.span.end));
+        let cost = new + gap + if in_cut { cut } else { 0 };
+        let fits = h.stored == h.span.end - h.span.start && *used + cost + reserved <= limit;
         if new == 0 || fits {
             placed[i] = Placement::Whole;
-            *used += if new == 0 { 0 } else { new + gap };
+            if new > 0 {
+                *used += cost;
+                unpaid[i] = !in_cut;
+            }
             mask[h.span.start as usize..h.span.end as usize].fill(true);
             return true;
         }
         false
     };
+    // The blocks placed whole that end inside block `i` and have not paid:
+    // `i` cut to its head pays the longer marker after each.
+    let unpaid_inside = |i: usize, unpaid: &[bool]| -> Vec<usize> {
+        (0..pool.len())
+            .filter(|&j| unpaid[j] && inside(pool[i].span, pool[j].span.end))
+            .collect()
+    };
     // The longest run of whole first lines (not all of the block, within
     // what is held) whose cost fits the allowance.
     let head = |i: usize,
                 allowance: u64,
+                unpaid: &mut Vec<bool>,
                 mask: &mut Vec<bool>,
                 used: &mut u64,
                 placed: &mut Vec<Placement>| {
         let h = pool[i];
+        let inner = unpaid_inside(i, unpaid);
+        let cut = cut * (1 + inner.len() as u64);
         let len = h.span.end - h.span.start;
         let max = h.stored.min(len - 1);
         let bytes = &input[h.span.start as usize..(h.span.start + max) as usize];
@@ -97,14 +123,16 @@ fn naive_select(
                 placed[i] = Placement::Head(k);
                 *used += cost;
                 mask[h.span.start as usize..(h.span.start + k) as usize].fill(true);
+                inner.iter().for_each(|&j| unpaid[j] = false);
                 return;
             }
         }
     };
     // A block's first line, cut: its bytes (none counted as covered) and
     // both markers; none when the block has no head within what is held.
-    let first_line = |i: usize| {
+    let first_line = |i: usize, unpaid: &[bool]| {
         let h = pool[i];
+        let cut = cut * (1 + unpaid_inside(i, unpaid).len() as u64);
         let max = h.stored.min(h.span.end - h.span.start - 1) as usize;
         let bytes = &input[h.span.start as usize..h.span.start as usize + max];
         bytes
@@ -116,10 +144,19 @@ fn naive_select(
     let mut deferred: Vec<(usize, u64)> = Vec::new();
     for &i in &newest {
         let promised: u64 = deferred.iter().map(|d| d.1).sum();
-        if whole(i, promised, &mut mask, &mut used, &mut placed) {
+        if whole(
+            i,
+            promised,
+            &not_whole,
+            &mut unpaid,
+            &mut mask,
+            &mut used,
+            &mut placed,
+        ) {
             continue;
         }
-        let promise = match first_line(i) {
+        not_whole[i] = true;
+        let promise = match first_line(i, &unpaid) {
             Some(c) if used + promised + c <= limit => c,
             _ => 0,
         };
@@ -132,11 +169,27 @@ fn naive_select(
         let left = limit - used;
         let share = left / (deferred.len() - n) as u64;
         let allowance = share.max(promise).min(left - later);
-        head(i, allowance, &mut mask, &mut used, &mut placed);
+        head(i, allowance, &mut unpaid, &mut mask, &mut used, &mut placed);
     }
     for &i in order.iter().filter(|i| !newest.contains(i)) {
-        if !whole(i, 0, &mut mask, &mut used, &mut placed) {
-            head(i, limit - used, &mut mask, &mut used, &mut placed);
+        if !whole(
+            i,
+            0,
+            &not_whole,
+            &mut unpaid,
+            &mut mask,
+            &mut used,
+            &mut placed,
+        ) {
+            not_whole[i] = true;
+            head(
+                i,
+                limit - used,
+                &mut unpaid,
+                &mut mask,
+                &mut used,
+                &mut placed,
+            );
         }
     }
     (placed, used)
@@ -773,4 +826,31 @@ fn several_blocks_over_budget_keep_priority_and_the_newest() {
     assert!(text.contains("verdict\":\"FAIL"), "{text}");
     assert!(text.contains("new summary"), "{text}");
     assert!(!text.contains("old summary"), "{text}");
+}
+
+/// A verdict placed whole inside a section cut to its head: the gap after
+/// the verdict starts inside the section, so its marker is the longer one
+/// that names the section, which the budget did not pay for (the output
+/// ran past the cap: 393 bytes for 363 here, 420 for 419 in the seed kept
+/// in `proptest-regressions/truncate/prop_tests.txt`).
+#[test]
+fn streaming_output_ran_one_byte_past_the_cap() {
+    let mut doc = b"x\n".repeat(5);
+    doc.extend_from_slice(b"## Accumulated patterns\n");
+    doc.extend(std::iter::repeat_n(b'\n', 10));
+    let verdict = b"<!-- jkz:verdict-json {\"v\":1} -->\n";
+    doc.extend_from_slice(verdict);
+    doc.extend(std::iter::repeat_n(b'\n', 100));
+    doc.extend_from_slice(b"# Next\n");
+    doc.extend(std::iter::repeat_n(b'\n', 400));
+    for cap in [363, 364, 419] {
+        let out = streaming(&doc, cap, 0.0, vec![64], Tuning::default());
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            out.len() as u64 <= cap,
+            "{} > cap {cap}: {text:?}",
+            out.len()
+        );
+        assert!(memchr::memmem::find(&out, verdict).is_some(), "{text:?}");
+    }
 }

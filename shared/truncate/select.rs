@@ -10,6 +10,12 @@
 //! bytes not already covered by placed blocks plus one marker line (the gap
 //! it may open); a block cut to its head also pays for the longer marker of
 //! the gap after its head, which says how much of the block is omitted.
+//! Every gap that starts inside a cut block names it, so the gap after a
+//! block placed whole inside a cut block's omitted part has the longer
+//! marker too: of the two blocks, the one placed later pays for it — the
+//! whole block when it ends inside a block considered before it and not
+//! placed whole, else the cut block, once for each block placed whole
+//! before it that ends inside it and has not paid.
 //! Blocks are placed in three rounds:
 //!
 //! 1. The newest block of each kind (last start; for equal starts the longer
@@ -138,6 +144,8 @@ pub fn select(blocks: &[Block], cap: u64, markers: Markers) -> Selection {
         overlaps,
         covered: Coverage::default(),
         placed: vec![Placement::Skipped; blocks.len()],
+        not_whole: Coverage::default(),
+        unpaid_ends: BTreeMap::new(),
         used: markers.gap,
         limit: block_budget(cap),
         markers,
@@ -167,6 +175,7 @@ pub fn select(blocks: &[Block], cap: u64, markers: Markers) -> Selection {
         if placer.whole(i, promised) {
             continue;
         }
+        placer.not_whole(i);
         let promise = placer
             .first_line_cost(i)
             .filter(|&c| c <= placer.left() - promised)
@@ -186,6 +195,7 @@ pub fn select(blocks: &[Block], cap: u64, markers: Markers) -> Selection {
     newest.iter().for_each(|&i| is_newest[i] = true);
     for &i in order.iter().filter(|&&i| !is_newest[i]) {
         if !placer.whole(i, 0) {
+            placer.not_whole(i);
             let left = placer.left();
             placer.head(i, left);
         }
@@ -201,6 +211,13 @@ struct Placer<'a, 'b> {
     overlaps: Vec<bool>,
     covered: Coverage,
     placed: Vec<Placement>,
+    /// The insides of the (overlapping) blocks considered and not placed
+    /// whole: `start + 1..end` of each, so a block placed whole later that
+    /// ends in here pays the longer marker of the gap after it.
+    not_whole: Coverage,
+    /// How many (overlapping) blocks placed whole end at each byte without
+    /// having paid the longer marker: a cut block they end inside pays it.
+    unpaid_ends: BTreeMap<u64, u64>,
     used: u64,
     limit: u64,
     markers: Markers,
@@ -237,30 +254,68 @@ impl Placer<'_, '_> {
             self.placed[i] = Placement::Whole;
             return true;
         }
-        if !b.whole() || new + self.markers.gap > self.left() - reserved {
+        // The gap after it names a cut block it ends inside (see the
+        // module docs): paid here when that block was considered first.
+        let inside_cut =
+            self.overlaps[i] && self.not_whole.uncovered(b.span.end, b.span.end + 1) == 0;
+        let cost = new + self.markers.gap + if inside_cut { self.markers.cut } else { 0 };
+        if !b.whole() || cost > self.left() - reserved {
             return false;
         }
         self.placed[i] = Placement::Whole;
-        self.used += new + self.markers.gap;
+        self.used += cost;
         self.cover(i, b.span.start, b.span.end);
+        if self.overlaps[i] && !inside_cut {
+            *self.unpaid_ends.entry(b.span.end).or_default() += 1;
+        }
         true
     }
 
+    /// Notes that block `i` was considered and not placed whole: it may be
+    /// cut, and a block placed whole later that ends inside it pays for the
+    /// longer marker of the gap after it.
+    fn not_whole(&mut self, i: usize) {
+        let s = self.blocks[i].span;
+        if self.overlaps[i] && s.len() > 1 {
+            self.not_whole.insert(s.start + 1, s.end);
+        }
+    }
+
+    /// Blocks placed whole that end inside block `i` and have not paid the
+    /// longer marker of the gap after them: `i` cut to its head pays it.
+    fn unpaid_inside(&self, i: usize) -> u64 {
+        let s = self.blocks[i].span;
+        if !self.overlaps[i] || s.len() < 2 {
+            return 0;
+        }
+        self.unpaid_ends
+            .range(s.start + 1..s.end)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The markers block `i` cut to its head pays: the gap's, and the
+    /// longer one after its head and after each unpaid block inside it.
+    fn cut_markers(&self, i: usize) -> u64 {
+        self.markers.gap + self.markers.cut * (1 + self.unpaid_inside(i))
+    }
+
     /// What block `i` cut to its first line can cost at most (its bytes as
-    /// if none were covered, and both markers); `None` when it has no head
+    /// if none were covered, and its markers); `None` when it has no head
     /// (its first line is all of it, or longer than what is held).
     fn first_line_cost(&self, i: usize) -> Option<u64> {
         let b = self.blocks[i];
         let max = (b.head.len() as u64).min(b.span.len() - 1) as usize;
         let nl = memchr::memchr(b'\n', &b.head[..max])?;
-        Some(nl as u64 + 1 + self.markers.gap + self.markers.cut)
+        Some(nl as u64 + 1 + self.cut_markers(i))
     }
 
     /// Places the longest head of block `i` (whole first lines, fewer than
     /// all) whose cost fits in `allowance`, if its first line does.
     fn head(&mut self, i: usize, allowance: u64) {
         let b = self.blocks[i];
-        let Some(room) = allowance.checked_sub(self.markers.gap + self.markers.cut) else {
+        let markers = self.cut_markers(i);
+        let Some(room) = allowance.checked_sub(markers) else {
             return;
         };
         let start = b.span.start;
@@ -281,8 +336,19 @@ impl Placer<'_, '_> {
         };
         let n = nl as u64 + 1;
         self.placed[i] = Placement::Head(n);
-        self.used += self.uncovered(i, start, start + n) + self.markers.gap + self.markers.cut;
+        self.used += self.uncovered(i, start, start + n) + markers;
         self.cover(i, start, start + n);
+        // The blocks inside it are paid for now.
+        if self.overlaps[i] {
+            let paid: Vec<u64> = self
+                .unpaid_ends
+                .range(start + 1..b.span.end)
+                .map(|(&end, _)| end)
+                .collect();
+            for end in paid {
+                self.unpaid_ends.remove(&end);
+            }
+        }
     }
 }
 
@@ -646,6 +712,32 @@ mod tests {
         let sel = select(&blocks(&doc, &spans), 260, M5);
         assert_eq!(sel.placed[1], Placement::Whole);
         assert!(matches!(sel.placed[0], Placement::Head(n) if n >= 10));
+    }
+
+    #[test]
+    fn a_block_placed_whole_inside_a_cut_block_pays_for_the_marker_after_it() {
+        // The gap after the inner block starts inside the cut block, so its
+        // marker is the longer one naming the cut block: whichever of the
+        // two is placed later pays for it.
+        let doc = b"abcdefghi\n".repeat(30);
+        use Placement::*;
+        // The verdict first (whole, 10 + 5), then the summary cut: cap 200,
+        // budget 150, 5 reserved; 130 left, less the summary's markers 5 +
+        // 7 after its head + 7 after the verdict: room 111, eleven lines.
+        let spans = [span(Kind::Tldr, 0, 300), span(Kind::VerdictJson, 250, 260)];
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Head(110), Whole]);
+        assert_eq!(sel.used, 5 + (10 + 5) + (110 + 5 + 7 + 7));
+        // The verdict cut first (promised 10 + 5 + 7), then the signal
+        // inside it, whole: 10 + 5 + 7. The verdict's head has 123 left:
+        // room 111 again.
+        let spans = [
+            span(Kind::VerdictJson, 0, 300),
+            span(Kind::Signal, 250, 260),
+        ];
+        let sel = select(&blocks(&doc, &spans), 200, M5);
+        assert_eq!(sel.placed, vec![Head(110), Whole]);
+        assert_eq!(sel.used, 5 + (10 + 5 + 7) + (110 + 5 + 7));
     }
 
     proptest::proptest! {
