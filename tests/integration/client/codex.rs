@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use super::codex_server::{CodexServer, Reply, Request};
 use super::{path_with_jkz, run_bounded, target_dir, Finished};
 use crate::util::bin;
+use jkz::thousands::thousands;
 
 /// The pinned Codex CLI version.
 pub const CODEX_VERSION: &str = "0.169.0";
@@ -577,8 +578,8 @@ fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
     }
     table.push_str(&format!(
         "| characters | {} | {} |\n",
-        thousands(without[0].chars().count()),
-        thousands(with[0].chars().count())
+        thousands(without[0].chars().count() as u64),
+        thousands(with[0].chars().count() as u64)
     ));
     eprintln!(
         "Codex CLI {CODEX_VERSION}, a {} byte shell output:\n{table}\nfailing command, without jkz:\n{}\nwith jkz:\n{}",
@@ -607,16 +608,4 @@ fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
             "{how}: the failure did not reach the model: {out}"
         );
     }
-}
-
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
