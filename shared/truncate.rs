@@ -56,6 +56,7 @@ mod marker;
 mod pipe;
 pub mod record;
 pub mod roles;
+pub mod run_command;
 pub mod select;
 mod stream;
 mod warning;

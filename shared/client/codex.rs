@@ -16,9 +16,11 @@
 //!   `hookSpecificOutput.additionalContext` as Claude Code's; Codex puts it
 //!   in the next request as a developer message.
 //! - `PostToolUse`: cannot replace a tool's output, so jkz's guard answers
-//!   nothing there.
+//!   nothing there; it works in `PreToolUse` instead, rewriting a `Bash`
+//!   call to run through `jkz-truncate --run` ([`guard`]).
 
 pub mod compact_prompt;
+pub mod guard;
 pub mod patch;
 
 use serde_json::json;

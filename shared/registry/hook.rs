@@ -27,7 +27,7 @@ use super::clock::now;
 use super::decision::refusal;
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
-use crate::client::{gemini, Client};
+use crate::client::{codex, gemini, Client};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::json_file::HOOK_LOCK_WAIT;
@@ -65,6 +65,14 @@ SessionEnd and BeforeTool with the matcher
 expressions); the same refusal is printed as
 {\"decision\":\"deny\",\"reason\":…} (docs/clients.md).
 
+Codex CLI: register it for PreToolUse with the matcher Bash|apply_patch
+(jkz install --client codex does); the refusal is the same JSON. A Bash call
+it does not refuse is answered with permissionDecision \"allow\" and an
+updatedInput whose command runs the original through jkz-truncate --run, so
+the output reaching the model keeps its protected blocks and its tail under
+Codex's own cut, with the command's exit status; JKZ_CODEX_GUARD=0 turns
+that off (docs/clients.md).
+
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
@@ -86,9 +94,23 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
+    let answer = answer(&event, deadline, warnings);
+    // Codex CLI: a shell call nobody refused runs through jkz's output
+    // guard (`client::codex::guard`); the refusal always comes first.
+    if answer.is_none()
+        && event.event_name() == Some("PreToolUse")
+        && Client::detect(&event) == Client::Codex
+    {
+        return codex::guard::answer(&event);
+    }
+    answer
+}
+
+/// [`run`] on a parsed event: the registry's answer, if any.
+fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Option<String> {
     // Gemini CLI's events and tools are answered as their Claude Code
     // counterparts, in Gemini's answer shape (`client::gemini`).
-    let gemini = Client::detect(&event) == Client::Gemini;
+    let gemini = Client::detect(event) == Client::Gemini;
     let sent = event.event_name().unwrap_or_default().to_string();
     let name = match gemini.then(|| gemini::claude_event(&sent)).flatten() {
         Some(same) => same.to_string(),

@@ -46,7 +46,9 @@ pub const PROMPT_KEY: &str = "experimental_compact_prompt_file";
 /// PreCompact for both triggers; SessionStart after a compaction and on
 /// resume; the registry's `jkz-chat` on every event of a chat's life and
 /// before the tools that change files (`Bash`, `apply_patch`). No
-/// PostToolUse guard: Codex cannot replace a tool's output.
+/// PostToolUse guard: Codex cannot replace a tool's output; the guard
+/// answers in `jkz-chat`'s `PreToolUse` instead, rewriting a `Bash` call
+/// nobody refused ([`crate::client::codex::guard`]).
 pub const REGISTRATIONS: [Registration; 8] = [
     Registration {
         event: "PreCompact",

@@ -80,7 +80,8 @@ STATE/context-offload/<sha256>.txt, the file the markers name. List and
 read records with `jkz deliberations`. Without a state directory the
 output is still printed, with a one-line warning.
 
-Exit codes:
+Exit codes (with --run: the command's own status instead, unless reading
+or writing failed):
   0  success, also when the reader of stdout went away (broken pipe): the
      reading stops there, and what was read is kept, marked incomplete
   {EXIT_IO}  the input could not be read or stdout could not be written
@@ -136,6 +137,13 @@ pub struct TruncateCli {
     /// Input file (default: stdin).
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+
+    /// Run COMMAND with $SHELL -c (a POSIX shell, else /bin/sh) and
+    /// truncate its stdout and stderr together; exit with the command's
+    /// status (its code, or 128 + the signal that ended it). Its stdin,
+    /// directory and environment are jkz-truncate's.
+    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["file", "record"])]
+    pub run: Option<String>,
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -214,6 +222,27 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             record::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
+    if let Some(command) = &cli.run {
+        let (mut child, reader) = super::run_command::start(command).map_err(|e| {
+            Failure::io(
+                EXIT_IO,
+                format_args!("cannot run {command:?} with a shell"),
+                e,
+            )
+        })?;
+        super::grow_pipe(&reader);
+        // The pipe's reading end is dropped before the wait, so a command
+        // still writing after stdout closed gets SIGPIPE, never a hang.
+        let read = go(
+            &mut UntilStdoutCloses::new(reader, io::stdout()),
+            "the command",
+        );
+        let status = child
+            .wait()
+            .map_err(|e| Failure::io(EXIT_IO, format_args!("waiting for {command:?}"), e))?;
+        read?;
+        return Ok(super::run_command::exit_code(status));
+    }
     // A closed stdout stops the reading (see `crate::closed_stdout`).
     match &cli.file {
         Some(path) => {

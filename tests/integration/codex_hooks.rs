@@ -140,3 +140,53 @@ fn codex_bad_events_exit_zero_with_one_line() {
     // Not JSON at all.
     hook(&dir, "jkz-pre-compact", "turn_id: 1").one_line("jkz-pre-compact", "not JSON");
 }
+
+/// The output guard: a Codex `Bash` call nobody refuses is answered with
+/// the same `tool_input`, its command running the original through
+/// `jkz-truncate --run`; running that command gives the original's output
+/// and exit status. An interactive command, and any with
+/// `JKZ_CODEX_GUARD=0`, is left alone (no output).
+#[test]
+fn codex_bash_calls_are_rewritten_through_the_guard_unless_left_alone() {
+    let dir = with_state();
+    let original = "printf 'it'\"'\"'s %s\\n' \"$HOME\" >&2; exit 4";
+    let call = |command: &str| {
+        event(
+            &dir,
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": command, "workdir": "sub"}}),
+        )
+        .to_string()
+    };
+    let run = hook(&dir, "jkz-chat", call(original));
+    let answer: Value = serde_json::from_slice(run.stdout())
+        .unwrap_or_else(|_| panic!("Codex needs JSON on stdout\n{}", run.report()));
+    let out = &answer["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse");
+    assert_eq!(out["permissionDecision"], "allow");
+    assert_eq!(out["updatedInput"]["workdir"], "sub");
+    let rewritten = out["updatedInput"]["command"].as_str().unwrap();
+    assert!(
+        rewritten.contains("jkz-truncate") && rewritten.contains("--run"),
+        "{rewritten}"
+    );
+    let ran = std::process::Command::new("/bin/sh")
+        .args(["-c", rewritten])
+        .env("HOME", "/nowhere")
+        .env("SHELL", "/bin/sh")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(4), "{ran:?}");
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "it's /nowhere\n");
+
+    let interactive = hook(&dir, "jkz-chat", call("vim notes.txt"));
+    assert!(interactive.stdout().is_empty(), "{}", interactive.report());
+    let off = dir
+        .cmd("jkz-chat")
+        .env("JKZ_CODEX_GUARD", "0")
+        .stdin(call("ls"))
+        .run()
+        .success();
+    assert!(off.stdout().is_empty(), "{}", off.report());
+}

@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use super::codex_server::{CodexServer, Reply, Request};
 use super::{path_with_jkz, run_bounded, target_dir, Finished};
 use crate::util::bin;
+use jkz::thousands::thousands;
 
 /// The pinned Codex CLI version.
 pub const CODEX_VERSION: &str = "0.169.0";
@@ -134,6 +135,17 @@ impl CodexProject {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, contents).unwrap();
         path
+    }
+
+    /// Raises `model_auto_compact_token_limit` out of reach: a long tool
+    /// output alone would otherwise compact the history it is measured in.
+    fn without_auto_compaction(&self) {
+        let config = self.home.path().join("config.toml");
+        let text = std::fs::read_to_string(&config).unwrap().replace(
+            "model_auto_compact_token_limit = 2000",
+            "model_auto_compact_token_limit = 100000000",
+        );
+        std::fs::write(config, text).unwrap();
     }
 
     /// `jkz install --client codex` in the project, which must succeed.
@@ -495,5 +507,105 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
             "{what} not refused with jkz's reason: {out}"
         );
         assert!(out.contains("jkz claim 42 --take"), "{what}: {out}");
+    }
+}
+
+/// What the model receives of one shell call's output, without jkz and
+/// with it: Codex's own cut of a 400 KB output keeps head and tail half
+/// and half, so a verdict and a TL;DR in the middle are lost; jkz's
+/// `PreToolUse` guard runs the command through `jkz-truncate --run`, under
+/// Codex's cut, so they reach the model, and the last line too. A failing
+/// command's exit status reaches the model as a failure both ways.
+#[test]
+fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
+    let mut big = String::new();
+    for i in 0..4300 {
+        big.push_str(&format!("compiling unit {i}: ok, nothing to report here\n"));
+    }
+    big.push_str(
+        "<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA-BLOCKER in src/pay.rs\"} -->\n",
+    );
+    big.push_str("<tldr>\nKIWI-TLDR: the payment rounding is wrong\n</tldr>\n");
+    for i in 0..4300 {
+        big.push_str(&format!("linking unit {i}: ok, nothing to report here\n"));
+    }
+    big.push_str("LAST-LINE: 8600 units built\n");
+    assert!((390_000..420_000).contains(&big.len()), "{}", big.len());
+    const FAILING: &str = "echo PEAR-FAILING; exit 3";
+    let measure = |with_jkz: bool| {
+        let server = CodexServer::start(Arc::new(|r: &Request| {
+            let cmd = match r.tool_outputs().len() {
+                0 => "cat build.log",
+                1 => FAILING,
+                _ => return (Reply::Text("Done.".into()), 100),
+            };
+            (
+                Reply::Call {
+                    name: "exec_command".into(),
+                    arguments: json!({ "cmd": cmd }),
+                },
+                100,
+            )
+        }));
+        let project = with_pipeline(&server);
+        project.without_auto_compaction();
+        project.write("build.log", &big);
+        if with_jkz {
+            project.install_jkz();
+        }
+        let run = project.exec("Build it.");
+        run.assert_ok();
+        let last = server.requests().pop().expect("requests");
+        let outputs = last.tool_outputs();
+        assert_eq!(outputs.len(), 2, "{outputs:?}\n{}", run.report());
+        (outputs, run.report())
+    };
+    let (without, _) = measure(false);
+    let (with, report) = measure(true);
+    let mut table =
+        String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
+    for (name, marker) in [
+        ("verdict (`jkz:verdict-json`)", "GUAVA-BLOCKER"),
+        ("TL;DR (`<tldr>`)", "KIWI-TLDR"),
+        ("last line", "LAST-LINE"),
+    ] {
+        let mark = |s: &str| if s.contains(marker) { "kept" } else { "lost" };
+        table.push_str(&format!(
+            "| {name} | {} | {} |\n",
+            mark(&without[0]),
+            mark(&with[0])
+        ));
+    }
+    table.push_str(&format!(
+        "| characters | {} | {} |\n",
+        thousands(without[0].chars().count() as u64),
+        thousands(with[0].chars().count() as u64)
+    ));
+    eprintln!(
+        "Codex CLI {CODEX_VERSION}, a {} byte shell output:\n{table}\nfailing command, without jkz:\n{}\nwith jkz:\n{}",
+        big.len(),
+        without[1],
+        with[1]
+    );
+    assert!(
+        !without[0].contains("GUAVA-BLOCKER") && !without[0].contains("KIWI-TLDR"),
+        "Codex's own cut kept the middle: the test no longer measures anything\n{table}"
+    );
+    assert!(
+        with[0].contains("GUAVA-BLOCKER") && with[0].contains("KIWI-TLDR"),
+        "{table}\n{report}\n{:.3000}",
+        with[0]
+    );
+    assert!(
+        with[0].contains("LAST-LINE") && without[0].contains("LAST-LINE"),
+        "{table}"
+    );
+    // jkz's cut fits under Codex's: Codex cut nothing more.
+    assert!(!with[0].contains("tokens truncated"), "{:.2000}", with[0]);
+    for (how, out) in [("without jkz", &without[1]), ("with jkz", &with[1])] {
+        assert!(
+            out.contains("PEAR-FAILING") && out.contains("exited with code 3"),
+            "{how}: the failure did not reach the model: {out}"
+        );
     }
 }

@@ -1,0 +1,409 @@
+//! The tool-output guard for Codex CLI: a `PreToolUse` answer that runs a
+//! shell command through `jkz-truncate --run`.
+//!
+//! Codex's `PostToolUse` cannot replace a tool's output, and its own cut of
+//! a long shell output keeps head and tail half and half (10,000 tokens,
+//! counted as 4 bytes each: about 40,000 bytes), so a verdict or a TL;DR in
+//! the middle never reaches the model. Codex 0.169.0 does accept
+//! `permissionDecision: "allow"` with `updatedInput`, and runs the command
+//! it names instead. So, for a `Bash` call nobody refused, `jkz-chat`
+//! answers with the same call whose command is
+//!
+//! ```text
+//! '/path/to/jkz-truncate' --max-bytes 30000 --head-share 0.2 --run 'ORIGINAL'
+//! ```
+//!
+//! `jkz-truncate --run` runs the original with the same shell (`$SHELL -c`,
+//! the shell Codex runs commands with), in the same directory, with the
+//! same stdin and environment, its stdout and stderr in one pipe cut to
+//! [`CAP`] bytes by jkz's engine (head, every protected block that fits,
+//! tail), and exits with the command's own status. The original is one
+//! single-quoted word ([`quote`]): the shell hands it over byte for byte.
+//!
+//! A command is left alone ([`leave_alone`]) when wrapping it would change
+//! what it does or gains nothing: jkz's own commands; `apply_patch` (Codex
+//! intercepts it by its first word); interactive programs (editors, pagers,
+//! REPLs and shells without a script, `top`, `ssh`, `git add -p`, …), whose
+//! terminal a pipe would take away; a command that starts a job in the
+//! background (`&`, `nohup`, `setsid`, `disown`), which would hold the pipe
+//! open and keep the wrapper waiting; `exec`; a command with a NUL byte
+//! (not passable as an argument); an empty one. A shell other than a POSIX
+//! one (`$SHELL` not `sh`, `bash`, `zsh`, `dash`, `ksh`, `mksh`, `ash`,
+//! `busybox`) is left alone too: the quoting is POSIX.
+//!
+//! Opt out with `JKZ_CODEX_GUARD=0` (or `off`, `false`, `no`) in Codex's
+//! environment.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::hook_input::HookInput;
+
+/// The environment variable that turns the guard off (`0`, `off`, `false`,
+/// `no`).
+pub const OPT_OUT: &str = "JKZ_CODEX_GUARD";
+
+/// The cap on what the guarded command prints, in bytes. Codex keeps
+/// 10,000 tokens of a shell output, estimating 4 bytes a token (measured:
+/// 419,000 bytes, "original token count: 104750", reached the model as
+/// 40,214 characters); 30,000 bytes stay under that with room for Codex's
+/// own lines around the output, so Codex's cut never drops what jkz kept.
+pub const CAP: u64 = 30_000;
+
+/// The program `--run` belongs to, beside the hook's own binary.
+pub const PROGRAM: &str = "jkz-truncate";
+
+/// Shells whose quoting is POSIX's: the ones the rewrite may be run by.
+const POSIX_SHELLS: [&str; 8] = ["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+
+/// Programs that talk to a terminal: wrapped, their terminal would be a
+/// pipe.
+const INTERACTIVE: [&str; 24] = [
+    "vi", "vim", "nvim", "nano", "emacs", "less", "more", "most", "man", "top", "htop", "btop",
+    "watch", "ssh", "tmux", "screen", "ftp", "sftp", "telnet", "mysql", "psql", "sqlite3", "gdb",
+    "lldb",
+];
+
+/// Programs that are interactive when given no argument (a REPL or a
+/// shell), and not when given a script or `-c`.
+const REPL: [&str; 12] = [
+    "python", "python3", "node", "irb", "ghci", "bash", "sh", "zsh", "dash", "fish", "R", "lua",
+];
+
+/// Why `command` is left as it is, or `None` to guard it.
+pub fn leave_alone(command: &str) -> Option<&'static str> {
+    if command.trim().is_empty() {
+        return Some("an empty command");
+    }
+    if command.contains('\0') {
+        return Some("a NUL byte cannot be passed on");
+    }
+    if background(command) {
+        return Some("a background job would hold the pipe open");
+    }
+    for words in segments(command) {
+        let first = words[0];
+        if first == "jkz" || first.starts_with("jkz-") {
+            return Some("jkz's own command");
+        }
+        if first == "apply_patch" || first == "applypatch" {
+            return Some("Codex intercepts apply_patch");
+        }
+        if matches!(first, "exec" | "nohup" | "setsid" | "disown") {
+            return Some("it replaces or detaches the shell");
+        }
+        if INTERACTIVE.contains(&first) {
+            return Some("an interactive program");
+        }
+        if REPL.contains(&first) && words.len() == 1 {
+            return Some("an interactive program");
+        }
+        if first == "git"
+            && words
+                .iter()
+                .any(|w| matches!(*w, "-p" | "--patch" | "-i" | "--interactive"))
+        {
+            return Some("an interactive program");
+        }
+    }
+    None
+}
+
+/// The words of each simple command in `command`: split at newlines, `;`,
+/// `|` and `&`, each word's path cut to its file name (`/usr/bin/vim` is
+/// `vim`), leading `VAR=value` assignments and `sudo`/`env`/`time`/`command`
+/// skipped. A best effort: it only ever leaves more commands alone.
+fn segments(command: &str) -> Vec<Vec<&str>> {
+    let mut out = Vec::new();
+    for part in command.split(['\n', ';', '|', '&', '(', ')', '{', '}', '`']) {
+        let words: Vec<&str> = part
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+            .skip_while(|w| {
+                w.contains('=') && !w.starts_with('=')
+                    || matches!(*w, "sudo" | "env" | "time" | "command" | "then" | "do")
+            })
+            .map(|w| w.rsplit('/').next().unwrap_or(w))
+            .filter(|w| !w.is_empty())
+            .collect();
+        if !words.is_empty() {
+            out.push(words);
+        }
+    }
+    out
+}
+
+/// True when `command` has a `&` that sends a job to the background: one
+/// that is not part of `&&`, `>&`, `<&`, `&>` or `|&`, and not inside
+/// quotes. Quotes are followed roughly (no `$'…'`): a doubt leaves the
+/// command alone.
+fn background(command: &str) -> bool {
+    let b = command.as_bytes();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\\' if !single => i += 1,
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            b'&' if !single && !double => {
+                let prev = i.checked_sub(1).map(|p| b[p]);
+                let next = b.get(i + 1).copied();
+                let joined = matches!(prev, Some(b'>' | b'<' | b'|' | b'&'))
+                    || matches!(next, Some(b'&' | b'>'));
+                if !joined {
+                    return true;
+                }
+                if next == Some(b'&') {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `s` as one POSIX shell word: in single quotes, each `'` written `'\''`.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// The command that runs `command` through `program` (`jkz-truncate`),
+/// cut to `cap` bytes with the head's share `head_share`.
+pub fn rewrite(command: &str, program: &Path, cap: u64, head_share: f64) -> String {
+    format!(
+        "{} --max-bytes {cap} --head-share {head_share} --run {}",
+        quote(&program.to_string_lossy()),
+        quote(command)
+    )
+}
+
+/// True when the environment says the guard is off ([`OPT_OUT`]).
+pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| {
+        matches!(
+            v.to_string_lossy().trim().to_ascii_lowercase().as_str(),
+            "0" | "off" | "false" | "no"
+        )
+    })
+}
+
+/// True when `shell` (the value of `SHELL`; unset means `/bin/sh`) quotes
+/// as POSIX says.
+pub fn posix_shell(shell: Option<&std::ffi::OsStr>) -> bool {
+    shell.is_none_or(|s| {
+        Path::new(s)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| POSIX_SHELLS.contains(&n))
+    })
+}
+
+/// The answer to Codex's `PreToolUse` for `event`, when it is a `Bash`
+/// call jkz guards: the call, its command rewritten, every other field of
+/// `tool_input` as it was. `None` leaves the call alone (said on stderr
+/// only for what a user would want to know).
+pub fn answer(event: &HookInput) -> Option<String> {
+    if event.text("tool_name") != Some("Bash")
+        || opted_out(std::env::var_os(OPT_OUT).as_deref())
+        || !posix_shell(std::env::var_os("SHELL").as_deref())
+    {
+        return None;
+    }
+    let input = event.raw.get("tool_input")?.as_object()?;
+    let command = input.get("command")?.as_str()?;
+    if leave_alone(command).is_some() {
+        return None;
+    }
+    let program = std::env::current_exe().ok()?.with_file_name(PROGRAM);
+    if !program.is_file() {
+        return None;
+    }
+    let rules = crate::tool_output::roles::built_in();
+    let share = crate::tool_output::roles::head_share(command, &rules);
+    let mut updated = input.clone();
+    updated.insert(
+        "command".into(),
+        Value::String(rewrite(command, &program, CAP, share)),
+    );
+    Some(
+        json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": updated,
+            }
+        })
+        .to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::process::Command;
+
+    #[test]
+    fn ordinary_commands_are_guarded() {
+        for c in [
+            "cargo test 2>&1",
+            "cat build.log | grep error && echo done",
+            "make >out.txt 2>&1; tail out.txt",
+            "python3 script.py",
+            "bash -c 'echo hi'",
+            "echo 'a & b' \"c & d\"",
+            "ls &>/dev/null || true",
+            "git diff HEAD~1",
+            "echo ok |& cat",
+        ] {
+            assert_eq!(leave_alone(c), None, "{c}");
+        }
+    }
+
+    #[test]
+    fn commands_whose_meaning_a_pipe_changes_are_left_alone() {
+        for (c, why) in [
+            ("", "an empty command"),
+            ("   \n", "an empty command"),
+            ("jkz state show 42", "jkz's own command"),
+            (
+                "cargo test | jkz-truncate --role tester",
+                "jkz's own command",
+            ),
+            (
+                "apply_patch <<'EOF'\n*** Begin Patch\nEOF",
+                "Codex intercepts apply_patch",
+            ),
+            ("vim src/main.rs", "an interactive program"),
+            ("/usr/bin/less log.txt", "an interactive program"),
+            ("python3", "an interactive program"),
+            ("cd src && bash", "an interactive program"),
+            ("git add -p", "an interactive program"),
+            ("EDITOR=vi sudo top", "an interactive program"),
+            ("./server &", "a background job would hold the pipe open"),
+            (
+                "sleep 5 & wait",
+                "a background job would hold the pipe open",
+            ),
+            ("nohup ./server", "it replaces or detaches the shell"),
+            ("exec cargo test", "it replaces or detaches the shell"),
+            ("echo a\0b", "a NUL byte cannot be passed on"),
+        ] {
+            assert_eq!(leave_alone(c), Some(why), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn quoting_is_posix_single_quotes() {
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), "'it'\\''s'");
+        assert_eq!(quote(""), "''");
+        let r = rewrite("echo hi", Path::new("/x/jkz-truncate"), 30_000, 0.5);
+        assert_eq!(
+            r,
+            "'/x/jkz-truncate' --max-bytes 30000 --head-share 0.5 --run 'echo hi'"
+        );
+    }
+
+    #[test]
+    fn the_opt_out_and_the_shell() {
+        use std::ffi::OsStr;
+        assert!(!opted_out(None));
+        for v in ["0", "off", "FALSE", "no "] {
+            assert!(opted_out(Some(OsStr::new(v))), "{v}");
+        }
+        assert!(!opted_out(Some(OsStr::new("1"))));
+        assert!(posix_shell(None));
+        assert!(posix_shell(Some(OsStr::new("/bin/bash"))));
+        assert!(posix_shell(Some(OsStr::new("/usr/local/bin/zsh"))));
+        assert!(!posix_shell(Some(OsStr::new("/usr/bin/fish"))));
+        assert!(!posix_shell(Some(OsStr::new("/usr/bin/nu"))));
+    }
+
+    #[test]
+    fn answer_rewrites_only_a_guarded_bash_call() {
+        let event = |tool: &str, cmd: &str| {
+            HookInput::parse(
+                json!({"session_id": "s", "turn_id": "t", "hook_event_name": "PreToolUse",
+                       "tool_name": tool, "tool_input": {"command": cmd, "workdir": "sub"}})
+                .to_string()
+                .as_bytes(),
+            )
+            .unwrap()
+        };
+        assert_eq!(answer(&event("apply_patch", "*** Begin Patch")), None);
+        assert_eq!(answer(&event("Bash", "vim x")), None);
+        // The unit-test binary has no jkz-truncate beside it: left alone,
+        // never a command naming a missing program.
+        if std::env::current_exe()
+            .unwrap()
+            .with_file_name(PROGRAM)
+            .is_file()
+        {
+            let a: Value = serde_json::from_str(&answer(&event("Bash", "ls")).unwrap()).unwrap();
+            assert_eq!(a["hookSpecificOutput"]["updatedInput"]["workdir"], "sub");
+        } else {
+            assert_eq!(answer(&event("Bash", "ls")), None);
+        }
+    }
+
+    /// The naive oracle: `sh -c` of the rewritten command, with the program
+    /// a script that writes its last argument to a file, receives the
+    /// original byte for byte.
+    fn received(command: &str, dir: &Path) -> Vec<u8> {
+        let program = dir.join("receive it");
+        let out = dir.join("got");
+        std::fs::write(
+            &program,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do last=$a; done\nprintf %s \"$last\" > '{}'\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let status = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(rewrite(command, &program, CAP, 0.5))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::read(&out).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        #[test]
+        fn the_shell_hands_over_the_original_byte_for_byte(
+            command in prop::collection::vec(
+                prop_oneof![
+                    Just('\''), Just('"'), Just('\\'), Just('$'), Just('`'), Just('!'),
+                    Just('\n'), Just(' '), Just('*'), Just('&'), Just(';'), Just('é'),
+                    Just('\t'), Just('{'), Just('#'), Just('~'),
+                    any::<char>().prop_filter("no NUL", |c| *c != '\0'),
+                ],
+                0..40,
+            ).prop_map(|v| v.into_iter().collect::<String>())
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            prop_assert_eq!(received(&command, dir.path()), command.as_bytes());
+        }
+    }
+}
