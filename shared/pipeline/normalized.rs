@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::IssueNumber;
+use crate::json_type::json_type;
 
 /// One parsed pipeline file: the whole JSON object as written.
 #[derive(Clone, Debug, PartialEq)]
