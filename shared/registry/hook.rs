@@ -101,7 +101,9 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         && event.event_name() == Some("PreToolUse")
         && Client::detect(&event) == Client::Codex
     {
-        return codex::guard::answer(&event);
+        return codex::guard::answer(&event, |command| {
+            crate::tool_output::roles::head_share(command, &crate::tool_output::roles::built_in())
+        });
     }
     answer
 }

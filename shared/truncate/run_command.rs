@@ -8,7 +8,7 @@
 //! jkz-truncate's input. Once the pipe closes, jkz-truncate waits for the
 //! command and exits with its status: its exit code, or 128 + the signal
 //! that ended it, as a shell reports it. Codex CLI's guard
-//! ([`crate::client::codex::guard`]) writes such commands.
+//! writes such commands.
 
 use std::io::{self, PipeReader};
 use std::path::PathBuf;
@@ -18,14 +18,25 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 /// a POSIX shell, else `/bin/sh`.
 pub fn shell(env: Option<&std::ffi::OsStr>) -> PathBuf {
     match env {
-        Some(s)
-            if std::path::Path::new(s).is_absolute()
-                && crate::client::codex::guard::posix_shell(Some(s)) =>
-        {
+        Some(s) if std::path::Path::new(s).is_absolute() && posix_shell(Some(s)) => {
             PathBuf::from(s)
         }
         _ => PathBuf::from("/bin/sh"),
     }
+}
+
+/// Shells whose quoting is POSIX's: the ones the rewrite may be run by.
+const POSIX_SHELLS: [&str; 8] = ["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+
+/// True when `shell` (the value of `SHELL`; unset means `/bin/sh`) quotes
+/// as POSIX says.
+pub fn posix_shell(shell: Option<&std::ffi::OsStr>) -> bool {
+    shell.is_none_or(|s| {
+        std::path::Path::new(s)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| POSIX_SHELLS.contains(&n))
+    })
 }
 
 /// Starts `command` under [`shell`], its stdout and stderr into the pipe

@@ -39,6 +39,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::hook_input::HookInput;
+use crate::truncate::run_command::posix_shell;
 
 /// The environment variable that turns the guard off (`0`, `off`, `false`,
 /// `no`).
@@ -53,9 +54,6 @@ pub const CAP: u64 = 30_000;
 
 /// The program `--run` belongs to, beside the hook's own binary.
 pub const PROGRAM: &str = "jkz-truncate";
-
-/// Shells whose quoting is POSIX's: the ones the rewrite may be run by.
-const POSIX_SHELLS: [&str; 8] = ["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
 
 /// Programs that talk to a terminal: wrapped, their terminal would be a
 /// pipe.
@@ -202,22 +200,13 @@ pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
     })
 }
 
-/// True when `shell` (the value of `SHELL`; unset means `/bin/sh`) quotes
-/// as POSIX says.
-pub fn posix_shell(shell: Option<&std::ffi::OsStr>) -> bool {
-    shell.is_none_or(|s| {
-        Path::new(s)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| POSIX_SHELLS.contains(&n))
-    })
-}
-
 /// The answer to Codex's `PreToolUse` for `event`, when it is a `Bash`
 /// call jkz guards: the call, its command rewritten, every other field of
 /// `tool_input` as it was. `None` leaves the call alone (said on stderr
 /// only for what a user would want to know).
-pub fn answer(event: &HookInput) -> Option<String> {
+/// `head_share` is the share of the head the tool-output guard gives the
+/// command (its built-in table).
+pub fn answer(event: &HookInput, head_share: impl Fn(&str) -> f64) -> Option<String> {
     if event.text("tool_name") != Some("Bash")
         || opted_out(std::env::var_os(OPT_OUT).as_deref())
         || !posix_shell(std::env::var_os("SHELL").as_deref())
@@ -233,8 +222,7 @@ pub fn answer(event: &HookInput) -> Option<String> {
     if !program.is_file() {
         return None;
     }
-    let rules = crate::tool_output::roles::built_in();
-    let share = crate::tool_output::roles::head_share(command, &rules);
+    let share = head_share(command);
     let mut updated = input.clone();
     updated.insert(
         "command".into(),
@@ -346,8 +334,11 @@ mod tests {
             )
             .unwrap()
         };
-        assert_eq!(answer(&event("apply_patch", "*** Begin Patch")), None);
-        assert_eq!(answer(&event("Bash", "vim x")), None);
+        assert_eq!(
+            answer(&event("apply_patch", "*** Begin Patch"), |_| 0.5),
+            None
+        );
+        assert_eq!(answer(&event("Bash", "vim x"), |_| 0.5), None);
         // The unit-test binary has no jkz-truncate beside it: left alone,
         // never a command naming a missing program.
         if std::env::current_exe()
@@ -355,10 +346,11 @@ mod tests {
             .with_file_name(PROGRAM)
             .is_file()
         {
-            let a: Value = serde_json::from_str(&answer(&event("Bash", "ls")).unwrap()).unwrap();
+            let a: Value =
+                serde_json::from_str(&answer(&event("Bash", "ls"), |_| 0.5).unwrap()).unwrap();
             assert_eq!(a["hookSpecificOutput"]["updatedInput"]["workdir"], "sub");
         } else {
-            assert_eq!(answer(&event("Bash", "ls")), None);
+            assert_eq!(answer(&event("Bash", "ls"), |_| 0.5), None);
         }
     }
 
