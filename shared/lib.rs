@@ -30,6 +30,7 @@ pub mod ui;
 // Contracts: the records jkz shares with pipelines, hooks and the client.
 pub mod circuit;
 pub mod client;
+pub mod clock;
 pub mod hook_input;
 pub mod lock;
 pub mod pipeline;

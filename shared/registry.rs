@@ -33,7 +33,6 @@ pub mod backend;
 pub mod bash;
 pub mod chat;
 pub mod claim;
-pub mod clock;
 pub mod cmd;
 pub mod db;
 pub mod decision;
@@ -43,8 +42,8 @@ pub mod store;
 pub mod target;
 pub mod writer;
 
+pub use crate::clock::now;
 pub use backend::{with_registry, Bound};
 pub use chat::{HEARTBEAT_EVERY, STALE_AFTER};
-pub use clock::now;
 pub use db::Registry;
 pub use store::{RegistryError, Store, StoreError};

@@ -239,7 +239,7 @@ fn import_cmd(args: &ImportArgs, state: &StateDir, out: &mut dyn Write) -> Resul
             role,
             input: &name,
             findings: &parsed.findings,
-            now: crate::registry::clock::now(),
+            now: crate::clock::now(),
         })
         .map_err(store_failure)?;
     let who = if role.is_empty() {
@@ -296,7 +296,7 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
     }
     let mut store = Store::open(&path).map_err(store_failure)?;
     let row = store
-        .dismiss(args.id, &args.why, crate::registry::clock::now())
+        .dismiss(args.id, &args.why, crate::clock::now())
         .map_err(store_failure)?
         .ok_or_else(|| {
             Failure::new(

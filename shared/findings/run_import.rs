@@ -55,7 +55,7 @@ pub fn import_verdict(
             role: context.role.as_deref().unwrap_or_default(),
             input: "jkz run",
             findings: &parsed.findings,
-            now: crate::registry::clock::now(),
+            now: crate::clock::now(),
         })
     });
     if let Err(e) = done {

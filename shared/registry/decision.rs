@@ -10,8 +10,8 @@ use std::path::Path;
 use super::chat::Liveness;
 use super::chat::STALE_AFTER;
 use super::claim::Holder;
-use super::clock::{ago, timestamp};
 use super::target::{glob_match, pipeline_issue, Guarded, Target};
+use crate::clock::{ago, timestamp};
 
 /// The reason to refuse `targets`, given the other chats' claims, or `None`
 /// to let the call pass.

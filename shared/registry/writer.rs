@@ -21,8 +21,8 @@ use super::backend::{may_hold_claims, with_registry};
 use super::chat::Liveness;
 use super::chat::STALE_AFTER;
 use super::claim::{Claimed, Holder};
-use super::clock::{ago, now};
 use super::cmd::{bound, here, holder_words};
+use crate::clock::{ago, now};
 use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 

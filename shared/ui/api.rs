@@ -333,7 +333,7 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
 
 /// The live chats and their claims, read-only; empty without a registry.
 fn registry(state: &StateDir) -> Value {
-    use crate::registry::clock::{now, timestamp};
+    use crate::clock::{now, timestamp};
     // A page refresh waits no longer than a hook on a team registry.
     let bound = crate::registry::Bound::Hook(std::time::Instant::now() + HOOK_LOCK_WAIT);
     let (present, listed) = crate::registry::backend::chats_for_observer(state.path(), bound);

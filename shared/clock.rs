@@ -1,4 +1,4 @@
-//! The registry's clock: Unix seconds.
+//! The clock of the registry, the findings and the observer: Unix seconds.
 //!
 //! `JKZ_TEST_NOW` (Unix seconds) replaces the system clock. It exists for
 //! tests only — "stale after 5 minutes" cannot be waited for in a test —
