@@ -39,6 +39,7 @@ pub mod locks;
 pub mod pgpass;
 pub mod registry;
 pub mod schema;
+pub mod tls;
 pub mod url;
 
 pub use config::{backend, Backend};
