@@ -228,7 +228,7 @@ fn session_is_encrypted(t: &Tls, database: &str, url: &str, env: &[(&str, &str)]
         String::from_utf8_lossy(&out.stderr)
     );
     admin
-        .execute("DELETE FROM jkz_locks WHERE kind = 'pipeline'", &[])
+        .execute("DELETE FROM jkz_locks WHERE kind = 'pipeline' AND name = '42'", &[])
         .unwrap();
     ssl
 }
@@ -314,7 +314,7 @@ fn team_tls_verify_full_connects_with_the_right_ca_and_refuses_a_wrong_one() {
         .success();
     // verify-full without any CA: refused before connecting.
     let m = Checkout::new(&full, &[]);
-    let run = m.jkz(&["locks"]).expect_code(1);
+    let run = m.jkz(&["lock", "list"]).expect_code(1);
     assert!(
         run.stderr_str().contains("PGSSLROOTCERT"),
         "{}",
