@@ -231,8 +231,8 @@ fn query_value(raw: &str, key: &str) -> Option<String> {
     query
         .split('&')
         .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-        .filter(|(k, _)| *k == key)
-        .last()
+        .rev()
+        .find(|(k, _)| *k == key)
         .map(|(_, v)| percent_decode(v))
 }
 
@@ -245,16 +245,14 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b'+' => out.push(b' '),
             b => out.push(b),
         }
@@ -348,9 +346,18 @@ mod tests {
         let e = RegistryUrl::parse("postgres://u:hunter2@h/d?sslmode=on").unwrap_err();
         assert!(e.contains("sslmode") && e.contains("verify-full"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
-        for mode in ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] {
-            RegistryUrl::parse(&format!("postgres://h/d?sslmode={mode}&sslrootcert=/ca.pem"))
-                .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        for mode in [
+            "disable",
+            "allow",
+            "prefer",
+            "require",
+            "verify-ca",
+            "verify-full",
+        ] {
+            RegistryUrl::parse(&format!(
+                "postgres://h/d?sslmode={mode}&sslrootcert=/ca.pem"
+            ))
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
         }
         let u = RegistryUrl::parse("postgres://u:pw@h/d").unwrap();
         assert!(u.has_password());
@@ -394,13 +401,19 @@ mod tests {
         assert_eq!(c.get_ssl_mode(), SslMode::Require);
         let tls = url.tls_with(&strict).unwrap();
         assert_eq!(tls.mode, Mode::VerifyFull);
-        assert_eq!(tls.root_file(), Some(std::path::Path::new("/etc/jkz/ca.pem")));
+        assert_eq!(
+            tls.root_file(),
+            Some(std::path::Path::new("/etc/jkz/ca.pem"))
+        );
         let e = url
             .config_with(Budget::hook(), |n: &str| {
                 (n == "PGSSLMODE").then(|| "verify-full".to_string())
             })
             .unwrap_err();
-        assert!(e.contains("verify-full") && e.contains("PGSSLROOTCERT"), "{e}");
+        assert!(
+            e.contains("verify-full") && e.contains("PGSSLROOTCERT"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -413,7 +426,10 @@ mod tests {
         let none = |_: &str| None;
         let tls = url.tls_with(&none).unwrap();
         assert_eq!(tls.mode, Mode::VerifyCa);
-        assert_eq!(tls.root_file(), Some(std::path::Path::new("/etc/my ca.pem")));
+        assert_eq!(
+            tls.root_file(),
+            Some(std::path::Path::new("/etc/my ca.pem"))
+        );
         let c = url.config_with(Budget::hook(), none).unwrap();
         assert_eq!(c.get_ssl_mode(), SslMode::Require);
         assert_eq!(c.get_application_name(), Some("x"));
