@@ -21,8 +21,8 @@ use postgres::error::SqlState;
 use postgres::SimpleQueryMessage;
 
 use super::connect::{literal, with_conn, Conn, Schema};
-use super::schema;
 use super::error::TeamError;
+use super::schema;
 use super::url::{Budget, RegistryUrl};
 use super::LockClass;
 use crate::lock::{decide, retry, Acquired, LockRecord, Released, Request};
@@ -103,7 +103,10 @@ fn read_message(
 }
 
 /// Runs `write` (if any) and commits, in one round trip.
-fn commit_after(client: &mut postgres::Client, write: Option<String>) -> Result<(), postgres::Error> {
+fn commit_after(
+    client: &mut postgres::Client,
+    write: Option<String>,
+) -> Result<(), postgres::Error> {
     match write {
         Some(sql) => client.batch_execute(&format!("{sql}; COMMIT")),
         None => client.batch_execute("COMMIT"),
@@ -204,4 +207,3 @@ pub fn list(url: &RegistryUrl) -> Result<Vec<LockRecord>, TeamError> {
         },
     )
 }
-

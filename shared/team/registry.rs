@@ -9,13 +9,13 @@
 
 use std::time::Duration;
 
-use postgres::types::{ToSql, Type};
 use postgres::error::SqlState;
+use postgres::types::{ToSql, Type};
 use postgres::{GenericClient, IsolationLevel, Row, SimpleQueryMessage, SimpleQueryRow};
 
 use super::connect::{literal, with_conn, Conn, Schema};
-use super::schema;
 use super::error::{Kind, TeamError};
+use super::schema;
 use super::url::{Budget, RegistryUrl};
 use super::LockClass;
 use crate::registry::chat::{Chat, Client, Place};
@@ -381,8 +381,8 @@ impl Store for TeamRegistry<'_> {
             "WHERE c.issue = $1",
             &[(&issue, Type::TEXT)],
         )
-            .map(|h| h.into_iter().next())
-            .map_err(|e| self.err(e))
+        .map(|h| h.into_iter().next())
+        .map_err(|e| self.err(e))
     }
 
     fn release(&mut self, session: &str, issue: &str) -> Result<Released, StoreError> {

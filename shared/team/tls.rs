@@ -145,9 +145,7 @@ impl Tls {
             });
         let root = match given {
             Some(r) => Some(r),
-            None => default_root(env)
-                .filter(|p| p.is_file())
-                .map(Root::File),
+            None => default_root(env).filter(|p| p.is_file()).map(Root::File),
         };
         let verify = match (mode, root) {
             (Mode::Disable | Mode::Allow | Mode::Prefer, _) => Verify::Nothing,
@@ -399,11 +397,17 @@ mod tests {
         let file = dir.path().join("ca.pem");
         std::fs::write(&file, "not a certificate\n").unwrap();
         let e = ca_store(&file).err().expect("refused").to_string();
-        assert!(e.contains("ca.pem") && e.contains("no PEM certificate"), "{e}");
+        assert!(
+            e.contains("ca.pem") && e.contains("no PEM certificate"),
+            "{e}"
+        );
         let e = ca_store(&dir.path().join("missing.pem"))
             .err()
             .expect("refused")
             .to_string();
-        assert!(e.contains("missing.pem") && e.contains("PGSSLROOTCERT"), "{e}");
+        assert!(
+            e.contains("missing.pem") && e.contains("PGSSLROOTCERT"),
+            "{e}"
+        );
     }
 }

@@ -109,7 +109,10 @@ fn tls() -> Option<&'static Tls> {
         let key = std::fs::read(certs.join("server.key")).unwrap();
         let server = Server::start_with(
             "-c ssl=on",
-            &[("server.crt", crt.as_slice()), ("server.key", key.as_slice())],
+            &[
+                ("server.crt", crt.as_slice()),
+                ("server.key", key.as_slice()),
+            ],
         )?;
         Some(Tls { server, certs })
     })
@@ -228,7 +231,10 @@ fn session_is_encrypted(t: &Tls, database: &str, url: &str, env: &[(&str, &str)]
         String::from_utf8_lossy(&out.stderr)
     );
     admin
-        .execute("DELETE FROM jkz_locks WHERE kind = 'pipeline' AND name = '42'", &[])
+        .execute(
+            "DELETE FROM jkz_locks WHERE kind = 'pipeline' AND name = '42'",
+            &[],
+        )
         .unwrap();
     ssl
 }
@@ -241,7 +247,12 @@ fn team_tls_require_and_the_default_prefer_encrypt_the_session() {
     let require = format!("{url}?sslmode=require");
     assert!(session_is_encrypted(t, &db, &require, &[]));
     // PGSSLMODE, when the URL says nothing; prefer by default, as libpq.
-    assert!(session_is_encrypted(t, &db, &url, &[("PGSSLMODE", "require")]));
+    assert!(session_is_encrypted(
+        t,
+        &db,
+        &url,
+        &[("PGSSLMODE", "require")]
+    ));
     assert!(session_is_encrypted(t, &db, &url, &[]));
     assert!(!session_is_encrypted(
         t,
@@ -341,7 +352,11 @@ fn team_tls_require_against_a_server_without_tls_is_a_clear_error() {
     let m = Checkout::new(&url, &[]);
     let run = m.jkz(&["chats"]).expect_code(1);
     let err = run.stderr_str();
-    assert!(err.contains("TLS") && err.contains("sslmode"), "{}", run.report());
+    assert!(
+        err.contains("TLS") && err.contains("sslmode"),
+        "{}",
+        run.report()
+    );
 }
 
 #[test]
