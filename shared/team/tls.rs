@@ -291,7 +291,8 @@ impl Handshake {
         }
         format!(
             "the server's certificate was refused: {} (checked against {ca}): \
-             give the CA that signed it in PGSSLROOTCERT or sslrootcert=, or use sslmode=require to encrypt without verifying",
+             give the CA that signed it in PGSSLROOTCERT or sslrootcert=, \
+             or use sslmode=require with no CA given to encrypt without verifying",
             why.error_string()
         )
     }
