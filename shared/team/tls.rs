@@ -12,24 +12,30 @@
 //! | `verify-full` | always | signed by the CA, and names the URL's host |
 //!
 //! `sslrootcert=system` verifies against the system's trusted roots
-//! (OpenSSL's default paths) instead of a file.
+//! (the platform's certificate store, [`rustls_native_certs`]) instead of a
+//! file.
 //!
-//! The handshake is OpenSSL's ([`postgres_openssl`]). Its context is made
-//! only when the server agreed to TLS: a server without TLS, met with the
-//! default `prefer`, costs jkz nothing but the one-byte answer.
+//! The handshake is rustls' with the `ring` provider
+//! ([`tokio_postgres_rustls`]), linked into jkz: nothing is loaded at
+//! start-up, and its configuration is made only when the server agreed to
+//! TLS: a server without TLS, met with the default `prefer`, costs jkz
+//! nothing but the one-byte answer.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-use openssl::x509::store::X509StoreBuilder;
-use openssl::x509::{X509VerifyResult, X509};
 use postgres::config::SslMode;
 use postgres::tls::{MakeTlsConnect, TlsConnect};
 use postgres::Socket;
-use postgres_openssl::TlsStream;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How the client uses TLS (`sslmode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +190,7 @@ impl Tls {
     }
 }
 
-/// The client's TLS: makes an OpenSSL handshake for the host connected to,
+/// The client's TLS: makes a rustls handshake for the host connected to,
 /// once the server has agreed to TLS.
 #[derive(Clone)]
 pub struct Connector {
@@ -198,7 +204,7 @@ pub struct Handshake {
 }
 
 impl MakeTlsConnect<Socket> for Connector {
-    type Stream = TlsStream<Socket>;
+    type Stream = TlsStream;
     type TlsConnect = Handshake;
     type Error = std::convert::Infallible;
 
@@ -210,108 +216,153 @@ impl MakeTlsConnect<Socket> for Connector {
     }
 }
 
+/// The encrypted connection to the server.
+pub type TlsStream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
+
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
 impl TlsConnect<Socket> for Handshake {
-    type Stream = TlsStream<Socket>;
+    type Stream = TlsStream;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<TlsStream<Socket>, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<TlsStream, BoxError>> + Send>>;
 
     fn connect(self, stream: Socket) -> Self::Future {
-        let refused = Arc::new(Mutex::new(None));
-        match self.tls(refused.clone()) {
-            Ok(tls) => {
-                let handshake = tls.connect(stream);
-                Box::pin(async move {
-                    handshake.await.map_err(|e| {
-                        let why = refused.lock().ok().and_then(|mut r| r.take());
-                        match why {
-                            Some(why) => self.refusal(why).into(),
-                            None => e,
-                        }
-                    })
-                })
-            }
-            Err(e) => Box::pin(std::future::ready(Err(e))),
-        }
+        let config = match self.config() {
+            Ok(config) => config,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let mut make = MakeRustlsConnect::new(config);
+        let tls = match MakeTlsConnect::<Socket>::make_tls_connect(&mut make, &self.domain) {
+            Ok(tls) => tls,
+            Err(never) => match never {},
+        };
+        let handshake = tls.connect(stream);
+        Box::pin(async move {
+            handshake.await.map_err(|e| {
+                let refused = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                match refused {
+                    Some(rustls::Error::InvalidCertificate(why)) => self.refusal(why).into(),
+                    _ => e.into(),
+                }
+            })
+        })
     }
 }
 
-/// OpenSSL's `X509_V_ERR_HOSTNAME_MISMATCH` and `X509_V_ERR_IP_ADDRESS_MISMATCH`.
-const NAME_MISMATCH: [i32; 2] = [62, 64];
+/// The cryptography of every handshake: rustls' `ring` provider.
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
 
 impl Handshake {
-    /// The OpenSSL context for this handshake: the CA (only the one given,
-    /// or the system's) and whether the host name is checked. The first
-    /// reason a certificate is refused goes to `refused`, for the message.
-    fn tls(
-        &self,
-        refused: Arc<Mutex<Option<X509VerifyResult>>>,
-    ) -> Result<postgres_openssl::TlsConnector, BoxError> {
-        let mut builder = SslConnector::builder(SslMethod::tls_client())?;
-        let (root, full) = match &*self.verify {
-            Verify::Nothing => (None, false),
-            Verify::Ca(r) => (Some(r), false),
-            Verify::Full(r) => (Some(r), true),
+    /// The rustls configuration for this handshake: the CA (only the one
+    /// given, or the system's) and whether the host name is checked.
+    fn config(&self) -> Result<ClientConfig, BoxError> {
+        let provider = provider();
+        let verifier: Arc<dyn ServerCertVerifier> = match &*self.verify {
+            Verify::Nothing => Arc::new(AnyCertificate(
+                provider.signature_verification_algorithms,
+            )),
+            Verify::Ca(root) => Arc::new(CaOnly(webpki(root, &provider)?)),
+            Verify::Full(root) => webpki(root, &provider)?,
         };
-        if let Some(Root::File(path)) = root {
-            builder.set_cert_store(ca_store(path)?);
-        }
-        let mut config = builder.build().configure()?;
-        config.set_verify_hostname(full);
-        if root.is_none() {
-            config.set_verify(SslVerifyMode::NONE);
-        } else {
-            config.set_verify_callback(SslVerifyMode::PEER, move |ok, ctx| {
-                if !ok {
-                    if let Ok(mut r) = refused.lock() {
-                        r.get_or_insert(ctx.error());
-                    }
-                }
-                ok
-            });
-        }
-        Ok(postgres_openssl::TlsConnector::new(config, &self.domain))
+        Ok(ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth())
     }
 
     /// Why the server's certificate was refused, and what to do.
-    fn refusal(&self, why: X509VerifyResult) -> String {
+    fn refusal(&self, why: &CertificateError) -> String {
         let ca = match &*self.verify {
             Verify::Ca(Root::File(p)) | Verify::Full(Root::File(p)) => {
                 format!("the CA in {}", p.display())
             }
             _ => "the system's trusted roots (sslrootcert=system)".to_string(),
         };
-        if NAME_MISMATCH.contains(&why.as_raw()) {
+        if is_name_mismatch(why) {
             return format!(
                 "the server's certificate does not name the host name {:?} the URL connects to (sslmode=verify-full): \
                  connect by a name the certificate holds, or use sslmode=verify-ca to check the CA only",
                 self.domain
             );
         }
+        let why = match why {
+            CertificateError::UnknownIssuer => {
+                "it is not signed by a trusted CA (unknown issuer)".to_string()
+            }
+            other => other.to_string(),
+        };
         format!(
-            "the server's certificate was refused: {} (checked against {ca}): \
+            "the server's certificate was refused: {why} (checked against {ca}): \
              give the CA that signed it in PGSSLROOTCERT or sslrootcert=, \
-             or use sslmode=require with no CA given to encrypt without verifying",
-            why.error_string()
+             or use sslmode=require with no CA given to encrypt without verifying"
         )
     }
 }
 
+/// Whether the certificate was refused only for not naming the host.
+fn is_name_mismatch(why: &CertificateError) -> bool {
+    matches!(
+        why,
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+    )
+}
+
+/// The verifier of the chain and the host name against `root`.
+fn webpki(
+    root: &Root,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>, BoxError> {
+    let roots = match root {
+        Root::File(path) => ca_store(path)?,
+        Root::System => system_store()?,
+    };
+    Ok(
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()?,
+    )
+}
+
+/// The system's trusted roots.
+fn system_store() -> Result<RootCertStore, BoxError> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut store = RootCertStore::empty();
+    store.add_parsable_certificates(found.certs);
+    if store.is_empty() {
+        let why = found
+            .errors
+            .first()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        return Err(format!(
+            "sslrootcert=system: the system holds no trusted root certificate{why}: \
+             install them (Debian: ca-certificates), or give the CA's PEM file in PGSSLROOTCERT or sslrootcert="
+        )
+        .into());
+    }
+    Ok(store)
+}
+
 /// A certificate store holding exactly the CA certificates of `path`.
-fn ca_store(path: &Path) -> Result<openssl::x509::store::X509Store, BoxError> {
+fn ca_store(path: &Path) -> Result<RootCertStore, BoxError> {
     let pem = std::fs::read(path).map_err(|e| {
         format!(
             "reading the CA file {} (sslrootcert, PGSSLROOTCERT or ~/.postgresql/root.crt): {e}",
             path.display()
         )
     })?;
-    let certs = X509::stack_from_pem(&pem).map_err(|e| {
-        format!(
-            "the CA file {} holds no PEM certificate ({e}): give the CA's certificate (-----BEGIN CERTIFICATE-----)",
-            path.display()
-        )
-    })?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            format!(
+                "the CA file {} holds no PEM certificate ({e}): give the CA's certificate (-----BEGIN CERTIFICATE-----)",
+                path.display()
+            )
+        })?;
     if certs.is_empty() {
         return Err(format!(
             "the CA file {} holds no PEM certificate: give the CA's certificate (-----BEGIN CERTIFICATE-----)",
@@ -319,11 +370,106 @@ fn ca_store(path: &Path) -> Result<openssl::x509::store::X509Store, BoxError> {
         )
         .into());
     }
-    let mut store = X509StoreBuilder::new()?;
+    let mut store = RootCertStore::empty();
     for cert in certs {
-        store.add_cert(cert)?;
+        store.add(cert).map_err(|e| {
+            format!(
+                "the CA file {} holds a certificate that cannot be a CA ({e}): give the CA's certificate",
+                path.display()
+            )
+        })?;
     }
-    Ok(store.build())
+    Ok(store)
+}
+
+/// `sslmode=verify-ca`: the chain is verified against the CA, the host name
+/// is not (a certificate that does not name the host is accepted).
+#[derive(Debug)]
+struct CaOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for CaOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(why)) if is_name_mismatch(&why) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// `sslmode=require` (and `prefer`) without a CA: any certificate is
+/// accepted, so the connection is encrypted but the server not proven;
+/// the handshake's signatures are still checked, so the peer holds the
+/// key of the certificate it sent.
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
 }
 
 #[cfg(test)]
