@@ -34,7 +34,9 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How the client uses TLS (`sslmode`).
@@ -262,9 +264,7 @@ impl Handshake {
     fn config(&self) -> Result<ClientConfig, BoxError> {
         let provider = provider();
         let verifier: Arc<dyn ServerCertVerifier> = match &*self.verify {
-            Verify::Nothing => Arc::new(AnyCertificate(
-                provider.signature_verification_algorithms,
-            )),
+            Verify::Nothing => Arc::new(AnyCertificate(provider.signature_verification_algorithms)),
             Verify::Ca(root) => Arc::new(CaOnly(webpki(root, &provider)?)),
             Verify::Full(root) => webpki(root, &provider)?,
         };
@@ -321,10 +321,7 @@ fn webpki(
         Root::File(path) => ca_store(path)?,
         Root::System => system_store()?,
     };
-    Ok(
-        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()?,
-    )
+    Ok(WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?)
 }
 
 /// The system's trusted roots.
