@@ -540,14 +540,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("ca.pem");
         std::fs::write(&file, "not a certificate\n").unwrap();
-        let e = ca_store(&file).err().expect("refused").to_string();
+        let e = ca_store(&file).expect_err("refused").to_string();
         assert!(
             e.contains("ca.pem") && e.contains("no PEM certificate"),
             "{e}"
         );
         let e = ca_store(&dir.path().join("missing.pem"))
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string();
         assert!(
             e.contains("missing.pem") && e.contains("PGSSLROOTCERT"),
