@@ -3,6 +3,8 @@
 # state/locks/), side by side.
 #
 # Usage: bench/team.sh [RUNS]   (default 500)
+#        JKZ_TEAM_BASE=DIR bench/team.sh   adds DIR/jkz and DIR/jkz-chat (an
+#        older release build) to the same turns, on the same server.
 #
 # A PostgreSQL server of its own (Debian's `postgresql` binaries: initdb and
 # pg_ctl in a temporary directory, 127.0.0.1 and a free port, as `nobody`
@@ -23,6 +25,8 @@ cd "$(dirname "$0")/.."
 runs=${1:-500}
 cargo build --release --locked --bin jkz --bin jkz-chat >&2
 bin="$PWD/target/release"
+base=${JKZ_TEAM_BASE:-}
+[ -z "$base" ] || [ -x "$base/jkz-chat" ] || { echo "bench: JKZ_TEAM_BASE=$base holds no jkz-chat" >&2; exit 1; }
 hook_timer="$PWD/target/release/tool-output-runs"
 rustc -O --edition 2021 -o "$hook_timer" bench/tool_output_runs.rs
 pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -62,28 +66,42 @@ done
 
 echo "== 1. jkz-chat UserPromptSubmit, 50 chats, $runs runs each (p50 p90, ms)"
 mkdir -p "$work/scratch"
-mapfile -t lines < <("$hook_timer" "$runs" "$work/scratch" \
-  "$work/prompt-local.json" env "CLAUDE_PROJECT_DIR=$work/local" "$bin/jkz-chat" :: \
-  "$work/prompt-team.json" env "CLAUDE_PROJECT_DIR=$work/team" "JKZ_REGISTRY_URL=$url" "$bin/jkz-chat" :: \
-  - /bin/true)
-names=("local (chat.db)" "team (PostgreSQL)" "/bin/true")
+hooks=("$work/prompt-local.json" env "CLAUDE_PROJECT_DIR=$work/local" "$bin/jkz-chat" ::
+  "$work/prompt-team.json" env "CLAUDE_PROJECT_DIR=$work/team" "JKZ_REGISTRY_URL=$url" "$bin/jkz-chat" ::)
+names=("local (chat.db)" "team (PostgreSQL)")
+if [ -n "$base" ]; then
+  hooks+=("$work/prompt-local.json" env "CLAUDE_PROJECT_DIR=$work/local" "$base/jkz-chat" ::
+    "$work/prompt-team.json" env "CLAUDE_PROJECT_DIR=$work/team" "JKZ_REGISTRY_URL=$url" "$base/jkz-chat" ::)
+  names+=("base local" "base team")
+fi
+mapfile -t lines < <("$hook_timer" "$runs" "$work/scratch" "${hooks[@]}" - /bin/true)
+names+=("/bin/true")
 for i in "${!names[@]}"; do printf '%-20s %s\n' "${names[$i]}" "${lines[$i]}"; done
 read -r p50 _ <<<"${lines[1]}"
 awk -v a="$p50" 'BEGIN {printf "team hook p50 %.3f ms (target <= 3 ms): %s\n", a, (a <= 3 ? "met" : "MISSED")}'
 
 echo "== 2. jkz lock acquire / release, $runs runs each (p50 p90, ms)"
-lock() { # KIND acquire|release
+lock() { # KIND acquire|release [JKZ]
   local e=(env)
   [ "$1" = local ] || e+=("JKZ_REGISTRY_URL=$url")
-  printf '%s\n' "${e[@]}" "$bin/jkz" --state-dir "$work/$1/state" lock "$2" pipeline 42 --owner bench
+  printf '%s\n' "${e[@]}" "${3:-$bin/jkz}" --state-dir "$work/$1/state" lock "$2" pipeline 42 --owner bench
 }
 mapfile -t la < <(lock local acquire)
 mapfile -t lr < <(lock local release)
 mapfile -t ta < <(lock team acquire)
 mapfile -t tr < <(lock team release)
-mapfile -t lines < <("$hook_timer" "$runs" "$work/scratch" \
-  - "${la[@]}" :: - "${lr[@]}" :: - "${ta[@]}" :: - "${tr[@]}" :: - /bin/true)
-names=("local acquire" "local release" "team acquire" "team release" "/bin/true")
+locks=(- "${la[@]}" :: - "${lr[@]}" :: - "${ta[@]}" :: - "${tr[@]}" ::)
+names=("local acquire" "local release" "team acquire" "team release")
+if [ -n "$base" ]; then
+  mapfile -t bla < <(lock local acquire "$base/jkz")
+  mapfile -t blr < <(lock local release "$base/jkz")
+  mapfile -t bta < <(lock team acquire "$base/jkz")
+  mapfile -t btr < <(lock team release "$base/jkz")
+  locks+=(- "${bla[@]}" :: - "${blr[@]}" :: - "${bta[@]}" :: - "${btr[@]}" ::)
+  names+=("base local acquire" "base local release" "base team acquire" "base team release")
+fi
+mapfile -t lines < <("$hook_timer" "$runs" "$work/scratch" "${locks[@]}" - /bin/true)
+names+=("/bin/true")
 for i in "${!names[@]}"; do printf '%-20s %s\n' "${names[$i]}" "${lines[$i]}"; done
 read -r a50 _ <<<"${lines[2]}"
 read -r r50 _ <<<"${lines[3]}"

@@ -43,6 +43,7 @@ pub mod connect;
 pub mod error;
 pub mod pgpass;
 pub mod schema;
+pub mod tls;
 pub mod url;
 
 pub use config::{backend, Backend};

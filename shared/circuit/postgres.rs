@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use postgres::types::Type;
+
 use super::record::{closed, parse_record, Circuit};
 use crate::team::connect::{with_conn, Schema};
 use crate::team::{Budget, LockClass, RegistryUrl, TeamError};
@@ -28,14 +30,17 @@ where
         move |conn| {
             let run = |client: &mut postgres::Client| -> Result<T, postgres::Error> {
                 let mut tx = client.transaction()?;
-                tx.execute(
+                tx.query_typed(
                     "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-                    &[&(LockClass::Circuit as i32), &service],
+                    &[
+                        (&(LockClass::Circuit as i32), Type::INT4),
+                        (&service, Type::TEXT),
+                    ],
                 )?;
                 let mut circuit = tx
-                    .query_opt(
+                    .query_typed_opt(
                         "SELECT record FROM jkz_circuits WHERE service = $1",
-                        &[&service],
+                        &[(&service, Type::TEXT)],
                     )?
                     .map_or_else(
                         || closed(&service),
@@ -44,10 +49,10 @@ where
                 let (out, changed) = edit(&mut circuit);
                 if changed {
                     let text = serde_json::to_string(&circuit).expect("a circuit serializes");
-                    tx.execute(
+                    tx.query_typed(
                         "INSERT INTO jkz_circuits (service, record) VALUES ($1, $2)
                      ON CONFLICT (service) DO UPDATE SET record = excluded.record",
-                        &[&service, &text],
+                        &[(&service, Type::TEXT), (&text, Type::TEXT)],
                     )?;
                 }
                 tx.commit()?;

@@ -5,45 +5,110 @@
 //! any number of acquirers on any number of machines exactly one finds the
 //! lock free and writes itself in. Waiting (`--wait`) retries on the same
 //! connection.
+//!
+//! An attempt is two round trips: `BEGIN`, the advisory lock and the read
+//! go in one message, the write (if any) and `COMMIT` in another (the
+//! simple query protocol, values as escaped literals). The
+//! read is a statement of its own after the lock's, so under `READ
+//! COMMITTED` its snapshot is taken once the lock is held and it sees the
+//! previous holder's write. A failure midway drops the connection, and the
+//! server rolls the transaction back.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use postgres::GenericClient;
+use postgres::error::SqlState;
+use postgres::SimpleQueryMessage;
 
 use super::record::{decide, retry, Acquired, LockRecord, Released, Request};
-use crate::team::connect::{with_conn, Schema};
+use crate::team::connect::{literal, with_conn, Conn, Schema};
+use crate::team::schema;
 use crate::team::{Budget, LockClass, RegistryUrl, TeamError};
 
-/// A transaction holding the advisory lock of `kind-name`.
-fn locked<'a>(
-    client: &'a mut postgres::Client,
-    kind: &str,
-    name: &str,
-) -> Result<postgres::Transaction<'a>, postgres::Error> {
-    let mut tx = client.transaction()?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-        &[&(LockClass::Lock as i32), &format!("{kind}-{name}")],
-    )?;
-    Ok(tx)
+/// What the first message of an attempt found.
+struct Found {
+    /// The schema version, when the message read it (`None`: no row).
+    version: Option<i32>,
+    /// Whether the lock has a row, and its record (a row that is not a
+    /// lock record counts as no lock, replaced by the next acquire, as an
+    /// unreadable lock file is).
+    row: (bool, Option<LockRecord>),
 }
 
-/// The record of `kind-name`; a row that is not a lock record counts as no
-/// lock (replaced by the next acquire), as an unreadable lock file does.
-fn read(
-    tx: &mut impl GenericClient,
+/// Opens a transaction, takes the advisory lock of `kind-name` and reads
+/// its row, in one round trip; on a connection whose schema is not checked
+/// yet, the version is read first in the same message, and the attempt is
+/// made again once the schema is settled ([`Conn::settle`]).
+fn lock_and_read(
+    conn: &mut Conn,
     kind: &str,
     name: &str,
-) -> Result<(bool, Option<LockRecord>), postgres::Error> {
-    let row = tx.query_opt(
-        "SELECT record FROM jkz_locks WHERE kind = $1 AND name = $2",
-        &[&kind, &name],
-    )?;
-    Ok(match row {
-        None => (false, None),
-        Some(r) => (true, serde_json::from_str(r.get::<_, &str>(0)).ok()),
+) -> Result<(bool, Option<LockRecord>), TeamError> {
+    loop {
+        let folded = !conn.checked;
+        match read_message(&mut conn.client, kind, name, folded) {
+            Ok(found) => {
+                if folded && conn.settle(found.version)? {
+                    continue;
+                }
+                return Ok(found.row);
+            }
+            // No version table yet: the transaction is aborted; settle
+            // rolls it back and migrates.
+            Err(e) if folded && e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
+                conn.settle(None)?;
+            }
+            Err(e) => return Err(conn.err(e)),
+        }
+    }
+}
+
+fn read_message(
+    client: &mut postgres::Client,
+    kind: &str,
+    name: &str,
+    folded: bool,
+) -> Result<Found, postgres::Error> {
+    let version = if folded {
+        format!("{};", schema::VERSION_QUERY)
+    } else {
+        String::new()
+    };
+    let messages = client.simple_query(&format!(
+        "BEGIN; {version}
+         SELECT pg_advisory_xact_lock({}, hashtext({}));
+         SELECT record FROM jkz_locks WHERE kind = {} AND name = {}",
+        LockClass::Lock as i32,
+        literal(&format!("{kind}-{name}")),
+        literal(kind),
+        literal(name),
+    ))?;
+    let column = |wanted: &str| {
+        messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(r) if r.columns().first().map(|c| c.name()) == Some(wanted) => {
+                Some(r.get(0).unwrap_or_default())
+            }
+            _ => None,
+        })
+    };
+    Ok(Found {
+        version: column("version").and_then(|v| v.parse().ok()),
+        row: match column("record") {
+            None => (false, None),
+            Some(text) => (true, serde_json::from_str(text).ok()),
+        },
     })
+}
+
+/// Runs `write` (if any) and commits, in one round trip.
+fn commit_after(
+    client: &mut postgres::Client,
+    write: Option<String>,
+) -> Result<(), postgres::Error> {
+    match write {
+        Some(sql) => client.batch_execute(&format!("{sql}; COMMIT")),
+        None => client.batch_execute("COMMIT"),
+    }
 }
 
 /// Takes the lock for `req`, retrying while it is busy for at most `wait`.
@@ -54,28 +119,31 @@ pub fn acquire(url: &RegistryUrl, req: &Request, wait: Duration) -> Result<Acqui
     with_conn(
         url,
         Budget::command(),
-        Schema::Migrate,
+        Schema::Folded,
         Some(wait),
         move |conn| {
-            let client = &mut conn.client;
-            let shown = conn.url.clone();
             retry(wait, || {
-                let attempt = |client: &mut postgres::Client| -> Result<Acquired, postgres::Error> {
-                    let mut tx = locked(client, &req.kind, &req.name)?;
-                    let (_, current) = read(&mut tx, &req.kind, &req.name)?;
+                let attempt = |conn: &mut Conn| -> Result<Acquired, TeamError> {
+                    let (_, current) = lock_and_read(conn, &req.kind, &req.name)?;
                     let outcome = decide(current, &req, Utc::now());
-                    if let Acquired::Taken { record, .. } = &outcome {
-                        let text = serde_json::to_string(record).expect("a lock record serializes");
-                        tx.execute(
-                            "INSERT INTO jkz_locks (kind, name, record) VALUES ($1, $2, $3)
-                         ON CONFLICT (kind, name) DO UPDATE SET record = excluded.record",
-                            &[&req.kind, &req.name, &text],
-                        )?;
-                    }
-                    tx.commit()?;
+                    let write = match &outcome {
+                        Acquired::Taken { record, .. } => {
+                            let text =
+                                serde_json::to_string(record).expect("a lock record serializes");
+                            Some(format!(
+                                "INSERT INTO jkz_locks (kind, name, record) VALUES ({}, {}, {})
+                                 ON CONFLICT (kind, name) DO UPDATE SET record = excluded.record",
+                                literal(&req.kind),
+                                literal(&req.name),
+                                literal(&text)
+                            ))
+                        }
+                        _ => None,
+                    };
+                    commit_after(&mut conn.client, write).map_err(|e| conn.err(e))?;
                     Ok(outcome)
                 };
-                attempt(client).map_err(|e| TeamError::of(&shown, &e, false))
+                attempt(conn)
             })
         },
     )
@@ -92,26 +160,23 @@ pub fn release(
     with_conn(
         url,
         Budget::command(),
-        Schema::Migrate,
+        Schema::Folded,
         Some(Duration::ZERO),
         move |conn| {
-            let run = |client: &mut postgres::Client| -> Result<Released, postgres::Error> {
-                let mut tx = locked(client, &kind, &name)?;
-                let outcome = match read(&mut tx, &kind, &name)? {
-                    (false, _) => Released::NotHeld,
-                    (true, Some(held)) if held.owner != owner => Released::Refused(held),
-                    (true, _) => {
-                        tx.execute(
-                            "DELETE FROM jkz_locks WHERE kind = $1 AND name = $2",
-                            &[&kind, &name],
-                        )?;
-                        Released::Released
-                    }
-                };
-                tx.commit()?;
-                Ok(outcome)
+            let (outcome, write) = match lock_and_read(conn, &kind, &name)? {
+                (false, _) => (Released::NotHeld, None),
+                (true, Some(held)) if held.owner != owner => (Released::Refused(held), None),
+                (true, _) => (
+                    Released::Released,
+                    Some(format!(
+                        "DELETE FROM jkz_locks WHERE kind = {} AND name = {}",
+                        literal(&kind),
+                        literal(&name)
+                    )),
+                ),
             };
-            run(&mut conn.client).map_err(|e| conn.err(e))
+            commit_after(&mut conn.client, write).map_err(|e| conn.err(e))?;
+            Ok(outcome)
         },
     )
 }

@@ -9,14 +9,16 @@
 
 use std::time::Duration;
 
-use postgres::types::ToSql;
-use postgres::{GenericClient, IsolationLevel, Row};
+use postgres::error::SqlState;
+use postgres::types::{ToSql, Type};
+use postgres::{GenericClient, IsolationLevel, Row, SimpleQueryMessage, SimpleQueryRow};
 
 use super::chat::{Chat, Client, Place, HEARTBEAT_EVERY};
 use super::claim::{blocking, in_the_way, Claim, Claimed, Holder, Released};
 use super::store::{Store, StoreError};
-use crate::team::connect::{with_conn, Conn, Schema};
+use crate::team::connect::{literal, with_conn, Conn, Schema};
 use crate::team::error::{Kind, TeamError};
+use crate::team::schema;
 use crate::team::{Budget, LockClass, RegistryUrl};
 
 /// Gone chats are forgotten this long after they ended (as locally).
@@ -41,7 +43,7 @@ where
     with_conn(
         url,
         budget,
-        Schema::Migrate,
+        Schema::Folded,
         Some(Duration::ZERO),
         move |conn| {
             let shown = conn.url.clone();
@@ -109,7 +111,7 @@ fn claim_at(r: &Row) -> Claim {
 fn holders(
     client: &mut impl GenericClient,
     filter: &str,
-    args: &[&(dyn ToSql + Sync)],
+    args: &[(&(dyn ToSql + Sync), Type)],
 ) -> Result<Vec<Holder>, postgres::Error> {
     let sql = format!(
         "SELECT c.issue, c.session_id, c.worktree, c.acquired, c.host,
@@ -119,7 +121,7 @@ fn holders(
          ORDER BY length(c.issue), c.issue"
     );
     Ok(client
-        .query(&sql, args)?
+        .query_typed(&sql, args)?
         .iter()
         .map(|r| Holder {
             claim: claim_at(r),
@@ -137,15 +139,15 @@ fn register_or_beat(
     now: i64,
 ) -> Result<(), postgres::Error> {
     let known = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT 1 FROM jkz_chats WHERE session_id = $1 AND ended IS NULL",
-            &[&session],
+            &[(&session, Type::TEXT)],
         )?
         .is_some();
     if known {
-        client.execute(
+        client.query_typed(
             "UPDATE jkz_chats SET heartbeat = GREATEST(heartbeat, $2) WHERE session_id = $1",
-            &[&session, &now],
+            &[(&session, Type::TEXT), (&now, Type::INT8)],
         )?;
     } else {
         let place = place();
@@ -165,12 +167,64 @@ impl TeamRegistry<'_> {
         StoreError::Team(self.conn.err(e))
     }
 
+    /// The chat's last heartbeat and end. The hooks' most frequent read: on
+    /// a connection whose schema is not checked yet, the version is read in
+    /// the same message ([`Schema::Folded`]), one round trip for both.
+    fn last_beat(&mut self, session: &str) -> Result<Option<(i64, Option<i64>)>, StoreError> {
+        loop {
+            if self.conn.checked {
+                return self
+                    .conn
+                    .client
+                    .query_typed_opt(
+                        "SELECT heartbeat, ended FROM jkz_chats WHERE session_id = $1",
+                        &[(&session, Type::TEXT)],
+                    )
+                    .map(|r| r.map(|r| (r.get::<_, i64>(0), r.get::<_, Option<i64>>(1))))
+                    .map_err(|e| self.err(e));
+            }
+            let sql = format!(
+                "{}; SELECT heartbeat, ended FROM jkz_chats WHERE session_id = {}",
+                schema::VERSION_QUERY,
+                literal(session)
+            );
+            let messages = match self.conn.client.simple_query(&sql) {
+                Ok(m) => m,
+                // No version table yet: migrate, then read again.
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {
+                    self.conn.settle(None)?;
+                    continue;
+                }
+                Err(e) => return Err(self.err(e)),
+            };
+            let rows: Vec<&SimpleQueryRow> = messages
+                .iter()
+                .filter_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            let version = rows
+                .iter()
+                .find(|r| r.columns().first().map(|c| c.name()) == Some("version"))
+                .and_then(|r| r.get(0)?.parse().ok());
+            if self.conn.settle(version)? {
+                continue;
+            }
+            let int = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
+            return Ok(rows
+                .iter()
+                .find(|r| r.columns().first().map(|c| c.name()) == Some("heartbeat"))
+                .and_then(|r| Some((int(r.get(0))?, int(r.get(1))))));
+        }
+    }
+
     /// A transaction holding the registry's advisory lock.
     fn locked(&mut self) -> Result<postgres::Transaction<'_>, postgres::Error> {
         let mut tx = self.conn.client.transaction()?;
-        tx.execute(
+        tx.query_typed(
             "SELECT pg_advisory_xact_lock($1, 0)",
-            &[&(LockClass::Registry as i32)],
+            &[(&(LockClass::Registry as i32), Type::INT4)],
         )?;
         Ok(tx)
     }
@@ -184,11 +238,12 @@ impl Store for TeamRegistry<'_> {
         client: Option<&Client>,
         now: i64,
     ) -> Result<(), StoreError> {
+        self.conn.checked()?;
         // The client's pid, host and start time are one fact, replaced
         // together; without a client, the machine is still recorded.
         let host = client.map_or_else(crate::process::hostname, |c| c.host.clone());
         let run = |c: &mut postgres::Client| -> Result<(), postgres::Error> {
-            c.execute(
+            c.query_typed(
                 "INSERT INTO jkz_chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host, pid_start)
                  VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8)
                  ON CONFLICT (session_id) DO UPDATE SET
@@ -200,19 +255,19 @@ impl Store for TeamRegistry<'_> {
                     pid = coalesce(excluded.pid, jkz_chats.pid),
                     heartbeat = GREATEST(jkz_chats.heartbeat, excluded.heartbeat), ended = NULL",
                 &[
-                    &session,
-                    &place.cwd,
-                    &place.worktree,
-                    &place.branch,
-                    &client.map(|c| c.pid),
-                    &now,
-                    &host,
-                    &client.and_then(|c| c.pid_start),
+                    (&session, Type::TEXT),
+                    (&place.cwd, Type::TEXT),
+                    (&place.worktree, Type::TEXT),
+                    (&place.branch, Type::TEXT),
+                    (&client.map(|c| c.pid), Type::INT8),
+                    (&now, Type::INT8),
+                    (&host, Type::TEXT),
+                    (&client.and_then(|c| c.pid_start), Type::INT8),
                 ],
             )?;
-            c.execute(
+            c.query_typed(
                 "DELETE FROM jkz_chats WHERE ended IS NOT NULL AND ended < $1",
-                &[&(now - FORGET_GONE_AFTER)],
+                &[(&(now - FORGET_GONE_AFTER), Type::INT8)],
             )?;
             Ok(())
         };
@@ -225,24 +280,16 @@ impl Store for TeamRegistry<'_> {
         place: &dyn Fn() -> Place,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let last = self
-            .conn
-            .client
-            .query_opt(
-                "SELECT heartbeat, ended FROM jkz_chats WHERE session_id = $1",
-                &[&session],
-            )
-            .map_err(|e| self.err(e))?
-            .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)));
+        let last = self.last_beat(session)?;
         match last {
             Some((beat, None)) if (0..HEARTBEAT_EVERY).contains(&(now - beat)) => Ok(false),
             Some(_) => {
                 self.conn
                     .client
-                    .execute(
+                    .query_typed(
                         "UPDATE jkz_chats SET heartbeat = GREATEST(heartbeat, $2), ended = NULL
                          WHERE session_id = $1",
-                        &[&session, &now],
+                        &[(&session, Type::TEXT), (&now, Type::INT8)],
                     )
                     .map_err(|e| self.err(e))?;
                 Ok(true)
@@ -255,16 +302,21 @@ impl Store for TeamRegistry<'_> {
     }
 
     fn end(&mut self, session: &str, now: i64) -> Result<usize, StoreError> {
+        self.conn.checked()?;
         let run = |reg: &mut Self| -> Result<usize, postgres::Error> {
             let mut tx = reg.locked()?;
-            tx.execute(
+            tx.query_typed(
                 "UPDATE jkz_chats SET ended = $2 WHERE session_id = $1",
-                &[&session, &now],
+                &[(&session, Type::TEXT), (&now, Type::INT8)],
             )?;
-            let released =
-                tx.execute("DELETE FROM jkz_claims WHERE session_id = $1", &[&session])?;
+            let released = tx
+                .query_typed(
+                    "DELETE FROM jkz_claims WHERE session_id = $1 RETURNING 1",
+                    &[(&session, Type::TEXT)],
+                )?
+                .len();
             tx.commit()?;
-            Ok(released as usize)
+            Ok(released)
         };
         run(self).map_err(|e| self.err(e))
     }
@@ -278,19 +330,20 @@ impl Store for TeamRegistry<'_> {
         place: &dyn Fn() -> Place,
         now: i64,
     ) -> Result<Claimed, StoreError> {
+        self.conn.checked()?;
         let run = |reg: &mut Self| -> Result<Claimed, postgres::Error> {
             let mut tx = reg.locked()?;
             register_or_beat(&mut tx, session, place, now)?;
             let on_issue = holders(
                 &mut tx,
                 "WHERE c.issue = $1 AND c.session_id != $2",
-                &[&issue, &session],
+                &[(&issue, Type::TEXT), (&session, Type::TEXT)],
             )?;
             let with_worktrees = match worktree {
                 Some(_) => holders(
                     &mut tx,
                     "WHERE c.worktree IS NOT NULL AND c.session_id != $1",
-                    &[&session],
+                    &[(&session, Type::TEXT)],
                 )?,
                 None => Vec::new(),
             };
@@ -320,15 +373,21 @@ impl Store for TeamRegistry<'_> {
     }
 
     fn holder_of(&mut self, issue: &str) -> Result<Option<Holder>, StoreError> {
-        holders(&mut self.conn.client, "WHERE c.issue = $1", &[&issue])
-            .map(|h| h.into_iter().next())
-            .map_err(|e| self.err(e))
+        self.conn.checked()?;
+        holders(
+            &mut self.conn.client,
+            "WHERE c.issue = $1",
+            &[(&issue, Type::TEXT)],
+        )
+        .map(|h| h.into_iter().next())
+        .map_err(|e| self.err(e))
     }
 
     fn release(&mut self, session: &str, issue: &str) -> Result<Released, StoreError> {
+        self.conn.checked()?;
         let run = |reg: &mut Self| -> Result<Released, postgres::Error> {
             let mut tx = reg.locked()?;
-            let found = holders(&mut tx, "WHERE c.issue = $1", &[&issue])?;
+            let found = holders(&mut tx, "WHERE c.issue = $1", &[(&issue, Type::TEXT)])?;
             let outcome = match found.into_iter().next() {
                 None => Released::NotClaimed,
                 Some(h) if h.claim.session_id != session => Released::HeldByOther(Box::new(h)),
@@ -344,6 +403,7 @@ impl Store for TeamRegistry<'_> {
     }
 
     fn chats(&mut self) -> Result<Vec<(Chat, Vec<Claim>)>, StoreError> {
+        self.conn.checked()?;
         let run = |reg: &mut Self| -> Result<Vec<(Chat, Vec<Claim>)>, postgres::Error> {
             let mut tx = reg
                 .conn
@@ -389,10 +449,11 @@ impl Store for TeamRegistry<'_> {
     }
 
     fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError> {
+        self.conn.checked()?;
         holders(
             &mut self.conn.client,
             "WHERE c.session_id != $1",
-            &[&session],
+            &[(&session, Type::TEXT)],
         )
         .map_err(|e| self.err(e))
     }
@@ -403,6 +464,7 @@ impl Store for TeamRegistry<'_> {
         file: Option<&str>,
         issue: Option<&str>,
     ) -> Result<Vec<Holder>, StoreError> {
+        self.conn.checked()?;
         holders(
             &mut self.conn.client,
             "WHERE c.session_id != $1 AND (
@@ -410,17 +472,22 @@ impl Store for TeamRegistry<'_> {
                  AND ($2::text = c.worktree
                       OR substr($2::text, 1, length(c.worktree) + 1) = c.worktree || '/'))
                 OR c.issue = $3::text)",
-            &[&session, &file, &issue],
+            &[
+                (&session, Type::TEXT),
+                (&file, Type::TEXT),
+                (&issue, Type::TEXT),
+            ],
         )
         .map_err(|e| self.err(e))
     }
 
     fn chat(&mut self, session: &str) -> Result<Option<Chat>, StoreError> {
+        self.conn.checked()?;
         self.conn
             .client
-            .query_opt(
+            .query_typed_opt(
                 &format!("SELECT {CHAT_COLUMNS} FROM jkz_chats WHERE session_id = $1"),
-                &[&session],
+                &[(&session, Type::TEXT)],
             )
             .map(|r| r.map(|r| chat_at(&r, 0)))
             .map_err(|e| self.err(e))

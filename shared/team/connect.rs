@@ -16,8 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use postgres::NoTls;
-
 use super::error::{Kind, TeamError};
 use super::schema;
 use super::url::{Budget, RegistryUrl};
@@ -30,6 +28,12 @@ pub enum Schema {
     /// A reader that must change nothing (the observer, `jkz doctor`): the
     /// version is checked, never changed.
     ReadOnly,
+    /// A writer whose first statement reads the version itself (a round
+    /// trip saved on every hook and lock): the connection opens unchecked,
+    /// and the caller settles it with [`Conn::settle`] when that read found
+    /// no table, or another version, or before any statement that does not
+    /// read it ([`Conn::checked`]).
+    Folded,
 }
 
 /// An open connection, for the caller's statements.
@@ -39,12 +43,44 @@ pub struct Conn {
     pub url: String,
     /// The schema version found (after migrating, for a writer).
     pub version: i32,
+    /// Whether `version` was read from the database (not yet, for
+    /// [`Schema::Folded`]).
+    pub checked: bool,
 }
 
 impl Conn {
     /// A client error as a [`TeamError`] naming this registry.
     pub fn err(&self, e: postgres::Error) -> TeamError {
         TeamError::of(&self.url, &e, false)
+    }
+
+    /// Checks the schema (migrating an older one) unless done already: for
+    /// [`Schema::Folded`], before a statement that does not read the
+    /// version itself.
+    pub fn checked(&mut self) -> Result<(), TeamError> {
+        if self.checked {
+            return Ok(());
+        }
+        schema::migrate(&mut self.client, &self.url, false)?;
+        self.version = schema::SCHEMA_VERSION;
+        self.checked = true;
+        Ok(())
+    }
+
+    /// After a folded read of the version (`found`: `None` when the table
+    /// is missing) that was not the current one: ends the transaction the
+    /// read was in (if any), migrates an older schema or refuses a newer
+    /// one. True when the caller should run its statements again.
+    pub fn settle(&mut self, found: Option<i32>) -> Result<bool, TeamError> {
+        if self.checked || found == Some(schema::SCHEMA_VERSION) {
+            self.checked = true;
+            return Ok(false);
+        }
+        self.client
+            .batch_execute("ROLLBACK")
+            .map_err(|e| TeamError::of(&self.url, &e, false))?;
+        self.checked()?;
+        Ok(true)
     }
 }
 
@@ -54,8 +90,11 @@ pub fn open(url: &RegistryUrl, budget: Budget, schema: Schema) -> Result<Conn, T
     let config = url
         .config(budget)
         .map_err(|why| TeamError::new(Kind::Config, "", why))?;
+    let tls = url
+        .tls()
+        .map_err(|why| TeamError::new(Kind::Config, "", why))?;
     let mut client = config
-        .connect(NoTls)
+        .connect(tls.connector())
         .map_err(|e| TeamError::of(&shown, &e, true))?;
     let version = match schema {
         Schema::Migrate => {
@@ -63,11 +102,13 @@ pub fn open(url: &RegistryUrl, budget: Budget, schema: Schema) -> Result<Conn, T
             schema::SCHEMA_VERSION
         }
         Schema::ReadOnly => schema::check(&mut client, &shown)?,
+        Schema::Folded => schema::SCHEMA_VERSION,
     };
     Ok(Conn {
         client,
         url: shown,
         version,
+        checked: schema != Schema::Folded,
     })
 }
 
@@ -160,9 +201,26 @@ fn gone(shown: &str) -> TeamError {
     )
 }
 
+/// `s` as an SQL string literal: `E'…'` with `\` and `'` doubled, which
+/// reads the same whatever `standard_conforming_strings` says (the client
+/// speaks UTF-8, and text holds no NUL).
+pub fn literal(s: &str) -> String {
+    format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_reads_back_as_the_text_whatever_it_holds() {
+        assert_eq!(literal("plain"), "E'plain'");
+        assert_eq!(literal(r"it's a \ back"), r"E'it''s a \\ back'");
+        assert_eq!(
+            literal("'; DROP TABLE jkz_locks; --"),
+            "E'''; DROP TABLE jkz_locks; --'"
+        );
+    }
 
     #[test]
     fn a_listener_that_never_answers_is_given_up_on_within_the_bound() {

@@ -127,6 +127,14 @@ impl TeamError {
                 format!("{why}: the server asks for a password; put it in PGPASSWORD or ~/.pgpass (jkz never stores one)"),
             );
         }
+        if why.contains("server does not support TLS") {
+            return TeamError::new(
+                Kind::Unreachable,
+                url,
+                format!("{why}: the URL or PGSSLMODE asks for TLS (sslmode=require or verify-*) and the server has ssl off; \
+                         turn ssl on at the server, or use sslmode=prefer on a network you trust"),
+            );
+        }
         let kind = if connecting || e.is_closed() {
             Kind::Unreachable
         } else {

@@ -65,8 +65,25 @@ const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS jkz_schema (
     version integer NOT NULL
 )";
 
-/// The recorded version: 0 for a database jkz never used.
-pub fn version(client: &mut impl GenericClient) -> Result<i32, postgres::Error> {
+/// The statement that reads the recorded version, for a caller that folds
+/// it into its own first message ([`super::connect::Schema::Folded`]).
+pub const VERSION_QUERY: &str = "SELECT version FROM jkz_schema WHERE id = 1";
+
+/// The recorded version: 0 for a database jkz never used. One round trip
+/// (every hook and command asks this first): the row is read straight
+/// away, and a missing table answers 0. Not for use inside a transaction,
+/// which the missing table's error would abort: see [`version_in`].
+pub fn version(client: &mut postgres::Client) -> Result<i32, postgres::Error> {
+    match client.query_typed_opt(VERSION_QUERY, &[]) {
+        Ok(row) => Ok(row.map_or(0, |r| r.get(0))),
+        Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`version`] inside a transaction: the table's existence is asked
+/// first, so a missing one is no error.
+fn version_in(client: &mut impl GenericClient) -> Result<i32, postgres::Error> {
     let exists: bool = client
         .query_one("SELECT to_regclass('jkz_schema') IS NOT NULL", &[])?
         .get(0);
@@ -118,7 +135,7 @@ pub fn migrate(client: &mut postgres::Client, url: &str, repair: bool) -> Result
     )
     .map_err(sql)?;
     // Another machine may have migrated while this one waited.
-    let found = version(&mut tx).map_err(sql)?;
+    let found = version_in(&mut tx).map_err(sql)?;
     if found > SCHEMA_VERSION {
         return Err(newer(url, found));
     }

@@ -7,18 +7,16 @@
 //! the environment (`JKZ_REGISTRY_URL`), never written to a file and never
 //! shown: every message masks it ([`RegistryUrl::masked`]). The user defaults
 //! to `PGUSER`, else the login name; `sslmode` to `PGSSLMODE`, else
-//! `prefer`.
-//!
-//! TLS: this build of jkz speaks plain TCP only. `sslmode=disable` and
-//! `sslmode=prefer` (which then connects without TLS) work; `sslmode=require`
-//! is refused with a clear message before any connection is tried. Across
-//! an untrusted network, reach the server through a tunnel (`ssh -L`) or a
-//! TLS-terminating proxy on loopback.
+//! `prefer`, and the CA to `sslrootcert`, else `PGSSLROOTCERT`, else
+//! `~/.postgresql/root.crt` ([`super::tls`]: libpq's modes, `disable` to
+//! `verify-full`). The client itself knows only `disable`, `prefer` and
+//! `require`, so jkz takes `sslmode` and `sslrootcert` out of the URL it
+//! hands the client and applies them itself.
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::config::SslMode;
+use super::tls::{Mode, Tls};
 
 /// The URL schemes accepted.
 const SCHEMES: [&str; 2] = ["postgres://", "postgresql://"];
@@ -99,7 +97,7 @@ impl RegistryUrl {
                 url.masked()
             ));
         }
-        let config = postgres::Config::from_str(raw).map_err(|e| {
+        let config = postgres::Config::from_str(&url.for_client()).map_err(|e| {
             format!(
                 "{}: not a valid PostgreSQL URL ({e}): write postgres://USER@HOST:PORT/DATABASE",
                 url.masked()
@@ -117,12 +115,8 @@ impl RegistryUrl {
                 url.masked()
             ));
         }
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(format!(
-                "{}: sslmode=require needs TLS, which this jkz build does not include: \
-                 use sslmode=disable or prefer, and reach the server over a tunnel (ssh -L) across an untrusted network",
-                url.masked()
-            ));
+        if let Some(mode) = query_value(raw, "sslmode") {
+            Mode::parse(&mode).map_err(|why| format!("{}: sslmode: {why}", url.masked()))?;
         }
         Ok(url)
     }
@@ -130,7 +124,7 @@ impl RegistryUrl {
     /// True when the URL itself holds a password (`user:pw@` or
     /// `?password=`).
     pub fn has_password(&self) -> bool {
-        postgres::Config::from_str(&self.raw).is_ok_and(|c| c.get_password().is_some())
+        postgres::Config::from_str(&self.for_client()).is_ok_and(|c| c.get_password().is_some())
     }
 
     /// The URL as given, password included: only for the connection.
@@ -157,30 +151,14 @@ impl RegistryUrl {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<postgres::Config, String> {
         let env = |name: &str| env(name).filter(|v| !v.is_empty());
-        let mut config = postgres::Config::from_str(&self.raw)
+        let mut config = postgres::Config::from_str(&self.for_client())
             .map_err(|e| format!("{}: not a valid PostgreSQL URL ({e})", self.masked()))?;
         if config.get_user().is_none() {
             if let Some(user) = env("PGUSER") {
                 config.user(&user);
             }
         }
-        if !query_names(&self.raw, "sslmode") {
-            match env("PGSSLMODE").as_deref() {
-                None => {}
-                Some("disable") => {
-                    config.ssl_mode(SslMode::Disable);
-                }
-                Some("allow" | "prefer") => {
-                    config.ssl_mode(SslMode::Prefer);
-                }
-                Some(other) => {
-                    return Err(format!(
-                        "PGSSLMODE={other}: this jkz build has no TLS, so only disable and prefer can be honoured; \
-                         unset it or set PGSSLMODE=prefer, and use a tunnel (ssh -L) across an untrusted network"
-                    ))
-                }
-            }
-        }
+        config.ssl_mode(self.tls_with(&env)?.mode.negotiation());
         if config.get_password().is_none() {
             if let Some(pw) = env("PGPASSWORD") {
                 config.password(pw);
@@ -209,18 +187,84 @@ impl RegistryUrl {
         Ok(config)
     }
 
+    /// The TLS settings: the URL's `sslmode` and `sslrootcert`, else the
+    /// libpq environment's (`PGSSLMODE`, `PGSSLROOTCERT`,
+    /// `~/.postgresql/root.crt`); `prefer` by default.
+    pub fn tls(&self) -> Result<Tls, String> {
+        self.tls_with(&|name: &str| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// [`RegistryUrl::tls`] with the environment given (tests).
+    pub fn tls_with(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Tls, String> {
+        Tls::resolve(
+            query_value(&self.raw, "sslmode").as_deref(),
+            query_value(&self.raw, "sslrootcert").as_deref(),
+            env,
+        )
+        .map_err(|why| format!("{}: {why}", self.masked()))
+    }
+
+    /// The URL the client parses: without `sslmode` and `sslrootcert`,
+    /// which jkz applies itself (the client knows neither `verify-ca`,
+    /// `verify-full` nor a CA file).
+    fn for_client(&self) -> String {
+        let Some((base, query)) = self.raw.split_once('?') else {
+            return self.raw.clone();
+        };
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !matches!(pair.split('=').next(), Some("sslmode" | "sslrootcert")))
+            .collect();
+        if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        }
+    }
+
     /// The database's name as the server will see it (for messages).
     pub fn database(&self) -> Option<String> {
-        postgres::Config::from_str(&self.raw)
+        postgres::Config::from_str(&self.for_client())
             .ok()
             .and_then(|c| c.get_dbname().map(str::to_string))
     }
 }
 
-/// True when the URL's query string sets `key`.
-fn query_names(raw: &str, key: &str) -> bool {
-    raw.split_once('?')
-        .is_some_and(|(_, q)| q.split('&').any(|pair| pair.split('=').next() == Some(key)))
+/// The value the URL's query string gives `key` (the last, as the client
+/// reads it), percent-decoded.
+fn query_value(raw: &str, key: &str) -> Option<String> {
+    let (_, query) = raw.split_once('?')?;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| percent_decode(v))
+}
+
+/// `%XX` escapes (and `+`, as a space is written in a query) decoded; a
+/// stray `%` is kept as it is.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The length of `raw`'s scheme (`postgres://`), 0 when it has none jkz reads.
@@ -287,6 +331,7 @@ pub fn mask(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use postgres::config::SslMode;
 
     #[test]
     fn passwords_are_masked_wherever_the_client_would_read_one() {
@@ -328,8 +373,22 @@ mod tests {
             e.contains("%40") && !e.contains("hunter2") && !e.contains("pw@"),
             "{e}"
         );
-        let e = RegistryUrl::parse("postgres://h/d?sslmode=require").unwrap_err();
-        assert!(e.contains("TLS"), "{e}");
+        let e = RegistryUrl::parse("postgres://u:hunter2@h/d?sslmode=on").unwrap_err();
+        assert!(e.contains("sslmode") && e.contains("verify-full"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        for mode in [
+            "disable",
+            "allow",
+            "prefer",
+            "require",
+            "verify-ca",
+            "verify-full",
+        ] {
+            RegistryUrl::parse(&format!(
+                "postgres://h/d?sslmode={mode}&sslrootcert=/ca.pem"
+            ))
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        }
         let u = RegistryUrl::parse("postgres://u:pw@h/d").unwrap();
         assert!(u.has_password());
         assert!(!RegistryUrl::parse("postgres://u@h/d")
@@ -361,11 +420,57 @@ mod tests {
         assert_eq!(c.get_user(), Some("me"));
         assert_eq!(c.get_password(), Some(&b"pw"[..]));
         assert_eq!(c.get_ssl_mode(), SslMode::Prefer);
-        let strict = |name: &str| (name == "PGSSLMODE").then(|| "verify-full".to_string());
-        let e = RegistryUrl::parse("postgres://h/d")
-            .unwrap()
-            .config_with(Budget::hook(), strict)
+        // verify-full: the client is asked to require TLS; jkz verifies.
+        let strict = |name: &str| match name {
+            "PGSSLMODE" => Some("verify-full".to_string()),
+            "PGSSLROOTCERT" => Some("/etc/jkz/ca.pem".to_string()),
+            _ => None,
+        };
+        let url = RegistryUrl::parse("postgres://h/d").unwrap();
+        let c = url.config_with(Budget::hook(), strict).unwrap();
+        assert_eq!(c.get_ssl_mode(), SslMode::Require);
+        let tls = url.tls_with(&strict).unwrap();
+        assert_eq!(tls.mode, Mode::VerifyFull);
+        assert_eq!(
+            tls.root_file(),
+            Some(std::path::Path::new("/etc/jkz/ca.pem"))
+        );
+        let e = url
+            .config_with(Budget::hook(), |n: &str| {
+                (n == "PGSSLMODE").then(|| "verify-full".to_string())
+            })
             .unwrap_err();
-        assert!(e.contains("PGSSLMODE=verify-full"), "{e}");
+        assert!(
+            e.contains("verify-full") && e.contains("PGSSLROOTCERT"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_are_read_from_the_url_and_kept_from_the_client() {
+        let url = RegistryUrl::parse(
+            "postgres://u@h/d?sslmode=verify-ca&application_name=x&sslrootcert=%2Fetc%2Fmy%20ca.pem",
+        )
+        .unwrap();
+        assert_eq!(url.for_client(), "postgres://u@h/d?application_name=x");
+        let none = |_: &str| None;
+        let tls = url.tls_with(&none).unwrap();
+        assert_eq!(tls.mode, Mode::VerifyCa);
+        assert_eq!(
+            tls.root_file(),
+            Some(std::path::Path::new("/etc/my ca.pem"))
+        );
+        let c = url.config_with(Budget::hook(), none).unwrap();
+        assert_eq!(c.get_ssl_mode(), SslMode::Require);
+        assert_eq!(c.get_application_name(), Some("x"));
+        assert_eq!(url.database().as_deref(), Some("d"));
+        assert_eq!(
+            RegistryUrl::parse("postgres://u@h/d?sslmode=require")
+                .unwrap()
+                .for_client(),
+            "postgres://u@h/d"
+        );
+        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(percent_decode("%41%zz"), "A%zz");
     }
 }

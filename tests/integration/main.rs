@@ -26,6 +26,7 @@ mod regression;
 mod session;
 mod state;
 mod team;
+mod team_tls;
 mod tool_output;
 mod truncate;
 mod ui;

@@ -25,6 +25,8 @@ pub struct Server {
     bin: PathBuf,
     dir: PathBuf,
     pub port: u16,
+    /// More server settings (`-c name=value …`), e.g. `-c ssl=on`.
+    extra: String,
 }
 
 /// The directory holding `initdb` and `pg_ctl`, the newest version's.
@@ -86,6 +88,13 @@ impl Server {
     /// Initializes and starts a server of its own; `None` when the binaries
     /// are missing outside CI (a visible skip), a panic in CI.
     pub fn start() -> Option<Server> {
+        Server::start_with("", &[])
+    }
+
+    /// [`Server::start`] with more settings (`extra`, as `-c ssl=on`) and
+    /// files written into the data directory first, readable by the
+    /// server's user only (`server.crt`, `server.key`: TLS).
+    pub fn start_with(extra: &str, files: &[(&str, &[u8])]) -> Option<Server> {
         let Some(bin) = binaries() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -132,10 +141,25 @@ impl Server {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        for (name, bytes) in files {
+            let path = dir.join("data").join(name);
+            std::fs::write(&path, bytes).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            if is_root() {
+                let status = Command::new("chown")
+                    .arg("nobody")
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "chown nobody {}", path.display());
+            }
+        }
         let server = Server {
             bin,
             dir,
             port: free_port(),
+            extra: extra.to_string(),
         };
         server.up();
         server.watch();
@@ -147,9 +171,10 @@ impl Server {
     pub fn up(&self) {
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories='{}' -c fsync=off \
-             -c max_connections=200 -c shared_buffers=16MB",
+             -c max_connections=200 -c shared_buffers=16MB {}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.extra
         );
         let out = as_server_user(&self.bin.join("pg_ctl"))
             .arg("-D")

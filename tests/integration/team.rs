@@ -643,7 +643,7 @@ fn a_malformed_url_is_a_clear_error_and_hooks_fail_open() {
     for url in [
         "mysql://u:hunter2@h/d",
         "postgres://u:hunter2@h:port/d",
-        "postgres://h/d?sslmode=require",
+        "postgres://u:hunter2@h/d?sslmode=verify-everything",
     ] {
         let m = Machine::new("machine-a", Backend::Team(url.into()));
         let run = m.jkz(&["chats"], T).expect_code(1);
