@@ -175,7 +175,11 @@ impl Checkout {
 /// held here, while `pg_stat_ssl` is read for its session (found by its
 /// `application_name`).
 fn session_is_encrypted(t: &Tls, database: &str, url: &str, env: &[(&str, &str)]) -> bool {
-    let app = format!("jkz_tls_{}", std::process::id());
+    // One name per call: a session of an earlier call may still be listed
+    // while it ends.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let app = format!("jkz_tls_{}_{call}", std::process::id());
     let url = format!(
         "{url}{}application_name={app}",
         if url.contains('?') { '&' } else { '?' }
@@ -202,15 +206,18 @@ fn session_is_encrypted(t: &Tls, database: &str, url: &str, env: &[(&str, &str)]
         .unwrap();
     let started = Instant::now();
     let ssl = loop {
-        let row = admin
-            .query_opt(
+        let rows = admin
+            .query(
                 "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
                  WHERE a.application_name = $1",
                 &[&app],
             )
             .unwrap();
-        if let Some(r) = row {
-            break r.get::<_, bool>(0);
+        if let Some(r) = rows.first() {
+            let ssl = r.get::<_, bool>(0);
+            // Every session of this call is the same way.
+            assert!(rows.iter().all(|r| r.get::<_, bool>(0) == ssl), "{app}");
+            break ssl;
         }
         assert!(
             started.elapsed() < Duration::from_secs(10),
