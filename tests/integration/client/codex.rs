@@ -13,7 +13,6 @@
 //! reports many tokens forces a compaction. `--dangerously-bypass-hook-trust`
 //! runs the project's hooks without the interactive trust review.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::codex_server::{CodexServer, Reply, Request};
-use super::{path_with_jkz, run_bounded, target_dir, Finished};
+use super::{npm_install, path_with_jkz, run_bounded, Finished, NpmClient};
 use crate::util::bin;
 use jkz::thousands::thousands;
 
@@ -42,42 +41,14 @@ pub fn codex_bin() -> PathBuf {
 }
 
 fn install() -> PathBuf {
-    let prefix = target_dir().join("codex-cli");
-    let bin = prefix.join("node_modules/.bin/codex");
-    std::fs::create_dir_all(&prefix).expect("create the codex-cli install directory");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(target_dir().join("codex-cli.lock"))
-        .expect("open the install lock");
-    lock.lock().expect("take the install lock");
-    if installed_version(&bin).as_deref() == Some(CODEX_VERSION) {
-        return bin;
-    }
-    let package = format!("@openai/codex@{CODEX_VERSION}");
-    let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&prefix)
-        .arg(&package)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "the Codex tests need npm (Node.js) to install {package}: running npm failed: {e}. \
-                 Install Node.js and npm, then run cargo test again."
-            )
-        });
-    assert!(
-        out.status.success(),
-        "npm install {package} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let version = installed_version(&bin);
-    assert_eq!(version.as_deref(), Some(CODEX_VERSION), "{}", bin.display());
-    bin
+    npm_install(&NpmClient {
+        name: "Codex",
+        dir: "codex-cli",
+        bin: "codex",
+        package: "@openai/codex",
+        version: CODEX_VERSION,
+        installed_version,
+    })
 }
 
 fn installed_version(bin: &Path) -> Option<String> {

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use super::gemini_server::{GeminiRequest, GeminiServer, Reply};
 use super::model_server::Recorded;
-use super::{path_with_jkz, run_bounded, target_dir, Finished};
+use super::{npm_install, path_with_jkz, run_bounded, Finished, NpmClient};
 use crate::util::{bin, Cmd};
 
 /// The pinned client version.
@@ -45,47 +45,14 @@ pub fn gemini_bin() -> PathBuf {
 }
 
 fn install() -> PathBuf {
-    let prefix = target_dir().join("gemini-cli");
-    let bin = prefix.join("node_modules/.bin/gemini");
-    std::fs::create_dir_all(&prefix).expect("create the gemini-cli install directory");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(target_dir().join("gemini-cli.lock"))
-        .expect("open the install lock");
-    lock.lock().expect("take the install lock");
-    if installed_version(&bin).as_deref() == Some(GEMINI_CLI_VERSION) {
-        return bin;
-    }
-    let package = format!("@google/gemini-cli@{GEMINI_CLI_VERSION}");
-    let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&prefix)
-        .arg(&package)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "the Gemini CLI tests need npm (Node.js) to install {package}: running npm failed: {e}. \
-                 Install Node.js and npm, then run cargo test again."
-            )
-        });
-    assert!(
-        out.status.success(),
-        "npm install {package} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let version = installed_version(&bin);
-    assert_eq!(
-        version.as_deref(),
-        Some(GEMINI_CLI_VERSION),
-        "after npm install, {} reports version {version:?}",
-        bin.display()
-    );
-    bin
+    npm_install(&NpmClient {
+        name: "Gemini CLI",
+        dir: "gemini-cli",
+        bin: "gemini",
+        package: "@google/gemini-cli",
+        version: GEMINI_CLI_VERSION,
+        installed_version,
+    })
 }
 
 fn installed_version(bin: &Path) -> Option<String> {

@@ -60,21 +60,49 @@ pub fn claude_bin() -> PathBuf {
 }
 
 fn install() -> PathBuf {
-    let prefix = target_dir().join("claude-code");
-    let bin = prefix.join("node_modules/.bin/claude");
-    std::fs::create_dir_all(&prefix).expect("create the claude-code install directory");
-    // Other test processes (or a parallel `cargo test`) may be installing too.
+    npm_install(&NpmClient {
+        name: "Claude Code",
+        dir: "claude-code",
+        bin: "claude",
+        package: "@anthropic-ai/claude-code",
+        version: CLAUDE_CODE_VERSION,
+        installed_version,
+    })
+}
+
+/// A client the tests install from npm into the target directory.
+pub struct NpmClient {
+    /// As the messages name it.
+    pub name: &'static str,
+    /// Its directory under the target directory (and `<dir>.lock` beside it).
+    pub dir: &'static str,
+    /// Its program in `node_modules/.bin/`.
+    pub bin: &'static str,
+    pub package: &'static str,
+    /// The pinned version.
+    pub version: &'static str,
+    /// The version an installed program reports (`None`: not installed).
+    pub installed_version: fn(&Path) -> Option<String>,
+}
+
+/// Installs `client` on first use (under a lock file: other test processes,
+/// or a parallel `cargo test`, may be installing too) and returns its
+/// program, checked to report the pinned version.
+pub fn npm_install(client: &NpmClient) -> PathBuf {
+    let prefix = target_dir().join(client.dir);
+    let bin = prefix.join("node_modules/.bin").join(client.bin);
+    std::fs::create_dir_all(&prefix).expect("create the client's install directory");
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(target_dir().join("claude-code.lock"))
+        .open(target_dir().join(format!("{}.lock", client.dir)))
         .expect("open the install lock");
     lock.lock().expect("take the install lock");
-    if installed_version(&bin).as_deref() == Some(CLAUDE_CODE_VERSION) {
+    if (client.installed_version)(&bin).as_deref() == Some(client.version) {
         return bin;
     }
-    let package = format!("@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}");
+    let package = format!("{}@{}", client.package, client.version);
     let out = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&prefix)
@@ -83,8 +111,9 @@ fn install() -> PathBuf {
         .output()
         .unwrap_or_else(|e| {
             panic!(
-                "the real-client tests need npm (Node.js) to install {package}: running npm failed: {e}. \
-                 Install Node.js and npm, then run cargo test again."
+                "the {} tests need npm (Node.js) to install {package}: running npm failed: {e}. \
+                 Install Node.js and npm, then run cargo test again.",
+                client.name
             )
         });
     assert!(
@@ -94,10 +123,10 @@ fn install() -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let version = installed_version(&bin);
+    let version = (client.installed_version)(&bin);
     assert_eq!(
         version.as_deref(),
-        Some(CLAUDE_CODE_VERSION),
+        Some(client.version),
         "after npm install, {} reports version {version:?}",
         bin.display()
     );
