@@ -55,6 +55,7 @@ pub mod json_depth;
 pub mod json_file;
 pub mod json_type;
 pub mod lines;
+pub mod outside_text;
 pub mod process;
 pub mod resolved_path;
 pub mod sqlite;

@@ -18,6 +18,7 @@
 //!   it is reading was made.
 
 use super::digest::{Digest, PipelineDigest, MAX_DETAILED};
+use crate::outside_text::short;
 
 /// What is known now of a pipeline the snapshot detailed.
 #[derive(Debug)]
@@ -57,13 +58,16 @@ pub fn reconcile(
             LiveFile::Read(now, active) => changes.extend(changed_items(then, &now, active)),
             LiveFile::Gone => {
                 changes.push(format!(
-                    "#{issue}: its pipeline file is gone; shown as the snapshot recorded it"
+                    "#{}: its pipeline file is gone; shown as the snapshot recorded it",
+                    short(issue)
                 ));
                 carried.push(then.clone());
             }
             LiveFile::Unreadable(why) => {
                 changes.push(format!(
-                    "#{issue}: its pipeline file cannot be read now ({why}); shown as the snapshot recorded it"
+                    "#{}: its pipeline file cannot be read now ({}); shown as the snapshot recorded it",
+                    short(issue),
+                    short(&why)
                 ));
                 carried.push(then.clone());
             }
@@ -75,7 +79,7 @@ pub fn reconcile(
         if !known {
             changes.push(format!(
                 "#{}: not in the snapshot (started or resumed since)",
-                now.issue
+                short(&now.issue)
             ));
         }
     }
@@ -103,7 +107,11 @@ fn changed_items(then: &PipelineDigest, now: &PipelineDigest, active: bool) -> O
         } else {
             " (finished: no longer active)"
         };
-        items.push(format!("phase {} → {}{finished}", then.phase, now.phase));
+        items.push(format!(
+            "phase {} → {}{finished}",
+            short(&then.phase),
+            short(&now.phase)
+        ));
     }
     if then.active_agent != now.active_agent {
         items.push(format!(
@@ -160,11 +168,11 @@ fn changed_items(then: &PipelineDigest, now: &PipelineDigest, active: bool) -> O
     if let Some(what) = changed_text(&plan(then), &plan(now)) {
         items.push(format!("approved plan {what}"));
     }
-    (!items.is_empty()).then(|| format!("#{}: {}", now.issue, items.join("; ")))
+    (!items.is_empty()).then(|| format!("#{}: {}", short(&now.issue), items.join("; ")))
 }
 
-fn or_none(s: Option<&str>) -> &str {
-    s.unwrap_or("none")
+fn or_none(s: Option<&str>) -> String {
+    s.map_or("none".into(), short)
 }
 
 fn verdicts(p: &PipelineDigest) -> String {
@@ -177,7 +185,7 @@ fn verdicts(p: &PipelineDigest) -> String {
         "(review {}, QA {}; overall {})",
         outcome(p.cycles.review_passed),
         outcome(p.cycles.qa_passed),
-        p.verdict.as_deref().unwrap_or("none")
+        p.verdict.as_deref().map_or("none".into(), short)
     )
 }
 

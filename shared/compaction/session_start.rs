@@ -44,6 +44,7 @@ use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
+use crate::outside_text::{self, short};
 use crate::pipeline::{self, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_record;
@@ -366,7 +367,6 @@ fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
             _ => None,
         }
         .unwrap_or_else(|| item.text.clone());
-        let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let whole = match &item.issue {
             Some(issue) => format!("`jkz state get {issue}`"),
             None => "`git status`".to_string(),
@@ -374,12 +374,12 @@ fn dropped_first(dropped: &[DroppedItem], digest: &Digest) -> Vec<String> {
         let issue = item
             .issue
             .as_deref()
-            .map(|i| format!("#{i} "))
+            .map(|i| format!("#{} ", short(i)))
             .unwrap_or_default();
         lines.push(format!(
             "- {issue}{}: {}",
             item.kind.label(),
-            head_tail(&one_line, each, &whole)
+            outside_text::inline(&text, each, &whole)
         ));
     }
     lines
@@ -394,15 +394,15 @@ pub fn moved_notes(then: &GitState, now: &GitState) -> Vec<String> {
     if then.branch != now.branch {
         notes.push(format!(
             "NOTE: the branch changed since the snapshot: {} → {}.",
-            then.branch.as_deref().unwrap_or("(detached)"),
-            now.branch.as_deref().unwrap_or("(detached)")
+            then.branch.as_deref().map_or("(detached)".into(), short),
+            now.branch.as_deref().map_or("(detached)".into(), short)
         ));
     }
     if then.head != now.head {
         notes.push(format!(
             "NOTE: HEAD moved since the snapshot: {} → {}.",
-            then.short_head().unwrap_or("(none)"),
-            now.short_head().unwrap_or("(none)")
+            then.short_head().map_or("(none)".into(), short),
+            now.short_head().map_or("(none)".into(), short)
         ));
     }
     notes

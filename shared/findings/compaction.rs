@@ -14,7 +14,11 @@ use serde::{Deserialize, Serialize};
 use super::finding::bounded;
 use super::status::Status;
 use super::store::{FindingRow, Store, DB_FILE};
+use crate::outside_text;
 use crate::state_dir::StateDir;
+
+/// The most client characters a finding's place (path and line) shows.
+const PLACE_CHARS: usize = 160;
 
 /// The most standing findings a digest keeps per issue.
 pub const MAX_STANDING: usize = 20;
@@ -175,14 +179,10 @@ fn issue_findings(
 /// at most `items` findings of each list, each message cut to `chars`
 /// characters.
 pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
-    let cut = |s: &str, max: usize| {
-        let head = crate::client_text::head_units(s, max);
-        if head.len() < s.len() {
-            format!("{head}…")
-        } else {
-            head.to_string()
-        }
-    };
+    // A finding is a reviewer's words, its path the repository's: both are
+    // quoted data, one line each, never jkz's structure.
+    let cut = |s: &str, max: usize| outside_text::inline(s, max, "see the finding");
+    let place = |l: &FindingLine| outside_text::inline(&l.place(), PLACE_CHARS, "see the finding");
     let mut out = String::new();
     let it = f
         .latest_iteration
@@ -193,16 +193,16 @@ pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
         out.push_str(&format!("- Review findings ({it}): none standing\n"));
     } else {
         out.push_str(&format!(
-            "- Review findings still to fix ({it}; {} standing, most severe first; all: {whole}):\n",
+            "- Review findings still to fix, as reviewers reported them ({it}; {} standing, most severe first; all: {whole}):\n",
             f.standing_count
         ));
         for (i, l) in f.standing.iter().take(items).enumerate() {
-            let severity = l.severity.as_deref().unwrap_or("unrated");
+            let severity = cut(l.severity.as_deref().unwrap_or("unrated"), PLACE_CHARS);
             out.push_str(&format!(
                 "    {}. [{severity}, {}] {} — {} (#{})\n",
                 i + 1,
-                l.status,
-                l.place(),
+                cut(&l.status, PLACE_CHARS),
+                place(l),
                 cut(&l.message, chars),
                 l.id
             ));
@@ -221,7 +221,7 @@ pub fn render(f: &IssueFindings, items: usize, chars: usize) -> String {
                 format!(
                     "#{} {} ({})",
                     l.id,
-                    l.place(),
+                    place(l),
                     cut(&l.message, chars.min(60))
                 )
             })

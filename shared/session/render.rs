@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::notes::Section;
-use crate::client_text::{head_tail, head_units};
+use crate::client_text::head_units;
 use crate::cut::{cut_str, Keep};
+use crate::outside_text::{self, short as value};
 
 /// The most `load` prints, in bytes. Well under what a slash command's
 /// injected output may carry, and small enough not to crowd the window.
@@ -37,10 +38,10 @@ fn git_line(git: &Value) -> Option<String> {
     let text = |k: &str| git.get(k).and_then(Value::as_str);
     let short = text("head").map(|h| cut_str(h, 12, Keep::Head));
     let mut line = match (text("branch"), short) {
-        (Some(branch), Some(head)) => format!("branch `{branch}` at {head}"),
-        (Some(branch), None) => format!("branch `{branch}` (no commit yet)"),
-        (None, Some(head)) => format!("detached HEAD at {head}"),
-        (None, None) => return text("error").map(|e| format!("git state unknown ({e})")),
+        (Some(branch), Some(head)) => format!("branch `{}` at {}", value(branch), value(&head)),
+        (Some(branch), None) => format!("branch `{}` (no commit yet)", value(branch)),
+        (None, Some(head)) => format!("detached HEAD at {}", value(&head)),
+        (None, None) => return text("error").map(|e| format!("git state unknown ({})", value(e))),
     };
     if let Some(n) = git.get("dirty_count").and_then(Value::as_u64) {
         line.push_str(&format!(", {n} uncommitted path(s)"));
@@ -51,8 +52,7 @@ fn git_line(git: &Value) -> Option<String> {
 /// A text in one line, cut to about `max` characters head and tail with
 /// the end favoured (a failure log ends with the error), as every digest cuts.
 fn short(text: &str, max: usize, whole: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    head_tail(&flat, max, whole)
+    outside_text::inline(text, max, whole)
 }
 
 /// A pipeline's normalized view ([`crate::pipeline::Normalized`] as JSON):
@@ -61,7 +61,7 @@ fn pipeline_lines(p: &Value) -> String {
     let text = |k: &str| p.get(k).and_then(Value::as_str);
     let count = |k: &str| p.get(k).and_then(Value::as_u64);
     let issue = match p.get("issue") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => value(s),
         Some(Value::Number(n)) => n.to_string(),
         _ => "?".into(),
     };
@@ -73,16 +73,16 @@ fn pipeline_lines(p: &Value) -> String {
     }
     let mut line = format!(
         "- issue {issue}: phase `{}`",
-        text("current_phase").unwrap_or("unknown")
+        value(text("current_phase").unwrap_or("unknown"))
     );
     if let Some(a) = text("active_agent") {
-        line.push_str(&format!(", agent {a}"));
+        line.push_str(&format!(", agent {}", value(a)));
     }
     if let Some(pr) = count("pr_number") {
         line.push_str(&format!(", PR #{pr}"));
     }
     if let Some(v) = text("verdict") {
-        line.push_str(&format!(", verdict {v}"));
+        line.push_str(&format!(", verdict {}", value(v)));
     }
     for (key, name) in [
         ("plan_iterations", "plan iteration"),
@@ -94,7 +94,7 @@ fn pipeline_lines(p: &Value) -> String {
         }
     }
     if let Some(t) = text("last_updated") {
-        line.push_str(&format!(", updated {t}"));
+        line.push_str(&format!(", updated {}", value(t)));
     }
     line.push('\n');
     let pending = p.get("pending_decisions").and_then(Value::as_array);
@@ -115,17 +115,19 @@ fn pipeline_lines(p: &Value) -> String {
     line
 }
 
-/// One item as a markdown bullet; continuation lines indented under it.
+/// One saved note as a markdown bullet: its first line after the bullet,
+/// the rest quoted under it ([`outside_text`]: a note is what a chat wrote,
+/// and cannot open a heading or an item of this view).
 fn bullet(text: &str, note: Option<&str>) -> String {
-    let mut out = String::from("- ");
-    for (i, line) in text.lines().enumerate() {
-        if i > 0 {
-            out.push_str("\n  ");
-        }
-        out.push_str(line);
-    }
+    let text = text.trim_end();
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let mut out = format!("- {}", outside_text::inline(first, usize::MAX, ""));
     if let Some(note) = note {
-        out.push_str(&format!(" _(saved {note})_"));
+        out.push_str(&format!(" _(saved {})_", value(note)));
+    }
+    if !rest.trim().is_empty() {
+        out.push('\n');
+        out.push_str(&outside_text::block(rest, usize::MAX, "", "  "));
     }
     out.push('\n');
     out
@@ -287,7 +289,7 @@ mod tests {
             }
         }));
         let md = load_markdown("s1", &s, now, LOAD_MAX_BYTES);
-        let expected = "# jkz session snapshot: s1\n\nsaved 1h ago (2025-01-01T23:00:00Z); branch `main` at abc1234def56, 2 uncommitted path(s).\n\n## Pipeline status (at save time)\n- issue 42: phase `building`, agent builder, PR #7, plan iteration 2\n  - pending decision: ship now?\n\n## Next steps\n- n\n\n## Decisions\n- new\n- old\n  second line _(saved 2025-01-01T10:00:00Z)_\n\n## Completed work\n- w\n";
+        let expected = "# jkz session snapshot: s1\n\nsaved 1h ago (2025-01-01T23:00:00Z); branch `main` at abc1234def56, 2 uncommitted path(s).\n\n## Pipeline status (at save time)\n- issue 42: phase `building`, agent builder, PR #7, plan iteration 2\n  - pending decision: ship now?\n\n## Next steps\n- n\n\n## Decisions\n- new\n- old _(saved 2025-01-01T10:00:00Z)_\n  > second line\n\n## Completed work\n- w\n";
         assert_eq!(md, expected);
     }
 

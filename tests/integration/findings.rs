@@ -581,7 +581,7 @@ fn pre_compact_lists_standing_findings_most_severe_first_and_resolved_as_safe_to
     let out = run.stdout_str();
     assert!(run.stderr_str().is_empty(), "{}", run.report());
     let standing = out
-        .find("- Review findings still to fix (iteration 3; 3 standing, most severe first; all: `jkz findings --issue 42`):")
+        .find("- Review findings still to fix, as reviewers reported them (iteration 3; 3 standing, most severe first; all: `jkz findings --issue 42`):")
         .unwrap_or_else(|| panic!("{out}"));
     // Most severe first: the failing test (critical), the reintroduced
     // rounding (major), the magic number (minor).
