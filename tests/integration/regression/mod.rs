@@ -5,4 +5,5 @@ mod contract;
 mod history;
 mod registry;
 mod run;
+mod terminal;
 mod ui;
