@@ -63,7 +63,10 @@ server=$!
 for _ in $(seq 100); do grep -q "^jkz ui: " "$work/out.txt" 2>/dev/null && break; sleep 0.1; done
 url="$(sed -n 's/^jkz ui: //p' "$work/out.txt")"
 origin="${url%%/\?*}"; origin="${origin%/}"
-get() { curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$origin$1"; }
+token="${url##*token=}"
+# Every route needs the token; a script sends it as a bearer token.
+auth=(-H "Authorization: Bearer $token")
+get() { curl -s "${auth[@]}" -o /dev/null -w '%{http_code} %{time_total}\n' "$origin$1"; }
 
 for _ in 1 2 3; do get /api/pipelines >/dev/null; done
 for _ in $(seq 20); do get /api/pipelines; done > "$work/times.txt"
@@ -75,7 +78,7 @@ echo "other endpoints (status, seconds):"
 echo "  /api/issues/4242 $(get /api/issues/4242)"
 echo "  /api/now         $(get /api/now)"
 echo "  /                $(get /)"
-curl -s "$origin/api/pipelines" | python3 -c 'import json,sys; v=json.load(sys.stdin); print("  count", v["count"])'
+curl -s "${auth[@]}" "$origin/api/pipelines" | python3 -c 'import json,sys; v=json.load(sys.stdin); print("  count", v["count"])'
 pid="$(pgrep -P "$server" -x jkz)"
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 t0="$(ticks)"; sleep 5; t1="$(ticks)"

@@ -8,6 +8,7 @@ use std::io::Write;
 use crate::circuit;
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CircuitArgs {
@@ -50,19 +51,22 @@ pub fn run(args: &CircuitArgs, state: &StateDir, out: &mut dyn Write) -> Result<
                 )
                 .map_err(writing)?;
                 for c in &all {
+                    // Read from the circuit's file: shown, never obeyed.
                     let probe = c.probe.as_ref().map_or("-".to_string(), |p| {
                         format!(
                             "pid {} on {} since {}",
-                            p.holder.pid, p.holder.host, p.started_at
+                            p.holder.pid,
+                            inert(&p.holder.host),
+                            inert(&p.started_at)
                         )
                     });
                     writeln!(
                         out,
                         "{:<20} {:<10} {:>8}  {:<25} {probe}",
-                        c.service,
+                        inert(&c.service),
                         c.state.name(),
                         c.consecutive_failures,
-                        c.opened_at.as_deref().unwrap_or("-")
+                        inert(c.opened_at.as_deref().unwrap_or("-"))
                     )
                     .map_err(writing)?;
                 }

@@ -72,14 +72,16 @@ pub fn is_broken_pipe(err: &(dyn Error + 'static)) -> bool {
 
 /// Maps a binary's result to its exit code: `Ok(code)` as is, a broken pipe
 /// as success (the reader has all it wanted), any other failure as its code
-/// after one line on stderr: `program: message`.
+/// after one line on stderr: `program: message`, with every control
+/// character a quoted value brought into the message shown, not obeyed
+/// ([`crate::terminal_text::inert`]).
 pub fn exit(program: &str, result: Result<u8, Failure>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) if is_broken_pipe(&f) => ExitCode::SUCCESS,
         Err(f) => {
             let line = f.message.replace('\n', " ");
-            eprintln!("{program}: {line}");
+            eprintln!("{program}: {}", crate::terminal_text::inert(&line));
             ExitCode::from(f.code)
         }
     }

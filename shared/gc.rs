@@ -52,6 +52,7 @@ use crate::state_dir::retention::{
     expired_pre_compact, older_than, OFFLOAD_MAX_IDLE, SESSION_MAX_AGE, TEMP_MAX_AGE,
 };
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// How long gc waits for a writer's lock before it leaves the file alone
 /// (a writer holds it for milliseconds).
@@ -571,8 +572,10 @@ fn human(bytes: u64) -> String {
 /// Runs `jkz gc` on the resolved state directory; prints each file removed
 /// (or, with `--dry-run`, that would be) and the total freed.
 pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
+    // A file's name in the state directory is shown, never obeyed.
     let say = |out: &mut dyn Write, line: std::fmt::Arguments| {
-        writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
+        writeln!(out, "{}", inert(&line.to_string()))
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
     if state.path().exists() && !state.exists() {
         return Err(Failure::new(

@@ -59,6 +59,7 @@ pub mod outside_text;
 pub mod process;
 pub mod resolved_path;
 pub mod sqlite;
+pub mod terminal_text;
 pub mod thousands;
 pub mod time_span;
 pub mod user_file;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::lock::{self, Acquired, Released};
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// Exit code: the lock is held by another owner.
 pub const HELD: u8 = 3;
@@ -91,9 +92,9 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                     writeln!(
                         out,
                         "{verb} {} for {} until {}",
-                        record.id(),
-                        record.owner,
-                        record.expires
+                        inert(&record.id()),
+                        inert(&record.owner),
+                        inert(&record.expires)
                     )
                     .map_err(writing)?;
                     Ok(EXIT_OK)
@@ -102,11 +103,11 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                     writeln!(
                         out,
                         "{} is held by {} (pid {} on {}) until {}",
-                        held.id(),
-                        held.owner,
+                        inert(&held.id()),
+                        inert(&held.owner),
                         held.holder.pid,
-                        held.holder.host,
-                        held.expires
+                        inert(&held.holder.host),
+                        inert(&held.expires)
                     )
                     .map_err(writing)?;
                     Ok(HELD)
@@ -160,15 +161,16 @@ pub fn run(args: &LockArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8,
                 )
                 .map_err(writing)?;
                 for r in &locks {
+                    // Read from the lock's file: shown, never obeyed.
                     writeln!(
                         out,
                         "{:<10} {:<24} {:<28} {:>8} {:<16} {:<25} {}",
-                        r.kind,
-                        r.name,
-                        r.owner,
+                        inert(&r.kind),
+                        inert(&r.name),
+                        inert(&r.owner),
                         r.holder.pid,
-                        r.holder.host,
-                        r.expires,
+                        inert(&r.holder.host),
+                        inert(&r.expires),
                         r.state(now).name()
                     )
                     .map_err(writing)?;

@@ -40,6 +40,7 @@ use crate::json_file::{update_object, UpdateError};
 use crate::pipeline;
 use crate::session_id::SessionId;
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// The largest save input accepted, in bytes.
 pub const MAX_INPUT_BYTES: u64 = 1 << 20;
@@ -401,8 +402,9 @@ pub fn list(
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
+    // A snapshot's branch and headline are shown, never obeyed.
     let w = |out: &mut dyn Write, line: String| {
-        writeln!(out, "{line}").map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
+        writeln!(out, "{}", inert(&line)).map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
     if all.is_empty() {
         w(

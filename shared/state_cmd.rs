@@ -3,7 +3,10 @@
 //! Output is stable and colourless (scripts parse it): `get` prints a string
 //! value bare and any other value as compact JSON, one line; `show` and
 //! `list --json` print JSON; `list` prints an aligned table with `-` for
-//! empty cells; `validate` prints one line per problem.
+//! empty cells; `validate` prints one line per problem. Stored text reaches
+//! a terminal only through [`crate::terminal_text`]: the table and the
+//! problems always, `get` when its stdout is a terminal (a script reading
+//! it through a pipe gets the value exactly).
 //!
 //! Exit codes of `jkz state`:
 //!
@@ -23,6 +26,7 @@ use serde_json::Value;
 use crate::exit::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::{self, IssueNumber, PipelineDoc, SetError};
 use crate::state_dir::StateDir;
+use crate::terminal_text::{inert, inert_lines};
 
 /// `jkz state`'s exit code when the answer is no: no such file or field
 /// (`get`, `show`), no PR number (`pr`), a value refused or a file left
@@ -118,9 +122,14 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                     format!("issue {issue} has no field {field:?}"),
                 ));
             };
-            match value {
-                Value::String(s) => writeln!(out, "{s}"),
-                other => writeln!(out, "{other}"),
+            let text = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            if std::io::stdout().is_terminal() {
+                writeln!(out, "{}", inert_lines(&text))
+            } else {
+                writeln!(out, "{text}")
             }
             .map_err(write_err)?;
         }
@@ -206,7 +215,10 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             for loaded in pipeline::load_all(&files) {
                 match loaded.view {
                     Ok(view) => views.push(view),
-                    Err(e) => eprintln!("jkz state list: {}: {e}", loaded.file.path.display()),
+                    Err(e) => eprintln!(
+                        "jkz state list: {}",
+                        inert(&format!("{}: {e}", loaded.file.path.display()))
+                    ),
                 }
             }
             if json {
@@ -259,7 +271,8 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 let dir = state.join(crate::state_dir::layout::PIPELINE_DIR);
                 for (_, why) in pipeline::misnamed_in(&dir) {
                     problems += 1;
-                    writeln!(out, "{}: {why}", dir.display()).map_err(write_err)?;
+                    writeln!(out, "{}", inert(&format!("{}: {why}", dir.display())))
+                        .map_err(write_err)?;
                 }
                 pipeline::list(state)
                     .map_err(|e| {
@@ -275,10 +288,10 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
                 let checked = validate_path(path);
                 for line in checked.problems {
                     problems += 1;
-                    writeln!(out, "{line}").map_err(write_err)?;
+                    writeln!(out, "{}", inert(&line.to_string())).map_err(write_err)?;
                 }
                 for line in checked.warnings {
-                    eprintln!("jkz state validate: warning: {line}");
+                    eprintln!("jkz state validate: warning: {}", inert(&line.to_string()));
                 }
             }
             out.flush().map_err(write_err)?;
@@ -390,7 +403,7 @@ fn validate_path(path: &std::path::Path) -> pipeline::Checked {
 fn write_table(out: &mut impl Write, views: &[pipeline::Normalized]) -> std::io::Result<()> {
     let cell = |s: Option<String>| {
         s.filter(|s| !s.is_empty())
-            .map(|s| s.split_whitespace().collect::<Vec<_>>().join("_"))
+            .map(|s| inert(&s.split_whitespace().collect::<Vec<_>>().join("_")).into_owned())
             .unwrap_or_else(|| "-".into())
     };
     let mut rows = vec![[

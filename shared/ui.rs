@@ -16,8 +16,10 @@
 //! Security ([`server`]): bound to loopback only; a request whose `Host` or
 //! `Origin` is not the server's own is refused (a page the user visits
 //! elsewhere, or a DNS-rebinding name, must not read or change the state);
-//! a change (the watch list, a pattern) needs the per-start token printed
-//! with the URL;
+//! every request needs the per-start token printed with the URL (another
+//! user on the machine can reach the port, but must not read the state the
+//! directory's 0700 keeps from them): the printed URL trades it for a
+//! session cookie, a scraper sends it as `Authorization: Bearer`;
 //! request paths name issues and records by validated ids, never by path.
 //!
 //! Live updates ([`poll`]): the state is polled every [`poll::INTERVAL`],
@@ -65,6 +67,11 @@ pub struct UiArgs {
     /// heartbeat_pid is gone) is marked stale.
     #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
     pub stale_after: u64,
+    /// Serve /metrics to anyone who can reach 127.0.0.1 (other users on
+    /// this machine too), for a scraper that cannot send the token; every
+    /// other route still needs it.
+    #[arg(long)]
+    pub metrics_public: bool,
 }
 
 /// Runs `jkz ui` until the process is stopped.
@@ -72,6 +79,7 @@ pub fn run(args: &UiArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, 
     let config = server::Config {
         port: args.port,
         stale_after: Duration::from_secs(args.stale_after),
+        metrics_public: args.metrics_public,
     };
     server::serve(config, state.clone(), |url| {
         // Printed before anything else, flushed: scripts and tests wait for it.

@@ -1,10 +1,15 @@
 //! `jkz deliberations list` and `jkz deliberations show`.
 //!
+//! An agent's answer and every field of its record are text from outside:
+//! the list shows them through [`inert`], and `show` prints the answer
+//! byte for byte into a pipe or a file but, to a terminal, through
+//! [`InertWriter`] (its lines kept, every control character shown).
+//!
 //! Exit codes: 0 success; 1 an I/O error, or a response that does not match
 //! its record's sha256 (nothing of it is printed); 2 usage; 3 no record
 //! matches.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -14,6 +19,7 @@ use super::index::{self, Entry};
 use super::response::hex;
 use crate::exit::{Failure, EXIT_OK};
 use crate::state_dir::{open_state_file, StateDir, DELIBERATIONS_DIR};
+use crate::terminal_text::{inert, inert_lines, InertWriter};
 
 /// `jkz deliberations`' exit code for an I/O error, or a response that
 /// does not match its record (docs/exit-codes.md).
@@ -138,24 +144,22 @@ pub fn list(
     }
     let dash = || "-".to_string();
     let opt = |v: Option<u64>| v.map_or_else(dash, |n| n.to_string());
+    let text = |v: &Option<String>| v.as_deref().map_or_else(dash, |s| inert(s).into_owned());
     let mut rows = vec![[
         "TIME", "ISSUE", "ROLE", "PHASE", "ITER", "STATUS", "VERDICT", "SIZE", "ID",
     ]
     .map(String::from)];
     for e in &chosen {
         rows.push([
-            e.timestamp
-                .get(..19)
-                .unwrap_or(&e.timestamp)
-                .replace('T', " "),
+            inert(e.timestamp.get(..19).unwrap_or(&e.timestamp)).replace('T', " "),
             opt(e.issue),
-            e.role.clone().unwrap_or_else(dash),
-            e.phase.clone().unwrap_or_else(dash),
+            text(&e.role),
+            text(&e.phase),
             opt(e.iteration),
             e.status.name().to_string(),
-            e.verdict.clone().unwrap_or_else(dash),
+            text(&e.verdict),
             crate::thousands::thousands(e.bytes),
-            e.id.clone(),
+            inert(&e.id).into_owned(),
         ]);
     }
     let mut widths = [0usize; 9];
@@ -218,7 +222,7 @@ pub fn show(
                     warnings,
                     "jkz deliberations: {} records match; showing the newest, {} (list them with `jkz deliberations list --issue N`)",
                     matching.len(),
-                    newest.id
+                    inert(&newest.id)
                 );
             }
             newest.id.clone()
@@ -244,13 +248,19 @@ pub fn show(
             ),
         )
     };
+    let to_terminal = io::stdout().is_terminal();
     if let Some(text) = &record.response {
         if hex(&Sha256::digest(text.as_bytes())) != record.response_sha256
             || text.len() as u64 != record.response_bytes
         {
             return Err(mismatch("inline"));
         }
-        out.write_all(text.as_bytes()).map_err(writing)?;
+        let shown = if to_terminal {
+            inert_lines(text)
+        } else {
+            text.into()
+        };
+        out.write_all(shown.as_bytes()).map_err(writing)?;
         return out.flush().map(|()| EXIT_OK).map_err(writing);
     }
     let Some(file) = &record.response_file else {
@@ -279,7 +289,14 @@ pub fn show(
     if sha != record.response_sha256 || len != record.response_bytes {
         return Err(mismatch(file));
     }
-    let (sha, _) = copy(open()?, out).map_err(writing)?;
+    let (sha, _) = if to_terminal {
+        let mut shown = InertWriter::new(&mut *out);
+        let copied = copy(open()?, &mut shown).map_err(writing)?;
+        shown.finish().map_err(writing)?;
+        copied
+    } else {
+        copy(open()?, out).map_err(writing)?
+    };
     if sha != record.response_sha256 {
         return Err(mismatch("changed while printed"));
     }

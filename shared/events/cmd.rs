@@ -21,6 +21,7 @@ use super::index::{Filter, Index, Row};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// How often `--follow` looks for new events.
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
@@ -145,15 +146,18 @@ fn write_row(out: &mut dyn Write, row: &Row, json: bool) -> io::Result<()> {
                 .format("%Y-%m-%d %H:%M:%S%.3f")
                 .to_string()
         })
-        .unwrap_or_else(|_| crate::pipeline::shorten(&row.timestamp, 23));
+        .unwrap_or_else(|_| crate::pipeline::shorten(&inert(&row.timestamp), 23));
     let session = row
         .session
         .as_deref()
-        .map(|s| crate::pipeline::shorten(s, 11))
+        .map(|s| crate::pipeline::shorten(&inert(s), 11))
         .unwrap_or_else(|| "-".into());
+    // Every value in the details came from the log: shown, never obeyed.
     let details = row.event().map(|e| describe(&e)).unwrap_or_default();
-    let cell =
-        |s: &str, n: usize| crate::pipeline::shorten(&s.replace(char::is_whitespace, "_"), n);
+    let details = inert(&details);
+    let cell = |s: &str, n: usize| {
+        crate::pipeline::shorten(&inert(&s.replace(char::is_whitespace, "_")), n)
+    };
     writeln!(
         out,
         "{:<23}  {:<6}  {:<20}  {:<12}  {details}",

@@ -24,6 +24,7 @@ use super::store::{FindingRow, Import, Store, StoreError, DB_FILE};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// Exit code: the input was refused.
 pub const EXIT_REFUSED: u8 = 3;
@@ -275,7 +276,7 @@ fn import_cmd(args: &ImportArgs, state: &StateDir, out: &mut dyn Write) -> Resul
     )
     .map_err(writing)?;
     for note in &parsed.notes {
-        writeln!(out, "note: {note}").map_err(writing)?;
+        writeln!(out, "note: {}", inert(&note.to_string())).map_err(writing)?;
     }
     out.flush().map_err(writing)?;
     Ok(EXIT_OK)
@@ -311,10 +312,10 @@ fn dismiss_cmd(args: &DismissArgs, state: &StateDir, out: &mut dyn Write) -> Res
         out,
         "dismissed finding {} of issue {} ({}: {}): {}",
         row.id,
-        row.issue,
-        row.place(),
-        row.message,
-        args.why
+        inert(&row.issue),
+        inert(&row.place()),
+        inert(&row.message),
+        inert(&args.why)
     )
     .map_err(writing)?;
     out.flush().map_err(writing)?;
@@ -442,19 +443,28 @@ fn write_table(
     if rows.is_empty() {
         return Ok(());
     }
-    let places: Vec<String> = rows.iter().map(FindingRow::place).collect();
+    // What a reviewer wrote is shown, never obeyed: every stored string
+    // goes through `inert` before the widths are measured.
+    let places: Vec<String> = rows
+        .iter()
+        .map(|r| inert(&r.place()).into_owned())
+        .collect();
+    let sources: Vec<String> = rows
+        .iter()
+        .map(|r| inert(&r.sources.join(",")).into_owned())
+        .collect();
     let wide =
         |f: &dyn Fn(usize) -> usize, min: usize| (0..rows.len()).map(f).max().unwrap_or(0).max(min);
     let id_w = wide(&|i| rows[i].id.to_string().len(), 2);
     let place_w = wide(&|i| places[i].chars().count(), 5).min(48);
-    let src_w = wide(&|i| rows[i].sources.join(",").len(), 7);
+    let src_w = wide(&|i| sources[i].chars().count(), 7);
     writeln!(
         out,
         "{:>id_w$}  {:<12}  {:<8}  {:<place_w$}  {:<5}  {:<src_w$}  MESSAGE",
         "ID", "STATUS", "SEVERITY", "WHERE", "SEEN", "SOURCES"
     )
     .map_err(writing)?;
-    for (r, place) in rows.iter().zip(&places) {
+    for ((r, place), sources) in rows.iter().zip(&places).zip(&sources) {
         let seen = if r.first_iteration == r.last_iteration {
             r.first_iteration.to_string()
         } else {
@@ -465,6 +475,7 @@ fn write_table(
             Some(why) => format!("{message} [dismissed: {why}]"),
             None => message,
         };
+        let message = inert(&message);
         writeln!(
             out,
             "{:>id_w$}  {:<12}  {:<8}  {:<place_w$}  {:<5}  {:<src_w$}  {}",
@@ -473,7 +484,7 @@ fn write_table(
             r.severity.map_or("-", |s| s.name()),
             place,
             seen,
-            r.sources.join(","),
+            sources,
             message
         )
         .map_err(writing)?;
@@ -553,18 +564,20 @@ impl Explained {
         )
         .map_err(writing)?;
         for r in rows {
-            writeln!(out, "#{} {}  {:?}", r.id, r.file, r.identity).map_err(writing)?;
+            writeln!(out, "#{} {}  {:?}", r.id, inert(&r.file), r.identity).map_err(writing)?;
             for s in self.sightings.get(&r.id).into_iter().flatten() {
                 let role = if s.import.role.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", s.import.role)
+                    format!(" ({})", inert(&s.import.role))
                 };
                 let line = s.line.map(|l| format!(", line {l}")).unwrap_or_default();
                 writeln!(
                     out,
                     "    iteration {} {}{role}{line}: {:?}",
-                    s.import.iteration, s.import.source, s.message
+                    s.import.iteration,
+                    inert(&s.import.source),
+                    s.message
                 )
                 .map_err(writing)?;
             }
@@ -581,7 +594,7 @@ impl Explained {
         } else {
             writeln!(out, "\nNear-misses (kept apart by the rule):").map_err(writing)?;
             for n in near {
-                writeln!(out, "- {}", n.reason(&by_id)).map_err(writing)?;
+                writeln!(out, "- {}", inert(&n.reason(&by_id))).map_err(writing)?;
             }
         }
         Ok(())

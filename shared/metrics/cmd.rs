@@ -19,6 +19,7 @@ use super::report::{Report, Spread};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 use crate::time_span::format_span;
 
 /// `jkz metrics`.
@@ -107,7 +108,8 @@ fn spread(s: &Spread) -> String {
     }
 }
 
-/// The report as a table.
+/// The report as a table; every phase, role and outcome the pipelines
+/// wrote is shown through [`inert`].
 fn table(r: &Report, issue: Option<&str>) -> String {
     let mut t = String::new();
     let mut line = |s: String| {
@@ -122,12 +124,12 @@ fn table(r: &Report, issue: Option<&str>) -> String {
                 line(format!("issue            {one}"));
                 line(format!(
                     "phase            {}",
-                    i.phase.as_deref().unwrap_or("-")
+                    inert(i.phase.as_deref().unwrap_or("-"))
                 ));
                 line(format!(
                     "outcome          {}",
                     match (&i.outcome, &i.outcome_at) {
-                        (Some(o), Some(at)) => format!("{o} at {at}"),
+                        (Some(o), Some(at)) => inert(&format!("{o} at {at}")).into_owned(),
                         _ => "-".into(),
                     }
                 ));
@@ -147,7 +149,7 @@ fn table(r: &Report, issue: Option<&str>) -> String {
                     for (phase, s) in &i.phase_seconds {
                         line(format!(
                             "{:<20}  {}",
-                            crate::pipeline::shorten(phase, 20),
+                            crate::pipeline::shorten(&inert(phase), 20),
                             secs(Some(*s))
                         ));
                     }
@@ -181,7 +183,7 @@ fn table(r: &Report, issue: Option<&str>) -> String {
         for p in &r.phases {
             line(format!(
                 "{:<20}  {:>6}  {:>9}  {:>9}",
-                crate::pipeline::shorten(&p.phase, 20),
+                crate::pipeline::shorten(&inert(&p.phase), 20),
                 p.seconds.count,
                 secs(p.seconds.p50),
                 secs(p.seconds.p90)
@@ -198,7 +200,7 @@ fn table(r: &Report, issue: Option<&str>) -> String {
             let tokens = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
             line(format!(
                 "{:<20}  {:>6}  {:>6}  {:>9}  {:>9}  {:>10}  {:>10}",
-                crate::pipeline::shorten(&role.role, 20),
+                crate::pipeline::shorten(&inert(&role.role), 20),
                 role.runs,
                 role.failed,
                 secs(role.seconds.p50),

@@ -22,6 +22,7 @@ use super::score::{self, Ranked};
 use super::store::{parse_tag, rfc3339, tag, Memory, MemoryError};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// Exit code: no pattern has that id.
 pub const NOT_FOUND: u8 = 3;
@@ -373,7 +374,7 @@ pub fn run(
                 let mut text = format!(
                     "{}  {}\nscore {} ({})  occurrences {}  helpful {}  harmful {}  injected {}\nfirst seen {}  last seen {}\n",
                     pattern.id,
-                    d.text,
+                    inert(&d.text),
                     score::shown(s),
                     state_name(&d.stats, s),
                     d.stats.occurrences,
@@ -386,7 +387,7 @@ pub fn run(
                 if d.variants.len() > 1 {
                     text.push_str("phrasings:\n");
                     for (t, n) in &d.variants {
-                        text.push_str(&format!("  {n}×  {t}\n"));
+                        text.push_str(&format!("  {n}×  {}\n", inert(t)));
                     }
                 }
                 text.push_str("sources:\n");
@@ -395,8 +396,8 @@ pub fn run(
                         "  {}  issue {}  role {}  {}\n",
                         src.seen,
                         src.issue.map_or("-".into(), |n| n.to_string()),
-                        src.role.as_deref().unwrap_or("-"),
-                        src.record
+                        inert(src.role.as_deref().unwrap_or("-")),
+                        inert(&src.record)
                     ));
                 }
                 out.write_all(text.as_bytes()).map_err(writing)?;
@@ -576,7 +577,10 @@ fn print_patterns(
             s.helpful.to_string(),
             s.harmful.to_string(),
             s.injected.to_string(),
-            texts.get(&s.id).cloned().unwrap_or_default(),
+            texts
+                .get(&s.id)
+                .map(|t| inert(t).into_owned())
+                .unwrap_or_default(),
         ]);
     }
     let mut widths = [0usize; 8];

@@ -31,6 +31,7 @@ use crate::clock::{ago, now, timestamp};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// Exit code: held by another chat (or a chat acting for another).
 pub const HELD: u8 = super::acting::REFUSED;
@@ -142,7 +143,7 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
                     "took issue {} over from {} chat {}",
                     h.claim.issue,
                     h.liveness(now).as_str(),
-                    h.claim.session_id
+                    inert(&h.claim.session_id)
                 )
                 .map_err(writing)?;
             }
@@ -150,7 +151,10 @@ pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             Ok(EXIT_OK)
         }
         Claimed::Held(h) => {
-            eprintln!("jkz claim: {}", held(&h, issue, worktree.as_deref(), now));
+            eprintln!(
+                "jkz claim: {}",
+                inert(&held(&h, issue, worktree.as_deref(), now))
+            );
             Ok(HELD)
         }
     }
@@ -240,7 +244,7 @@ pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Res
         Released::HeldByOther(h) => {
             eprintln!(
                 "jkz release: issue {issue} is held by chat {}, not by chat {session}: not released",
-                h.claim.session_id
+                inert(&h.claim.session_id)
             );
             Ok(HELD)
         }
@@ -318,21 +322,22 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             .filter_map(|k| k.worktree.as_deref())
             .collect();
         worktrees.dedup();
+        let cell = |text: &str| inert(text).into_owned();
         rows.push([
-            c.session_id.clone(),
+            cell(&c.session_id),
             c.liveness(now).as_str().into(),
             format!("{} ago", ago(now - c.heartbeat)),
-            c.host.clone().unwrap_or_else(|| "-".into()),
-            c.branch.clone().unwrap_or_else(|| "-".into()),
+            cell(c.host.as_deref().unwrap_or("-")),
+            cell(c.branch.as_deref().unwrap_or("-")),
             if issues.is_empty() {
                 "-".into()
             } else {
-                issues.join(",")
+                cell(&issues.join(","))
             },
             if worktrees.is_empty() {
                 "-".into()
             } else {
-                worktrees.join(",")
+                cell(&worktrees.join(","))
             },
         ]);
     }

@@ -16,6 +16,7 @@ use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
 use crate::exit::{Failure, EXIT_FAILED};
 use crate::pipeline;
 use crate::state_dir::{create_private_dir, root, stray, StateDir};
+use crate::terminal_text::inert;
 
 mod registration;
 
@@ -65,7 +66,8 @@ impl<W: Write> Report<W> {
             }
             Status::Note => "note",
         };
-        writeln!(self.out, "{tag} {text}")
+        // A line may quote a file, a URL or a record: shown, never obeyed.
+        writeln!(self.out, "{tag} {}", inert(&text.to_string()))
             .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     }
 

@@ -19,6 +19,7 @@ use super::config;
 use super::{judge, Standing};
 use crate::exit::{Failure, EXIT_OK, EXIT_USAGE};
 use crate::state_dir::StateDir;
+use crate::terminal_text::inert;
 
 /// `jkz slo check`'s exit code when an objective is violated
 /// (docs/exit-codes.md).
@@ -92,7 +93,7 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     for j in &judged {
         text.push_str(&format!(
             "{:<36}  {:>10}  {:>10}  {}\n",
-            crate::pipeline::shorten(&j.key, 36),
+            crate::pipeline::shorten(&inert(&j.key), 36),
             j.target,
             j.measured,
             j.standing.name()

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::ledger;
 use crate::exit::Failure;
 use crate::state_dir::{open_state_file, StateDir};
+use crate::terminal_text::inert;
 use crate::truncate::thousands;
 
 /// `jkz stats`.
@@ -200,7 +201,8 @@ fn write_table(s: &Summary, out: &mut impl Write) -> io::Result<()> {
         ]
     };
     for (name, t) in &s.tools {
-        rows.push(row(name, t));
+        // A tool's name is whatever the client's hook input said.
+        rows.push(row(&inert(name), t));
     }
     rows.push(row("total", &s.total));
     let widths: Vec<usize> = (0..8)

@@ -1,5 +1,13 @@
 //! The HTTP server: axum on a single-threaded tokio runtime, bound to
 //! 127.0.0.1, with the request rules every route shares ([`guard`]).
+//!
+//! Every route answers only its user: the per-start token, printed with the
+//! URL, is the credential. The printed URL (`/?token=…`) trades it for an
+//! HttpOnly, SameSite=Strict cookie and redirects to the clean URL, so the
+//! page, its API calls and its event stream carry the cookie and no script
+//! on the page ever sees the token; a scraper or a script sends it as
+//! `Authorization: Bearer`. The state directory is 0700; without this,
+//! anyone on the machine could read it through the loopback port.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -25,7 +33,8 @@ use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::pipeline::IssueNumber;
 use crate::state_dir::StateDir;
 
-/// The header that carries the per-start token on a change.
+/// A header a script may carry the token in, besides
+/// `Authorization: Bearer` (the one the API named first).
 pub const TOKEN_HEADER: &str = "x-jkz-token";
 
 /// How the server was asked to run.
@@ -33,12 +42,18 @@ pub const TOKEN_HEADER: &str = "x-jkz-token";
 pub struct Config {
     pub port: u16,
     pub stale_after: Duration,
+    /// `/metrics` answers without the token (`--metrics-public`).
+    pub metrics_public: bool,
 }
 
 struct Shared {
     state: StateDir,
     config: Config,
     token: String,
+    /// The session cookie's name, with the port in it: a browser sends a
+    /// host's cookies to every port on it, so two servers on one machine
+    /// must not overwrite each other's.
+    cookie: String,
     /// `127.0.0.1:PORT` and `localhost:PORT`: the only `Host` values served.
     hosts: [String; 2],
     table: Arc<std::sync::RwLock<Arc<Table>>>,
@@ -90,6 +105,7 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
             config,
             hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             token: token.clone(),
+            cookie: format!("jkz-ui-{port}"),
             table,
             versions: rx,
             snapshots: SnapshotCache::default(),
@@ -103,50 +119,123 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
     })
 }
 
+/// The routes, each added through [`RouteTable`] so that [`routes`] lists
+/// exactly what the server answers (the tests hold every one of them to
+/// the token).
+fn route_table() -> RouteTable {
+    RouteTable::default()
+        .get("/", page)
+        .get("/api/pipelines", pipelines)
+        .get("/api/issues/{issue}", issue)
+        .get("/api/deliberations/{id}", deliberation)
+        .get("/api/now", now)
+        .get("/api/watch-list", watch_list)
+        .post("/api/watch-list", set_watch_list)
+        .get("/api/patterns", patterns)
+        .post("/api/patterns/{id}", act_on_pattern)
+        .get("/api/events", events)
+        .get("/api/timeline/{issue}", timeline)
+        .get("/api/metrics", metrics)
+        .get(PROMETHEUS_PATH, prometheus)
+}
+
+/// Every route the server answers: `(method, path)`, the path with its
+/// `{parameters}`.
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    route_table().listed
+}
+
+/// Where Prometheus scrapes.
+pub const PROMETHEUS_PATH: &str = "/metrics";
+
+#[derive(Default)]
+struct RouteTable {
+    router: Router<AppState>,
+    listed: Vec<(&'static str, &'static str)>,
+}
+
+impl RouteTable {
+    fn get<H, T>(mut self, path: &'static str, handler: H) -> Self
+    where
+        H: axum::handler::Handler<T, AppState>,
+        T: 'static,
+    {
+        self.router = self.router.route(path, get(handler));
+        self.listed.push(("GET", path));
+        self
+    }
+
+    fn post<H, T>(mut self, path: &'static str, handler: H) -> Self
+    where
+        H: axum::handler::Handler<T, AppState>,
+        T: 'static,
+    {
+        self.router = self.router.route(path, axum::routing::post(handler));
+        self.listed.push(("POST", path));
+        self
+    }
+}
+
 fn router(shared: AppState) -> Router {
-    Router::new()
-        .route("/", get(page))
-        .route("/api/pipelines", get(pipelines))
-        .route("/api/issues/{issue}", get(issue))
-        .route("/api/deliberations/{id}", get(deliberation))
-        .route("/api/now", get(now))
-        .route("/api/watch-list", get(watch_list).post(set_watch_list))
-        .route("/api/patterns", get(patterns))
-        .route("/api/patterns/{id}", axum::routing::post(act_on_pattern))
-        .route("/api/events", get(events))
-        .route("/api/timeline/{issue}", get(timeline))
-        .route("/api/metrics", get(metrics))
-        .route("/metrics", get(prometheus))
+    route_table()
+        .router
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
 
 /// The rules every request passes first: `Host` must be the server's own,
-/// `Origin` (when sent) its own origin, and anything but GET needs the token.
+/// `Origin` (when sent) its own origin, and every route, the unknown ones
+/// too, needs the token (the printed URL trades it for the cookie); only
+/// `/metrics` may be opened to everyone, by `--metrics-public`.
 async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     if !host.is_some_and(|h| s.hosts.iter().any(|ok| ok == h)) {
-        return error(StatusCode::FORBIDDEN, "refused: Host is not this server");
+        return secured(error(
+            StatusCode::FORBIDDEN,
+            "refused: Host is not this server",
+        ));
     }
-    if let Some(origin) = headers.get(header::ORIGIN) {
+    let origin = headers.get(header::ORIGIN);
+    if let Some(origin) = origin {
         let own = origin
             .to_str()
             .ok()
             .and_then(|o| o.strip_prefix("http://"))
             .is_some_and(|o| s.hosts.iter().any(|ok| ok == o));
         if !own {
-            return error(StatusCode::FORBIDDEN, "refused: Origin is not this server");
+            return secured(error(
+                StatusCode::FORBIDDEN,
+                "refused: Origin is not this server",
+            ));
         }
     }
-    if req.method() != Method::GET && req.method() != Method::HEAD && !has_token(&s, headers) {
-        return error(
-            StatusCode::FORBIDDEN,
-            "refused: a change needs the token printed with the URL",
-        );
+    let reads = req.method() == Method::GET || req.method() == Method::HEAD;
+    if reads && req.uri().path() == "/" {
+        if let Some(given) = query_token(req.uri().query()) {
+            return secured(if same_token(given.as_bytes(), s.token.as_bytes()) {
+                sign_in(&s)
+            } else {
+                unauthorized()
+            });
+        }
     }
-    let mut response = next.run(req).await;
+    let allowed = match credential(&s, headers) {
+        Some(Credential::Token) => true,
+        // A browser sends its own Origin with every change; a change
+        // carrying the cookie but no Origin did not come from this page.
+        Some(Credential::Cookie) => reads || origin.is_some(),
+        None => reads && s.config.metrics_public && req.uri().path() == PROMETHEUS_PATH,
+    };
+    if !allowed {
+        return secured(unauthorized());
+    }
+    secured(next.run(req).await)
+}
+
+/// The headers every answer carries, a refusal as much as the page.
+fn secured(mut response: Response) -> Response {
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
@@ -154,16 +243,89 @@ async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response 
         HeaderValue::from_static("nosniff"),
     );
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
-fn has_token(s: &Shared, headers: &HeaderMap) -> bool {
-    let given = headers
-        .get(TOKEN_HEADER)
-        .map(HeaderValue::as_bytes)
-        .unwrap_or_default();
+/// The printed URL, opened: the token becomes the session cookie and the
+/// browser goes on to the clean URL, so the token leaves the address bar
+/// and no script on the page can read it.
+fn sign_in(s: &Shared) -> Response {
+    let cookie = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        s.cookie, s.token
+    );
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let h = response.headers_mut();
+    h.insert(header::LOCATION, HeaderValue::from_static("/"));
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        h.insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+fn unauthorized() -> Response {
+    let mut response = error(
+        StatusCode::UNAUTHORIZED,
+        "needs the token: open the URL `jkz ui` printed (it signs this browser in), or send Authorization: Bearer TOKEN",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"jkz ui\""),
+    );
+    response
+}
+
+/// How a request proved it comes from the server's user.
+enum Credential {
+    /// The token itself, in a header: a script or a scraper.
+    Token,
+    /// The session cookie the printed URL set: the page.
+    Cookie,
+}
+
+fn credential(s: &Shared, headers: &HeaderMap) -> Option<Credential> {
     let want = s.token.as_bytes();
-    // Compared in constant time.
+    let bearer = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| v.strip_prefix("Bearer "));
+    let header = headers
+        .get_all(TOKEN_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    if bearer
+        .chain(header)
+        .any(|given| same_token(given.trim().as_bytes(), want))
+    {
+        return Some(Credential::Token);
+    }
+    let cookies = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='));
+    for (name, value) in cookies {
+        if name == s.cookie && same_token(value.as_bytes(), want) {
+            return Some(Credential::Cookie);
+        }
+    }
+    None
+}
+
+/// `token=…` in the query of the printed URL.
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|p| p.strip_prefix("token="))
+}
+
+/// Compared in constant time: how long a guess matched must not show in
+/// how long the answer took.
+fn same_token(given: &[u8], want: &[u8]) -> bool {
     given.len() == want.len()
         && given
             .iter()
@@ -371,7 +533,7 @@ async fn prometheus(State(s): State<AppState>) -> Response {
     }
 }
 
-/// 128 random bits, hex: the token a change must carry.
+/// 128 random bits, hex: the token every request must carry.
 fn new_token() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 16];

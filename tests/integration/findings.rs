@@ -780,7 +780,7 @@ fn the_observer_shows_each_issues_findings_by_iteration() {
         .success();
     }
     let server = crate::ui::Server::start(&dir.join("state"));
-    let (status, body) = server.request("GET", "/api/issues/42", &[], "");
+    let (status, body) = server.get("/api/issues/42");
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     let f = &v["findings"];
@@ -798,7 +798,7 @@ fn the_observer_shows_each_issues_findings_by_iteration() {
     assert_eq!(its[2]["iteration"], 3);
     assert_eq!(f["now"].as_array().unwrap().len(), 5);
     // An issue without findings answers empty.
-    let (_, body) = server.request("GET", "/api/issues/7", &[], "");
+    let (_, body) = server.get("/api/issues/7");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["findings"]["iterations"], json!([]));
 }

@@ -871,7 +871,7 @@ fn the_observer_lists_patterns_and_changes_them_only_with_the_token() {
     let path = format!("/api/patterns/{id}");
     let body = r#"{"action": "pin"}"#;
     let (code, _) = server.request("POST", &path, &[], body);
-    assert_eq!(code, 403, "a change without the token");
+    assert_eq!(code, 401, "a change without the token");
     let token = [("x-jkz-token", server.token.as_str())];
     let (code, out) = server.request("POST", &path, &token, body);
     assert_eq!(code, 200, "{out}");

@@ -1,5 +1,5 @@
 //! `jkz ui`: the JSON API over a fixture state directory, and its refusals
-//! (foreign Host/Origin, a change without the token, paths that try to
+//! (foreign Host/Origin, any request without the token, paths that try to
 //! leave the state directory, a corrupt watch list).
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,7 +13,26 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub token: String,
+    /// The printed URL, token and all.
     pub url: String,
+    /// `name=value` of the session cookie the printed URL set.
+    pub cookie: String,
+}
+
+/// One answer: status, headers (names lower-cased), body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 impl Server {
@@ -23,9 +42,17 @@ impl Server {
 
     /// Starts `jkz ui` with `envs` set as well.
     pub fn start_with(state: &std::path::Path, envs: &[(&str, &str)]) -> Server {
+        Server::start_args(state, &[], envs)
+    }
+
+    /// Starts `jkz ui` with more arguments and `envs`, and opens the printed
+    /// URL as a browser would: it must answer with the session cookie and
+    /// a redirect to the clean URL.
+    pub fn start_args(state: &std::path::Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let mut child = Command::new(bin("jkz"))
             .args(["ui", "--state-dir"])
             .arg(state)
+            .args(args)
             .env_remove("JKZ_STATE_DIR")
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
@@ -45,22 +72,77 @@ impl Server {
         let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
         let port = rest.split('/').next().unwrap().parse().unwrap();
         let token = url.split("token=").nth(1).unwrap().to_string();
-        Server {
+        let mut server = Server {
             child,
             port,
             token,
             url,
+            cookie: String::new(),
+        };
+        let path = &server.url[format!("http://127.0.0.1:{port}").len()..];
+        let signed_in = server.answer("GET", path, &[], "");
+        assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+        assert_eq!(signed_in.header("location"), Some("/"));
+        assert!(signed_in.body.is_empty(), "{}", signed_in.body);
+        let set = signed_in.header("set-cookie").expect("a session cookie");
+        let mut attrs = set.split(';').map(str::trim);
+        server.cookie = attrs.next().unwrap().to_string();
+        let attrs: Vec<&str> = attrs.collect();
+        for want in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+            assert!(attrs.contains(&want), "{want} in {set}");
+        }
+        assert_eq!(
+            server.cookie,
+            format!("jkz-ui-{port}={}", server.token),
+            "{set}"
+        );
+        server
+    }
+
+    /// One request over a fresh connection, with exactly `headers` (and
+    /// `Host`, unless given): no credential unless the caller adds one.
+    pub fn answer(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut s = self.send(method, path, headers, body);
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let mut hs = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut hs);
+        let httparse::Status::Complete(at) = resp.parse(&raw).unwrap() else {
+            panic!("incomplete response: {}", String::from_utf8_lossy(&raw));
+        };
+        Answer {
+            status: resp.code.unwrap(),
+            headers: resp
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect(),
+            body: String::from_utf8_lossy(&raw[at..]).into_owned(),
         }
     }
 
-    /// One request over a fresh connection; returns status and body.
-    pub fn request(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &str,
-    ) -> (u16, String) {
+    /// The status line only, for a response that does not end (the event
+    /// stream).
+    pub fn status_of(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> u16 {
+        let s = self.send(method, path, headers, "");
+        let mut head = Vec::new();
+        let mut reader = BufReader::new(s);
+        while !head.ends_with(b"\r\n\r\n") {
+            let n = reader.read_until(b'\n', &mut head).unwrap();
+            assert!(n > 0, "closed before the headers ended");
+        }
+        let mut hs = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut hs);
+        resp.parse(&head).unwrap();
+        resp.code.unwrap()
+    }
+
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         let own_host = format!("127.0.0.1:{}", self.port);
@@ -72,27 +154,35 @@ impl Server {
         }
         req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
         s.write_all(req.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).unwrap();
-        let mut hs = [httparse::EMPTY_HEADER; 32];
-        let mut resp = httparse::Response::new(&mut hs);
-        let httparse::Status::Complete(at) = resp.parse(&raw).unwrap() else {
-            panic!("incomplete response: {}", String::from_utf8_lossy(&raw));
-        };
-        (
-            resp.code.unwrap(),
-            String::from_utf8_lossy(&raw[at..]).into_owned(),
-        )
+        s
     }
 
+    /// [`Server::answer`]'s status and body.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let a = self.answer(method, path, headers, body);
+        (a.status, a.body)
+    }
+
+    /// A GET as the signed-in page makes it: with the session cookie.
     pub fn get(&self, path: &str) -> (u16, String) {
-        self.request("GET", path, &[], "")
+        self.request("GET", path, &[("Cookie", &self.cookie)], "")
     }
 
     pub fn json(&self, path: &str) -> serde_json::Value {
         let (code, body) = self.get(path);
         assert_eq!(code, 200, "{path}: {body}");
         serde_json::from_str(&body).unwrap()
+    }
+
+    /// `Authorization: Bearer TOKEN`, as a script or a scraper sends it.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token)
     }
 }
 
@@ -164,13 +254,26 @@ fn ui_refuses_foreign_host_and_origin_and_changes_without_the_token() {
         assert!(!body.contains("building"), "{body}");
     }
     let own_origin = format!("http://localhost:{}", server.port);
-    let (code, _) = server.request("GET", "/api/pipelines", &[("Origin", &own_origin)], "");
+    let cookie = ("Cookie", server.cookie.as_str());
+    let (code, _) = server.request(
+        "GET",
+        "/api/pipelines",
+        &[("Origin", &own_origin), cookie],
+        "",
+    );
     assert_eq!(code, 200);
     let pin = r#"{"issue": "5", "pinned": true}"#;
     let ct = ("Content-Type", "application/json");
-    for headers in [vec![ct], vec![ct, ("X-Jkz-Token", "0123")]] {
+    // Without the token, with a wrong one, or with the page's cookie but
+    // without the Origin every browser sends with a change: not signed in.
+    for headers in [
+        vec![ct],
+        vec![ct, ("X-Jkz-Token", "0123")],
+        vec![ct, ("Authorization", "Bearer 0123")],
+        vec![ct, cookie],
+    ] {
         let (code, body) = server.request("POST", "/api/watch-list", &headers, pin);
-        assert_eq!(code, 403, "{body}");
+        assert_eq!(code, 401, "{headers:?}: {body}");
     }
     assert!(!dir.join("state/watch-list.json").exists());
     let token = server.token.clone();
@@ -186,6 +289,15 @@ fn ui_refuses_foreign_host_and_origin_and_changes_without_the_token() {
     assert_eq!(
         server.json("/api/pipelines")["pipelines"][0]["pinned"],
         true
+    );
+    // The page's own change: the cookie and its own Origin.
+    let unpin = r#"{"issue": "5", "pinned": false}"#;
+    let page = [ct, cookie, ("Origin", own_origin.as_str())];
+    let (code, body) = server.request("POST", "/api/watch-list", &page, unpin);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        server.json("/api/pipelines")["pipelines"][0]["pinned"],
+        false
     );
 }
 
@@ -288,4 +400,188 @@ fn ui_now_shows_live_chats_and_claims_from_the_registry_without_writing_it() {
         })
         .collect();
     assert_eq!(after, files, "the registry read wrote nothing of its own");
+}
+
+/// A state directory whose every part holds `CANARY`: a pipeline, a
+/// deliberation record (`rec-1`), the event log and the metrics derived from
+/// it, the registry, a lock, a learned pattern (`P1`), the watch list.
+fn canary_state(dir: &Dir) {
+    let jkz = |args: &[&str]| {
+        dir.cmd("jkz")
+            .args(["--state-dir", "state"])
+            .args(args)
+            .run()
+            .success();
+    };
+    jkz(&["state", "set", "42", "current_phase", "plan-CANARY"]);
+    jkz(&["state", "set", "42", "current_phase", "done"]);
+    jkz(&["state", "set", "42", "failure_context", "CANARY"]);
+    let response = "## Accumulated Patterns\n\n- CANARY rule\n";
+    dir.write(
+        "state/deliberations/rec-1.json",
+        serde_json::json!({"role": "judge", "timestamp": "2099-01-01T00:00:00.000Z",
+            "status": "ok", "issue": 42, "pr": null, "phase": "CANARY", "iteration": null,
+            "model": null, "endpoint": null, "command": null, "exit_code": 0,
+            "duration_ms": 1, "tokens": null, "response_bytes": response.len(),
+            "response_sha256": "0".repeat(64), "response": response})
+        .to_string(),
+    );
+    jkz(&["patterns", "mine"]);
+    jkz(&["claim", "42", "--session", "CANARY-chat"]);
+    jkz(&["lock", "acquire", "deploy", "CANARY", "--owner", "CANARY"]);
+    dir.write("state/watch-list.json", r#"{"pinned": ["42"]}"#);
+}
+
+/// A path of `route` with its parameters filled in with what the canary
+/// state holds, so that a request with the token would find data.
+fn concrete(route: &str) -> String {
+    let filled = route
+        .replace("/api/deliberations/{id}", "/api/deliberations/rec-1")
+        .replace("/api/patterns/{id}", "/api/patterns/P1")
+        .replace("{issue}", "42");
+    assert!(
+        !filled.contains('{'),
+        "a new route parameter in {route}: give it a value that finds data here"
+    );
+    filled
+}
+
+/// Every route the router has (and one it has not) answers 401 and nothing
+/// of the state to a request that does not carry the token: none at all, a
+/// wrong one, the right one under another server's cookie name, the right
+/// one in the query of anything but the printed URL; the printed URL with a
+/// wrong token too. With the cookie or the bearer token each one answers.
+#[test]
+fn ui_answers_nothing_without_the_token_on_any_route() {
+    let dir = Dir::new();
+    canary_state(&dir);
+    let server = Server::start(&dir.join("state"));
+    let routes = jkz::ui::server::routes();
+    for want in [("GET", "/"), ("GET", "/api/events"), ("GET", "/metrics")] {
+        assert!(routes.contains(&want), "{want:?} in {routes:?}");
+    }
+    let wrong = "0".repeat(server.token.len());
+    let wrong_cookie = format!("jkz-ui-{}={wrong}", server.port);
+    let other_server = format!("jkz-ui-{}={}", server.port + 1, server.token);
+    let wrong_bearer = format!("Bearer {wrong}");
+    let basic = format!("Basic {}", server.token);
+    let strangers: [Vec<(&str, &str)>; 6] = [
+        vec![],
+        vec![("Cookie", &wrong_cookie)],
+        vec![("Cookie", &other_server)],
+        vec![("Authorization", &wrong_bearer)],
+        vec![("Authorization", &basic)],
+        vec![("X-Jkz-Token", &wrong)],
+    ];
+    let mut tried = 0;
+    let mut paths: Vec<(&str, String)> = routes.iter().map(|(m, r)| (*m, concrete(r))).collect();
+    paths.push(("GET", "/no-such-page".into()));
+    for (method, path) in &paths {
+        let with_query = format!("{path}?token={}", server.token);
+        let mut asks: Vec<(&str, Vec<(&str, &str)>)> = strangers
+            .iter()
+            .map(|h| (path.as_str(), h.clone()))
+            .collect();
+        if path != "/" {
+            asks.push((with_query.as_str(), vec![]));
+        }
+        for (p, headers) in asks {
+            let a = server.answer(method, p, &headers, r#"{"issue": "42", "pinned": false}"#);
+            assert_eq!(a.status, 401, "{method} {p} {headers:?}: {}", a.body);
+            assert!(
+                !a.body.contains("CANARY") && !a.body.contains("42"),
+                "{method} {p}: {}",
+                a.body
+            );
+            let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+            assert_eq!(v.as_object().unwrap().len(), 1, "only the error: {v}");
+            assert!(a.header("www-authenticate").is_some(), "{method} {p}");
+            assert!(a.header("set-cookie").is_none(), "{method} {p}");
+            tried += 1;
+        }
+    }
+    assert!(tried > 6 * routes.len(), "{tried}");
+    let a = server.answer("GET", &format!("/?token={wrong}"), &[], "");
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert!(a.header("set-cookie").is_none());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state/watch-list.json")).unwrap(),
+        r#"{"pinned": ["42"]}"#,
+        "no change went through"
+    );
+
+    // With the token each route answers: the cookie (a change with the
+    // page's Origin) or the bearer token.
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let bearer = server.bearer();
+    for signed_in in [
+        vec![
+            ("Cookie", server.cookie.as_str()),
+            ("Origin", origin.as_str()),
+        ],
+        vec![("Authorization", bearer.as_str())],
+    ] {
+        for (method, path) in &paths {
+            let status = if *method == "GET" {
+                server.status_of(method, path, &signed_in)
+            } else {
+                server
+                    .answer(method, path, &signed_in, r#"{"action": "pin"}"#)
+                    .status
+            };
+            let want = if path == "/no-such-page" {
+                404
+            } else if path == "/api/watch-list" && *method == "POST" {
+                400 // a pattern's body, not a pin's: read, and refused
+            } else {
+                200
+            };
+            assert_eq!(status, want, "{method} {path} {signed_in:?}");
+        }
+    }
+    let (code, body) = server.get("/api/deliberations/rec-1");
+    assert_eq!(code, 200);
+    assert!(body.contains("CANARY rule"), "{body}");
+}
+
+#[test]
+fn ui_metrics_takes_the_bearer_token_and_is_open_only_with_metrics_public() {
+    let dir = Dir::new();
+    canary_state(&dir);
+    let server = Server::start(&dir.join("state"));
+    let bearer = server.bearer();
+    let a = server.answer("GET", "/metrics", &[("Authorization", &bearer)], "");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(a
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    let scrape =
+        prometheus_parse::Scrape::parse(a.body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let completed = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "jkz_issues" && s.labels.get("outcome") == Some("completed"))
+        .unwrap_or_else(|| panic!("no jkz_issues{{outcome=completed}} in\n{}", a.body));
+    assert_eq!(completed.value, prometheus_parse::Value::Gauge(1.0));
+    let (code, body) = server.request("GET", "/metrics", &[], "");
+    assert_eq!(code, 401, "{body}");
+    assert!(!body.contains("jkz_"), "{body}");
+    drop(server);
+
+    let public = Server::start_args(&dir.join("state"), &["--metrics-public"], &[]);
+    let (code, body) = public.request("GET", "/metrics", &[], "");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("jkz_issues{outcome=\"completed\"} 1"),
+        "{body}"
+    );
+    // Only /metrics: everything else still needs the token.
+    for path in ["/", "/api/now", "/api/issues/42", "/api/metrics"] {
+        let (code, body) = public.request("GET", path, &[], "");
+        assert_eq!(code, 401, "{path}: {body}");
+    }
+    let evil = format!("evil.example:{}", public.port);
+    let (code, _) = public.request("GET", "/metrics", &[("Host", &evil)], "");
+    assert_eq!(code, 403, "the Host check stands");
 }

@@ -1,6 +1,7 @@
 //! `jkz ui` in a real browser: headless Chromium (the distribution's
 //! package, `/usr/bin/chromium`), driven over the DevTools protocol on a
-//! WebSocket. Loads the page against a fixture state directory, checks the
+//! WebSocket. Opens the printed URL (which signs the browser in with a
+//! cookie: every request after it carries no token), loads the page against a fixture state directory, checks the
 //! pipelines table, pins an issue through the page, changes a pipeline file
 //! on disk and sees the change without a reload, shows an issue's review
 //! findings by iteration (a new import shows without a reload too), and
@@ -284,6 +285,13 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
         &format!("{} === 'PASS'", cell_text(101, "td.verdict")),
         Duration::from_secs(10),
     );
+    // Signed in by the printed URL: the address bar is the clean URL, and
+    // no script on the page can read the token (the cookie is HttpOnly).
+    assert_eq!(
+        b.eval("location.href"),
+        json!(format!("http://127.0.0.1:{}/", server.port))
+    );
+    assert_eq!(b.eval("document.cookie"), json!(""));
     assert_eq!(b.eval(&cell_text(102, "td.verdict")), json!("FAIL"));
     assert_eq!(b.eval(&cell_text(103, "td.verdict")), json!(""));
 

@@ -5,4 +5,6 @@ mod contract;
 mod history;
 mod registry;
 mod run;
+mod terminal;
+mod ui;
 mod window;
