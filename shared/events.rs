@@ -165,5 +165,5 @@ pub fn warn(message: impl AsRef<str>) {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "jkz".into());
     let line = message.as_ref().replace(['\n', '\r'], " ");
-    eprintln!("{program}: warning: {line}");
+    eprintln!("{program}: warning: {}", crate::terminal_text::inert(&line));
 }

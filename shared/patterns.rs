@@ -63,8 +63,13 @@ pub fn open(
         crate::json_file::lock_wait(),
         &mut |m: &Memory| mine::build(m, &mut notes),
     );
+    // A note may quote what a record said: shown, never obeyed.
     for line in String::from_utf8_lossy(&notes).lines() {
-        let _ = writeln!(warnings, "{program}: warning: {line}");
+        let _ = writeln!(
+            warnings,
+            "{program}: warning: {}",
+            crate::terminal_text::inert(line)
+        );
     }
     let (memory, synced, rebuilt) = result?;
     if let Some(note) = rebuilt {

@@ -471,7 +471,7 @@ fn mine(
 
 fn warn_lines(err: &mut dyn Write, program: &str, notes: &[u8]) {
     for line in String::from_utf8_lossy(notes).lines() {
-        let _ = writeln!(err, "{program}: warning: {line}");
+        let _ = writeln!(err, "{program}: warning: {}", inert(line));
     }
 }
 

@@ -693,3 +693,84 @@ fn an_answer_that_could_be_neither_kept_nor_printed_is_not_judged_empty() {
         assert_eq!(record["status"], "ok", "{}", path.display());
     }
 }
+
+/// `jkz deliberations show` prints an answer byte for byte into a pipe,
+/// and to a terminal (`script` runs it on a pseudo-terminal) with its lines
+/// and tabs kept and every control character shown, never obeyed: an
+/// agent's answer may hold an escape sequence. The same for an answer kept
+/// inline in its record and for one streamed from its response file (with
+/// bytes that are not UTF-8); the list shows the records' fields escaped.
+#[test]
+fn an_answer_holding_escape_sequences_is_exact_in_a_pipe_and_shown_escaped_on_a_terminal() {
+    let dir = Dir::new();
+    let small = b"PASS \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\nsecond\tline\n".to_vec();
+    let mut big = vec![b'a'; 70_000];
+    big.extend_from_slice(b"\n\x1b]0;retitled\x07 \xff\xfe caf\xc3\xa9 \xe2\x80\xae\n");
+    for (iteration, answer) in [("1", &small), ("2", &big)] {
+        let file = dir.write(format!("answer-{iteration}.txt"), answer);
+        run(&dir)
+            .args([
+                "run",
+                "--issue",
+                "9",
+                "--role",
+                "judge",
+                "--iteration",
+                iteration,
+            ])
+            .args(["--phase", "review\x1b[2J", "--", "cat"])
+            .arg(&file)
+            .run()
+            .success();
+    }
+    let show = |iteration: &str| {
+        [
+            "deliberations",
+            "show",
+            "--issue",
+            "9",
+            "--iteration",
+            iteration,
+        ]
+        .map(String::from)
+    };
+    for (iteration, answer) in [("1", &small), ("2", &big)] {
+        let piped = run(&dir).args(show(iteration)).run().success();
+        assert!(piped.stdout() == answer.as_slice(), "{}", piped.report());
+        let command = format!(
+            "'{}' --state-dir '{}' {}",
+            bin("jkz").display(),
+            dir.join("state").display(),
+            show(iteration).join(" ")
+        );
+        let on_tty = util::scrubbed("script", dir.path())
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("script(1) runs");
+        assert!(on_tty.status.success(), "{on_tty:?}");
+        // The terminal turns each line break into CR LF.
+        let shown = String::from_utf8(on_tty.stdout)
+            .unwrap()
+            .replace("\r\n", "\n");
+        let want = if iteration == "1" {
+            "PASS \\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2J\nsecond\tline\n".to_string()
+        } else {
+            format!(
+                "{}\n\\x1b]0;retitled\\x07 \\xff\\xfe café \\u{{202e}}\n",
+                "a".repeat(70_000)
+            )
+        };
+        assert!(
+            shown == want,
+            "{:?}",
+            &shown[shown.len().saturating_sub(200)..]
+        );
+    }
+    let list = run(&dir).args(["deliberations", "list"]).run().success();
+    assert!(
+        !list.stdout().contains(&0x1b) && list.stdout_str().contains("review\\x1b[2J"),
+        "{}",
+        list.report()
+    );
+}
