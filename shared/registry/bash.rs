@@ -219,8 +219,8 @@ impl Reader {
                     cmd.words.remove(0);
                 }
             }
-            let closes = cmd.words.len() == 1
-                && first.as_deref().is_some_and(|w| CLOSERS.contains(&w));
+            let closes =
+                cmd.words.len() == 1 && first.as_deref().is_some_and(|w| CLOSERS.contains(&w));
             let input = piped.take().unwrap_or_else(|| stdin.clone());
             let printed = if closes {
                 let group = match frames.pop() {
@@ -308,7 +308,9 @@ impl Reader {
                         _ => Stream::Unknown("an input the hook cannot name".into()),
                     });
                 }
-                Redirect::HereDoc => input = Some(Stream::Text(target.literal().unwrap_or_default())),
+                Redirect::HereDoc => {
+                    input = Some(Stream::Text(target.literal().unwrap_or_default()))
+                }
                 Redirect::HereString => {
                     let w = self.expand_one(target, scope, depth);
                     input = Some(if w.unknown() {
@@ -570,7 +572,10 @@ fn assignment(w: &RawWord) -> Option<(String, bool, RawWord)> {
     let mut name = String::new();
     for (k, a) in w.atoms.iter().enumerate() {
         match a {
-            Atom::Char { c: '=', quoted: false } if !name.is_empty() => {
+            Atom::Char {
+                c: '=',
+                quoted: false,
+            } if !name.is_empty() => {
                 let append = name.ends_with('+');
                 let name = name.trim_end_matches('+').to_string();
                 let valid = !name.is_empty()
@@ -586,7 +591,9 @@ fn assignment(w: &RawWord) -> Option<(String, bool, RawWord)> {
                     )
                 });
             }
-            Atom::Char { c, quoted: false } if *c == '_' || *c == '+' || c.is_ascii_alphanumeric() => {
+            Atom::Char { c, quoted: false }
+                if *c == '_' || *c == '+' || c.is_ascii_alphanumeric() =>
+            {
                 name.push(*c)
             }
             _ => return None,

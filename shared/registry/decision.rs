@@ -178,7 +178,11 @@ fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -
                         h.claim.issue
                     )
                 };
-                (h, what, guarded.pipeline_dir.join(pattern).display().to_string())
+                (
+                    h,
+                    what,
+                    guarded.pipeline_dir.join(pattern).display().to_string(),
+                )
             }
             Target::Registry => {
                 let Some(h) = others.iter().find(live) else {
@@ -270,9 +274,10 @@ fn ask(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -> Op
                 ..
             } => {
                 let above = live.iter().find(|h| {
-                    h.claim.worktree.as_deref().is_some_and(|wt| {
-                        reach(path, *pattern, Path::new(wt)) == Reach::Above
-                    })
+                    h.claim
+                        .worktree
+                        .as_deref()
+                        .is_some_and(|wt| reach(path, *pattern, Path::new(wt)) == Reach::Above)
                 });
                 if above.is_none() {
                     continue;
@@ -292,7 +297,10 @@ fn ask(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -> Op
             chat.push_str(&format!(" (branch {branch})"));
         }
         let place = match &h.claim.worktree {
-            Some(wt) => format!("its worktree {wt} and issue {}'s pipeline state", h.claim.issue),
+            Some(wt) => format!(
+                "its worktree {wt} and issue {}'s pipeline state",
+                h.claim.issue
+            ),
             None => format!("issue {}'s pipeline state", h.claim.issue),
         };
         let reason = format!(
@@ -472,14 +480,22 @@ mod tests {
             tree("/wt", Change::Clean { ignored: true }),
             tree("/elsewhere/*.o", Change::Remove),
         ] {
-            assert_eq!(decide(std::slice::from_ref(&t), &others, &g, 1_010), None, "{t:?}");
+            assert_eq!(
+                decide(std::slice::from_ref(&t), &others, &g, 1_010),
+                None,
+                "{t:?}"
+            );
         }
         // Files written into a directory above it: the user decides.
         let Some(Verdict::Ask(f)) = decide(&[tree("/wt", Change::Write)], &others, &g, 1_010)
         else {
             panic!()
         };
-        assert!(f.reason.contains("chat chat-a (branch i42)"), "{}", f.reason);
+        assert!(
+            f.reason.contains("chat chat-a (branch i42)"),
+            "{}",
+            f.reason
+        );
     }
 
     #[test]
@@ -492,7 +508,11 @@ mod tests {
         let Some(Verdict::Deny(alone)) = decide(std::slice::from_ref(&harm), &[], &g, 1_010) else {
             panic!()
         };
-        assert!(alone.reason.contains("git clean -X removes /p/state"), "{}", alone.reason);
+        assert!(
+            alone.reason.contains("git clean -X removes /p/state"),
+            "{}",
+            alone.reason
+        );
         assert!(alone.reason.contains("-e '!state/'"), "{}", alone.reason);
         assert_eq!((alone.owner, alone.target.as_str()), (None, "/p/state"));
         // With a claim at stake too, the reason says both.
@@ -513,7 +533,12 @@ mod tests {
             what: "the script x.sh".into(),
             within: within.map(PathBuf::from),
         };
-        for within in [None, Some("/p/state/pipeline"), Some("/wt"), Some("/wt/42/src")] {
+        for within in [
+            None,
+            Some("/p/state/pipeline"),
+            Some("/wt"),
+            Some("/wt/42/src"),
+        ] {
             let got = decide(&[unknown(within)], &others, &g, 1_010);
             assert!(matches!(got, Some(Verdict::Ask(_))), "{within:?}: {got:?}");
         }

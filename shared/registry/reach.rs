@@ -184,7 +184,10 @@ mod tests {
         assert_eq!(r("/p/s*", "/p/state"), Reach::Exact);
         assert_eq!(r("/p/*.o", "/p/state/chat.db"), Reach::None);
         assert_eq!(r("/p/state/*.db", "/p/state/chat.db"), Reach::Exact);
-        assert_eq!(r("/p/state/**/42.json", "/p/state/pipeline/42.json"), Reach::Exact);
+        assert_eq!(
+            r("/p/state/**/42.json", "/p/state/pipeline/42.json"),
+            Reach::Exact
+        );
         assert_eq!(r("/p/state/**/42.json", "/p/state/pipeline"), Reach::Below);
         assert_eq!(r("/p/**", "/p/state/chat.db"), Reach::Exact);
         assert_eq!(r("/p/**", "/p"), Reach::Exact);

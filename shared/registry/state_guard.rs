@@ -60,7 +60,11 @@ pub fn harm(
     let events = root.join(EVENTS_DIR);
     let files: Vec<PathBuf> = DATABASES
         .iter()
-        .flat_map(|db| COMPANIONS.iter().map(move |c| root.join(format!("{db}{c}"))))
+        .flat_map(|db| {
+            COMPANIONS
+                .iter()
+                .map(move |c| root.join(format!("{db}{c}")))
+        })
         .collect();
     let spared = |t: &Path| is_kept(kept, &base, t);
     let reached = |t: &Path| reach(written, pattern, t);
@@ -77,13 +81,18 @@ pub fn harm(
             if lost.is_empty() && !events_part {
                 return None;
             }
-            let what = if whole && !spared(root) {
+            let what = if whole && !spared(root) && written == root.as_path() {
+                format!("{by} removes {}, jkz's state directory", root.display())
+            } else if whole && !spared(root) {
                 format!(
-                    "{by} removes {} (it reaches {shown}), jkz's state directory",
+                    "{by} removes {}, jkz's state directory, with {shown}",
                     root.display()
                 )
             } else if lost.is_empty() {
-                format!("{by} removes part of jkz's event log in {}", events.display())
+                format!(
+                    "{by} removes part of jkz's event log in {}",
+                    events.display()
+                )
             } else {
                 let names: Vec<String> = lost.iter().map(|p| p.display().to_string()).collect();
                 format!("{by} removes {} in jkz's state directory", names.join(", "))
@@ -103,10 +112,7 @@ pub fn harm(
                         .then(|| events.clone())
                 })?;
             Some(Harm {
-                what: format!(
-                    "{by} overwrites {}, which only jkz writes",
-                    hit.display()
-                ),
+                what: format!("{by} overwrites {}, which only jkz writes", hit.display()),
                 instead: "leave jkz's databases and event log to jkz (`jkz claim`, `jkz release`, \
                           `jkz patterns`, `jkz findings`, `jkz events rebuild`); read them with \
                           `sqlite3 -readonly`"
@@ -131,21 +137,30 @@ fn inside(written: &Path, pattern: bool, events: &Path) -> bool {
 /// The spelling of what `by` meant that keeps the state directory `root`
 /// (named relative to `base`, where the command works, when it lies there).
 fn instead(by: &str, base: &Path, root: &Path) -> String {
+    // Named as from where the command works, or, when it works on the
+    // state directory itself, as from its parent.
     let rel = root
         .strip_prefix(base)
         .ok()
         .filter(|r| !r.as_os_str().is_empty())
+        .or_else(|| {
+            root.file_name()
+                .map(Path::new)
+                .filter(|_| root.starts_with(base) || base.starts_with(root))
+        })
         .map_or_else(|| root.display().to_string(), |r| r.display().to_string());
     match by {
-        "git clean -X" => format!(
-            "exclude it, and the rest goes as asked: `git clean -fdX -e '!{rel}/'`"
-        ),
-        "git clean -x" => format!(
-            "exclude it, and the rest goes as asked: `git clean -fdx -e {rel}/`"
-        ),
-        "git stash --all" => "`git stash --include-untracked` stashes the untracked files and leaves \
+        "git clean -X" => {
+            format!("exclude it, and the rest goes as asked: `git clean -fdX -e '!{rel}/'`")
+        }
+        "git clean -x" => {
+            format!("exclude it, and the rest goes as asked: `git clean -fdx -e {rel}/`")
+        }
+        "git stash --all" => {
+            "`git stash --include-untracked` stashes the untracked files and leaves \
                               the ignored ones, the state directory among them, in place"
-            .into(),
+                .into()
+        }
         "find -delete" => format!("prune it: `find . -path ./{rel} -prune -o … -delete`"),
         "rsync --delete" => format!("exclude it: `rsync --delete --exclude=/{rel}/ …`"),
         _ => "remove only what you mean, by name (`rm -rf build target`); `jkz gc` prunes \
@@ -207,8 +222,19 @@ mod tests {
             anchored,
             subtree: true,
         };
-        assert_eq!(of("/p", clean, &[keep("state", false)], "git clean -x"), None);
-        assert_eq!(of("/p/**", Change::Remove, &[keep("state", true)], "find -delete"), None);
+        assert_eq!(
+            of("/p", clean, &[keep("state", false)], "git clean -x"),
+            None
+        );
+        assert_eq!(
+            of(
+                "/p/**",
+                Change::Remove,
+                &[keep("state", true)],
+                "find -delete"
+            ),
+            None
+        );
         let harm = of("/p", clean, &[], "git clean -X").unwrap();
         assert!(harm.what.contains("/p/state"), "{harm:?}");
         assert!(harm.instead.contains("-e '!state/'"), "{harm:?}");

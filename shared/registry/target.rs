@@ -119,7 +119,11 @@ pub fn targets(
             }
             let guarded = guarded();
             let mut out: Vec<Target> = Vec::new();
-            for t in writes.iter().flat_map(|w| classify(w, &guarded)).chain(patched) {
+            for t in writes
+                .iter()
+                .flat_map(|w| classify(w, &guarded))
+                .chain(patched)
+            {
                 if !out.contains(&t) {
                     out.push(t);
                 }
@@ -252,16 +256,22 @@ pub fn classify(write: &Write, guarded: &Guarded) -> Vec<Target> {
 fn name_below(written: &Path, dir: &Path) -> Option<String> {
     let last = written.file_name()?.to_str()?;
     let parent = written.parent()?;
-    let parent_is_pattern = parent
-        .components()
-        .any(|c| c.as_os_str().to_str().is_some_and(|p| p.contains(['*', '?', '['])));
+    let parent_is_pattern = parent.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|p| p.contains(['*', '?', '[']))
+    });
     let parent_reach = reach(parent, parent_is_pattern, dir);
     let deep = parent.file_name().is_some_and(|n| n == "**");
     let reaches = parent_reach == Reach::Exact || (deep && parent_reach == Reach::Above);
     if !reaches {
         return None;
     }
-    Some(if last == "**" { "*".into() } else { last.into() })
+    Some(if last == "**" {
+        "*".into()
+    } else {
+        last.into()
+    })
 }
 
 /// The issue of a path spelled `…/pipeline/N.json` (or a companion
@@ -377,10 +387,19 @@ mod tests {
         // Removing the state directory, or its registry, harms everyone's
         // state; a pipeline file or the pipeline directory does not.
         let harms = |cmd: &str| all_of(cmd).iter().any(|t| matches!(t, Target::State(_)));
-        for cmd in ["rm -rf state", "rm -rf state/*", "rm -f state/chat.db*", "rm -rf ."] {
+        for cmd in [
+            "rm -rf state",
+            "rm -rf state/*",
+            "rm -f state/chat.db*",
+            "rm -rf .",
+        ] {
             assert!(harms(cmd), "{cmd}");
         }
-        for cmd in ["rm -rf state/pipeline", "rm state/pipeline/4*.json", "rm -f *.o"] {
+        for cmd in [
+            "rm -rf state/pipeline",
+            "rm state/pipeline/4*.json",
+            "rm -f *.o",
+        ] {
             assert!(!harms(cmd), "{cmd}");
         }
         // Every path written is checked against the claimed worktrees.
@@ -404,7 +423,9 @@ mod tests {
         );
         // A write into a directory above the pipeline files: cannot tell.
         assert!(
-            of("tar xf /tmp/a.tar").iter().any(|t| matches!(t, Target::Unknown { .. })),
+            of("tar xf /tmp/a.tar")
+                .iter()
+                .any(|t| matches!(t, Target::Unknown { .. })),
             "{:?}",
             of("tar xf /tmp/a.tar")
         );

@@ -33,7 +33,8 @@ impl Reader {
                     None => (long, None),
                 };
                 let separate = attached.is_none() && LONG_VALUED.contains(&key);
-                let value = attached.or_else(|| separate.then(|| args.get(i + 1).cloned()).flatten());
+                let value =
+                    attached.or_else(|| separate.then(|| args.get(i + 1).cloned()).flatten());
                 t.long(key, value);
                 i += 1 + usize::from(separate);
                 continue;
@@ -82,7 +83,13 @@ impl Reader {
 
     /// What an archive extracted into `into` writes: the members named, or
     /// anything in `into`.
-    fn write_members(&mut self, into: &Word, members: &[Word], by: &'static str, cwd: Option<&Path>) {
+    fn write_members(
+        &mut self,
+        into: &Word,
+        members: &[Word],
+        by: &'static str,
+        cwd: Option<&Path>,
+    ) {
         if members.is_empty() {
             self.write(into, Change::Write, by, cwd);
         }
@@ -128,7 +135,12 @@ impl Reader {
             }
         }
         let into = dir.unwrap_or_else(|| Word::literal("."));
-        let members: Vec<Word> = operands.get(1..).unwrap_or_default().iter().map(|w| (*w).clone()).collect();
+        let members: Vec<Word> = operands
+            .get(1..)
+            .unwrap_or_default()
+            .iter()
+            .map(|w| (*w).clone())
+            .collect();
         self.write_members(&into, &members, "unzip", cwd);
     }
 
@@ -155,7 +167,9 @@ impl Reader {
             }
             // The twin: written next to it, its name told by the suffix.
             let twin = match w.text.rsplit_once('.') {
-                Some((stem, _)) if name.starts_with("un") || name == "gunzip" || flag('d', "--decompress") => {
+                Some((stem, _))
+                    if name.starts_with("un") || name == "gunzip" || flag('d', "--decompress") =>
+                {
                     stem.to_string()
                 }
                 _ => format!("{}.z", w.text),
@@ -184,15 +198,38 @@ struct Tar {
 /// Long options that take the next word as their value when not given
 /// one with `=`.
 const LONG_VALUED: &[&str] = &[
-    "file", "directory", "files-from", "exclude-from", "use-compress-program", "transform",
-    "xform", "owner", "group", "mode", "format", "blocking-factor", "newer", "after-date",
-    "label", "exclude", "to-command", "info-script", "new-volume-script", "rsh-command",
-    "tape-length", "suffix", "backup", "record-size",
+    "file",
+    "directory",
+    "files-from",
+    "exclude-from",
+    "use-compress-program",
+    "transform",
+    "xform",
+    "owner",
+    "group",
+    "mode",
+    "format",
+    "blocking-factor",
+    "newer",
+    "after-date",
+    "label",
+    "exclude",
+    "to-command",
+    "info-script",
+    "new-volume-script",
+    "rsh-command",
+    "tape-length",
+    "suffix",
+    "backup",
+    "record-size",
 ];
 
 /// Short option letters that take a value.
 fn takes_value(c: char) -> bool {
-    matches!(c, 'f' | 'C' | 'b' | 'K' | 'N' | 'g' | 'V' | 'T' | 'X' | 'H' | 'I' | 'L')
+    matches!(
+        c,
+        'f' | 'C' | 'b' | 'K' | 'N' | 'g' | 'V' | 'T' | 'X' | 'H' | 'I' | 'L'
+    )
 }
 
 impl Tar {

@@ -407,11 +407,8 @@ fn sequence(inner: &[Atom]) -> Option<Vec<Vec<Atom>>> {
         [a, b, s] => (*a, *b, s.parse::<i64>().ok()?.abs().max(1)),
         _ => return None,
     };
-    let chars = |s: &str| -> Vec<Atom> {
-        s.chars()
-            .map(|c| Atom::Char { c, quoted: true })
-            .collect()
-    };
+    let chars =
+        |s: &str| -> Vec<Atom> { s.chars().map(|c| Atom::Char { c, quoted: true }).collect() };
     if let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) {
         let width = if from.starts_with('0') || to.starts_with('0') {
             from.len().max(to.len())
@@ -473,7 +470,10 @@ mod tests {
             .vars
             .insert("g".into(), Value::Fields(vec!["x".into(), "y".into()]));
         assert_eq!(
-            words_of("$f \"$f\" pre$f.post ${f} $g ${nope_x9:-d} \"$PWD\"", &scope),
+            words_of(
+                "$f \"$f\" pre$f.post ${f} $g ${nope_x9:-d} \"$PWD\"",
+                &scope
+            ),
             ["a", "b", "a b", "prea", "b.post", "a", "b", "x", "y", "d", "/p"]
         );
         let mut run = |_: &str| Stream::Unknown("x".into());

@@ -11,11 +11,48 @@ use super::{Change, Kept, Reader, MAX_DEPTH};
 
 /// Tests and actions that take a value.
 const VALUED: &[&str] = &[
-    "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
-    "-lname", "-ilname", "-type", "-xtype", "-newer", "-anewer", "-cnewer", "-size", "-mtime",
-    "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-user", "-group", "-uid", "-gid", "-perm",
-    "-maxdepth", "-mindepth", "-links", "-inum", "-samefile", "-fstype", "-context", "-used",
-    "-printf", "-regextype", "-newermt", "-newerat", "-newerct", "-newermm", "-files0-from",
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-type",
+    "-xtype",
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-size",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-perm",
+    "-maxdepth",
+    "-mindepth",
+    "-links",
+    "-inum",
+    "-samefile",
+    "-fstype",
+    "-context",
+    "-used",
+    "-printf",
+    "-regextype",
+    "-newermt",
+    "-newerat",
+    "-newerct",
+    "-newermm",
+    "-files0-from",
 ];
 
 impl Reader {
@@ -56,8 +93,7 @@ impl Reader {
         while let Some(w) = expression.get(i) {
             let t = w.text.as_str();
             let value = expression.get(i + 1);
-            let negated = i > 0
-                && matches!(expression[i - 1].text.as_str(), "!" | "-not");
+            let negated = i > 0 && matches!(expression[i - 1].text.as_str(), "!" | "-not");
             let pruned = expression
                 .get(i + 2)
                 .is_some_and(|next| next.text == "-prune");
@@ -161,7 +197,10 @@ impl Reader {
 fn relative_to_start(pattern: &str, starts: &[Word]) -> String {
     for s in starts {
         let start = s.text.trim_end_matches('/');
-        if let Some(rest) = pattern.strip_prefix(start).and_then(|r| r.strip_prefix('/')) {
+        if let Some(rest) = pattern
+            .strip_prefix(start)
+            .and_then(|r| r.strip_prefix('/'))
+        {
             return rest.to_string();
         }
     }

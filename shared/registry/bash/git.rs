@@ -14,8 +14,22 @@ use super::{path_of, Change, Kept, Reader};
 /// Subcommands that change the files of the work tree they run in, or its
 /// branch and index.
 const CHANGES_WORK_TREE: &[&str] = &[
-    "checkout", "switch", "restore", "reset", "merge", "rebase", "pull", "cherry-pick", "revert",
-    "am", "rm", "mv", "commit", "add", "stash", "apply",
+    "checkout",
+    "switch",
+    "restore",
+    "reset",
+    "merge",
+    "rebase",
+    "pull",
+    "cherry-pick",
+    "revert",
+    "am",
+    "rm",
+    "mv",
+    "commit",
+    "add",
+    "stash",
+    "apply",
 ];
 
 impl Reader {
@@ -68,7 +82,10 @@ impl Reader {
                     "git",
                     None,
                 ),
-                None => self.unknown(None, format!("git {} in a directory the hook cannot name", sub.text)),
+                None => self.unknown(
+                    None,
+                    format!("git {} in a directory the hook cannot name", sub.text),
+                ),
             }
         }
         None
@@ -145,7 +162,10 @@ impl Reader {
             paths.into_iter().cloned().collect()
         };
         for s in scopes {
-            let w = Word { kept: kept.clone(), ..s };
+            let w = Word {
+                kept: kept.clone(),
+                ..s
+            };
             self.write(&w, Change::Clean { ignored }, by, cwd);
         }
     }
@@ -188,7 +208,10 @@ impl Reader {
             match top {
                 Some(top) => paths.push(Word::literal(top.display().to_string())),
                 None => {
-                    self.unknown(None, "git stash --all in a directory the hook cannot name".into());
+                    self.unknown(
+                        None,
+                        "git stash --all in a directory the hook cannot name".into(),
+                    );
                     return;
                 }
             }
@@ -215,7 +238,10 @@ impl Reader {
             ([], Stream::Text(text)) => text.clone(),
             ([], Stream::Empty) => return,
             ([], other) => {
-                self.unknown(cwd.map(Path::to_path_buf), format!("the files a patch from {} changes", other.describe()));
+                self.unknown(
+                    cwd.map(Path::to_path_buf),
+                    format!("the files a patch from {} changes", other.describe()),
+                );
                 return;
             }
             (files, _) => {

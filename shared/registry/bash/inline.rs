@@ -31,10 +31,8 @@ pub fn code(name: &str, args: &[Word], stdin: &Stream) -> Option<Result<String, 
     let mut iter = args.iter();
     while let Some(w) = iter.next() {
         let t = w.text.as_str();
-        let bundled_e = t.starts_with('-')
-            && !t.starts_with("--")
-            && t.ends_with('e')
-            && flags.contains(&"-e");
+        let bundled_e =
+            t.starts_with('-') && !t.starts_with("--") && t.ends_with('e') && flags.contains(&"-e");
         if flags.contains(&t) || bundled_e {
             if let Some(code) = iter.next() {
                 if code.unknown() {

@@ -201,15 +201,18 @@ impl Lexer<'_> {
                             let index = self.tokens.len();
                             let delimiter = word_text(&word);
                             self.heredocs.push((index, delimiter, strip));
-                            self.tokens
-                                .push(Token::Redirect(Redirect::HereDoc, fd, RawWord::default()));
+                            self.tokens.push(Token::Redirect(
+                                Redirect::HereDoc,
+                                fd,
+                                RawWord::default(),
+                            ));
                         }
                         Some((op @ (Redirect::Write | Redirect::Read), fd, true)) => {
                             // `>&WORD`, `<&WORD`: a descriptor unless a file
                             // name (`>&file` is `&>file`).
-                            let descriptor = word.literal().is_some_and(|t| {
-                                t == "-" || t.bytes().all(|b| b.is_ascii_digit())
-                            });
+                            let descriptor = word
+                                .literal()
+                                .is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit()));
                             let op = match (descriptor, op) {
                                 (true, _) | (false, Redirect::Read) => Redirect::Descriptor,
                                 (false, op) => op,
@@ -408,11 +411,17 @@ impl Lexer<'_> {
                                 _ => 8,
                             };
                             let digits = self.take_while_max(most, |c| c.is_ascii_hexdigit());
-                            match u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32) {
+                            match u32::from_str_radix(&digits, 16)
+                                .ok()
+                                .and_then(char::from_u32)
+                            {
                                 Some(c) => c,
                                 None => {
                                     // `\x` without digits stays as written.
-                                    w.atoms.push(Atom::Char { c: '\\', quoted: true });
+                                    w.atoms.push(Atom::Char {
+                                        c: '\\',
+                                        quoted: true,
+                                    });
                                     e
                                 }
                             }

@@ -110,10 +110,9 @@ pub fn of(name: &str, args: &[Word], stdin: &Stream, cwd: Option<&Path>) -> Opti
         }
         "mktemp" => mktemp(&texts, cwd).map(Stream::Text),
         "seq" => seq(&texts).map(Stream::Text),
-        "git" if texts == ["rev-parse", "--show-toplevel"] => {
-            cwd.and_then(work_tree_top)
-                .map(|top| Stream::Text(format!("{}\n", top.display())))
-        }
+        "git" if texts == ["rev-parse", "--show-toplevel"] => cwd
+            .and_then(work_tree_top)
+            .map(|top| Stream::Text(format!("{}\n", top.display()))),
         _ => None,
     }
 }
@@ -133,9 +132,9 @@ fn echo(args: &[&str]) -> String {
     let mut escapes = false;
     let mut rest = args;
     while let Some((first, after)) = rest.split_first() {
-        let flags = first.strip_prefix('-').filter(|f| {
-            !f.is_empty() && f.chars().all(|c| matches!(c, 'n' | 'e' | 'E'))
-        });
+        let flags = first
+            .strip_prefix('-')
+            .filter(|f| !f.is_empty() && f.chars().all(|c| matches!(c, 'n' | 'e' | 'E')));
         let Some(flags) = flags else { break };
         for c in flags.chars() {
             match c {
@@ -192,7 +191,10 @@ fn backslash_escapes(s: &str) -> (String, bool) {
                 while digits.len() < 2 && chars.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
                     digits.extend(chars.next());
                 }
-                match u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32) {
+                match u32::from_str_radix(&digits, 16)
+                    .ok()
+                    .and_then(char::from_u32)
+                {
                     Some(c) => c,
                     None => {
                         out.push_str("\\x");
@@ -287,7 +289,10 @@ pub fn printf(args: &[&str]) -> Option<String> {
                     }
                 }
                 'b' => backslash_escapes(arg.unwrap_or("")).0,
-                'c' => arg.and_then(|a| a.chars().next()).map(String::from).unwrap_or_default(),
+                'c' => arg
+                    .and_then(|a| a.chars().next())
+                    .map(String::from)
+                    .unwrap_or_default(),
                 'd' | 'i' | 'u' => arg.unwrap_or("0").trim().parse::<i64>().ok()?.to_string(),
                 _ => return None,
             };
@@ -335,7 +340,12 @@ fn mktemp(args: &[&str], cwd: Option<&Path>) -> Option<String> {
             a => template = Some(a.to_string()),
         }
     }
-    let tmp = || std::env::var("TMPDIR").ok().filter(|t| !t.is_empty()).unwrap_or("/tmp".into());
+    let tmp = || {
+        std::env::var("TMPDIR")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .unwrap_or("/tmp".into())
+    };
     let name = template.clone().unwrap_or_else(|| "tmp.XXXXXXXXXX".into());
     let path = match (template.is_some() && !in_tmp, dir) {
         (true, _) => match cwd {
@@ -389,9 +399,15 @@ mod tests {
     fn literal_outputs() {
         assert_eq!(out("echo", &["-n", "a", "b"]), text("a b"));
         assert_eq!(out("echo", &["-e", "a\\nb"]), text("a\nb\n"));
-        assert_eq!(out("printf", &["%s/%s.json", "state/pipeline", "42"]), text("state/pipeline/42.json"));
+        assert_eq!(
+            out("printf", &["%s/%s.json", "state/pipeline", "42"]),
+            text("state/pipeline/42.json")
+        );
         assert_eq!(out("printf", &["%s\\n", "a", "b"]), text("a\nb\n"));
-        assert_eq!(out("printf", &["%05d|%-3s|%.2s", "42", "x", "abc"]), text("00042|x  |ab"));
+        assert_eq!(
+            out("printf", &["%05d|%-3s|%.2s", "42", "x", "abc"]),
+            text("00042|x  |ab")
+        );
         assert_eq!(out("printf", &["-v", "x", "%s", "y"]), None);
         assert_eq!(out("pwd", &[]), text("/p\n"));
         assert_eq!(out("basename", &["/a/b.json", ".json"]), text("b\n"));

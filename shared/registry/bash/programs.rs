@@ -112,8 +112,7 @@ impl Reader {
                     } else if let Some(file) = w.text.strip_prefix("--output=") {
                         let file = retext(w, file, "--output=".len());
                         self.write(&file, Change::Write, "sort -o", here);
-                    } else if let Some(file) = w.text.strip_prefix("-o").filter(|f| !f.is_empty())
-                    {
+                    } else if let Some(file) = w.text.strip_prefix("-o").filter(|f| !f.is_empty()) {
                         let file = retext(w, file, 2);
                         self.write(&file, Change::Write, "sort -o", here);
                     }
@@ -157,7 +156,9 @@ impl Reader {
         let mut rest = Vec::new();
         let mut options = true;
         let valued: &[&str] = match name {
-            "install" => &["-m", "-o", "-g", "-S", "--mode", "--owner", "--group", "--suffix"],
+            "install" => &[
+                "-m", "-o", "-g", "-S", "--mode", "--owner", "--group", "--suffix",
+            ],
             "rsync" => &[
                 "-e",
                 "--rsh",
@@ -218,7 +219,12 @@ impl Reader {
         if sources.is_empty() {
             if name == "ln" {
                 // `ln -s TARGET`: a link named like the target, here.
-                let base = dest.text.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+                let base = dest
+                    .text
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("");
                 if !base.is_empty() && !dest.unknown() {
                     self.write(&Word::literal(base), Change::Write, by, cwd);
                 }
@@ -310,9 +316,9 @@ impl Reader {
             }
         }
         let scripted = !scripts.is_empty()
-            || args
-                .iter()
-                .any(|w| matches!(w.text.as_str(), "-f" | "--file") || w.text.starts_with("--file="));
+            || args.iter().any(|w| {
+                matches!(w.text.as_str(), "-f" | "--file") || w.text.starts_with("--file=")
+            });
         let files = operands(
             args,
             &["-e", "-f", "-l", "--expression", "--file", "--line-length"],
@@ -358,7 +364,18 @@ impl Reader {
             } else if options && matches!(t, "-f" | "--file") {
                 program_file = true;
                 iter.next();
-            } else if options && matches!(t, "-v" | "--assign" | "-F" | "--field-separator" | "-E" | "--exec" | "-l" | "--load") {
+            } else if options
+                && matches!(
+                    t,
+                    "-v" | "--assign"
+                        | "-F"
+                        | "--field-separator"
+                        | "-E"
+                        | "--exec"
+                        | "-l"
+                        | "--load"
+                )
+            {
                 iter.next();
             } else if options && t.starts_with('-') && t.len() > 1 {
             } else if program.is_none() && !program_file {
@@ -439,8 +456,8 @@ impl Reader {
                 "-d" | "--directory" => dir = iter.next().cloned(),
                 "-o" | "--output" => out_file = iter.next().cloned(),
                 "-p" | "--strip" => strip = iter.next().and_then(|n| n.text.parse().ok()),
-                "-r" | "--reject-file" | "-B" | "--prefix" | "-z" | "--suffix" | "-D"
-                | "-F" | "--fuzz" | "-V" => {
+                "-r" | "--reject-file" | "-B" | "--prefix" | "-z" | "--suffix" | "-D" | "-F"
+                | "--fuzz" | "-V" => {
                     iter.next();
                 }
                 t if t.starts_with("-p") => strip = t[2..].parse().ok(),
@@ -495,8 +512,24 @@ impl Reader {
             return;
         }
         let valued: &[&str] = &[
-            "-c", "--cmd", "-S", "-s", "-u", "-U", "-i", "-T", "-t", "-q", "-r", "--servername",
-            "-p", "--eval", "--load", "-l", "--funcall", "-f",
+            "-c",
+            "--cmd",
+            "-S",
+            "-s",
+            "-u",
+            "-U",
+            "-i",
+            "-T",
+            "-t",
+            "-q",
+            "-r",
+            "--servername",
+            "-p",
+            "--eval",
+            "--load",
+            "-l",
+            "--funcall",
+            "-f",
         ];
         let mut iter = args.iter();
         let mut options = true;
@@ -575,7 +608,11 @@ fn leak(name: &str) -> &'static str {
         "vim", "nvim", "gvim", "nano", "pico", "emacs", "micro", "kak", "hx", "mcedit", "curl",
         "wget",
     ];
-    NAMES.iter().find(|n| **n == name).copied().unwrap_or("a program")
+    NAMES
+        .iter()
+        .find(|n| **n == name)
+        .copied()
+        .unwrap_or("a program")
 }
 
 /// A sed `w FILE` command, or the `w FILE` flag of `s///`.
@@ -585,14 +622,12 @@ static SED_WRITE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// awk's `print > "FILE"`, `>> "FILE"`, `| "CMD"`.
-static AWK_WRITE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(>>|>|\|)\s*"([^"]+)""#).expect("a valid pattern")
-});
+static AWK_WRITE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(>>|>|\|)\s*"([^"]+)""#).expect("a valid pattern"));
 
 /// awk's `system("CMD")`.
-static AWK_SYSTEM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"system\s*\(\s*"([^"]+)""#).expect("a valid pattern")
-});
+static AWK_SYSTEM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"system\s*\(\s*"([^"]+)""#).expect("a valid pattern"));
 
 /// The files a unified or context diff changes: its `+++ NAME` lines (the
 /// `--- NAME` ones for a deletion), `strip` leading directories removed

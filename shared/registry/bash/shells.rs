@@ -238,7 +238,12 @@ impl Reader {
                 }
                 t if t.starts_with("-I") => replace = Some(t[2..].to_string()),
                 t if t.starts_with("-i") => {
-                    replace = Some(Some(&t[2..]).filter(|r| !r.is_empty()).unwrap_or("{}").into());
+                    replace = Some(
+                        Some(&t[2..])
+                            .filter(|r| !r.is_empty())
+                            .unwrap_or("{}")
+                            .into(),
+                    );
                 }
                 t if t.starts_with("-d") && t.len() > 2 => delimiter = delimiter_of(&t[2..]),
                 t if t.starts_with("-a") && t.len() > 2 => {

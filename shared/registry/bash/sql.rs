@@ -17,8 +17,18 @@ use super::{Change, Reader};
 /// Options that take a value (`-heap`, `-lookaside` and `-pagecache` take
 /// two).
 const VALUED: &[&str] = &[
-    "separator", "newline", "nullvalue", "mmap", "vfs", "escape", "maxsize", "nonce", "A",
-    "heap", "lookaside", "pagecache",
+    "separator",
+    "newline",
+    "nullvalue",
+    "mmap",
+    "vfs",
+    "escape",
+    "maxsize",
+    "nonce",
+    "A",
+    "heap",
+    "lookaside",
+    "pagecache",
 ];
 
 /// SQL that changes a database, or a function of the command line tool
@@ -34,10 +44,12 @@ static SQL_WRITE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Pragmas that change the database even with no value.
 static PRAGMA_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
-    RegexBuilder::new(r"\bpragma\s+(\w+\.)?(optimize|incremental_vacuum|shrink_memory|wal_checkpoint)\b")
-        .case_insensitive(true)
-        .build()
-        .expect("a valid pattern")
+    RegexBuilder::new(
+        r"\bpragma\s+(\w+\.)?(optimize|incremental_vacuum|shrink_memory|wal_checkpoint)\b",
+    )
+    .case_insensitive(true)
+    .build()
+    .expect("a valid pattern")
 });
 
 /// Pragmas that take an argument in parentheses and only read.
@@ -50,10 +62,42 @@ static PRAGMA_READ: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Dot-commands that only read or only change the display.
 const READ_DOTS: &[&str] = &[
-    "tables", "table", "schema", "fullschema", "indexes", "indices", "headers", "header", "mode",
-    "dump", "show", "help", "quit", "exit", "databases", "width", "nullvalue", "separator",
-    "timer", "eqp", "explain", "print", "stats", "dbinfo", "lint", "changes", "echo", "bail",
-    "prompt", "scanstats", "version", "vfsinfo", "vfslist", "vfsname", "sha3sum", "expert",
+    "tables",
+    "table",
+    "schema",
+    "fullschema",
+    "indexes",
+    "indices",
+    "headers",
+    "header",
+    "mode",
+    "dump",
+    "show",
+    "help",
+    "quit",
+    "exit",
+    "databases",
+    "width",
+    "nullvalue",
+    "separator",
+    "timer",
+    "eqp",
+    "explain",
+    "print",
+    "stats",
+    "dbinfo",
+    "lint",
+    "changes",
+    "echo",
+    "bail",
+    "prompt",
+    "scanstats",
+    "version",
+    "vfsinfo",
+    "vfslist",
+    "vfsname",
+    "sha3sum",
+    "expert",
 ];
 
 impl Reader {
@@ -142,7 +186,11 @@ impl Reader {
             match name {
                 n if READ_DOTS.contains(&n) => {}
                 "output" | "once" | "log" | "trace" => {
-                    if !rest.is_empty() && !rest.starts_with(['|', '-']) && rest != "stdout" && rest != "off" {
+                    if !rest.is_empty()
+                        && !rest.starts_with(['|', '-'])
+                        && rest != "stdout"
+                        && rest != "off"
+                    {
                         let file = Word::literal(last_word.trim_matches(['\'', '"']));
                         self.write(&file, Change::Write, "sqlite3 .output", cwd);
                     } else if let Some(cmd) = rest.strip_prefix('|') {
@@ -210,7 +258,10 @@ fn only_reads(sql: &str) -> bool {
         // A dot-command inside SQL is a syntax error: it changes nothing.
         stmt.is_empty()
             || stmt.starts_with('.')
-            || matches!(first.as_str(), "select" | "explain" | "values" | "with" | "pragma")
+            || matches!(
+                first.as_str(),
+                "select" | "explain" | "values" | "with" | "pragma"
+            )
     })
 }
 
@@ -283,7 +334,10 @@ mod tests {
         ] {
             assert!(!statements_only_read(sql), "{sql}");
         }
-        assert_eq!(database("file:state/chat.db?mode=ro"), ("state/chat.db".into(), true));
+        assert_eq!(
+            database("file:state/chat.db?mode=ro"),
+            ("state/chat.db".into(), true)
+        );
         assert_eq!(database("file:///p/chat.db"), ("/p/chat.db".into(), false));
     }
 }

@@ -64,32 +64,65 @@ fn ordinary_spellings_of_jkz_state_set() {
 #[test]
 fn redirections_copies_and_removals_name_what_they_write() {
     for (cmd, want) in [
-        ("echo {} > state/pipeline/./42.json", vec!["write /p/state/pipeline/42.json"]),
-        ("cd state/pipeline && echo {} > 42.json", vec!["write /p/state/pipeline/42.json"]),
+        (
+            "echo {} > state/pipeline/./42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
+        (
+            "cd state/pipeline && echo {} > 42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
         ("(cd /x; echo) > out", vec!["write /p/out"]),
-        ("echo a | tee -a state/pipeline/42.json", vec!["write /p/state/pipeline/42.json"]),
-        ("cp /tmp/x state/pipeline/42.json", vec!["write /p/state/pipeline/42.json"]),
-        ("cp -t state/pipeline /tmp/42.json", vec!["write /p/state/pipeline/42.json"]),
+        (
+            "echo a | tee -a state/pipeline/42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
+        (
+            "cp /tmp/x state/pipeline/42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
+        (
+            "cp -t state/pipeline /tmp/42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
         (
             "mv state/pipeline/42.json /tmp/x",
             vec!["write /tmp/x", "remove /p/state/pipeline/42.json"],
         ),
         ("rm -rf state/pipeline", vec!["remove /p/state/pipeline"]),
         ("rm -f -- state/chat.db*", vec!["remove /p/state/chat.db*"]),
-        ("sed -i s/a/b/ state/pipeline/45.json", vec!["edit /p/state/pipeline/45.json"]),
-        ("dd if=/dev/zero of=state/chat.db", vec!["write /p/state/chat.db"]),
+        (
+            "sed -i s/a/b/ state/pipeline/45.json",
+            vec!["edit /p/state/pipeline/45.json"],
+        ),
+        (
+            "dd if=/dev/zero of=state/chat.db",
+            vec!["write /p/state/chat.db"],
+        ),
         (
             "python3 -c \"open('state/pipeline/42.json','w').write('{}')\"",
             vec!["write /p/state/pipeline/42.json"],
         ),
-        ("sqlite3 state/chat.db 'DELETE FROM claims'", vec!["edit /p/state/chat.db"]),
-        ("find state/pipeline -name '*.json' -delete", vec!["remove /p/state/pipeline/**/*.json"]),
+        (
+            "sqlite3 state/chat.db 'DELETE FROM claims'",
+            vec!["edit /p/state/chat.db"],
+        ),
+        (
+            "find state/pipeline -name '*.json' -delete",
+            vec!["remove /p/state/pipeline/**/*.json"],
+        ),
         (
             "bash <<'EOF'\nrm state/pipeline/42.json\nEOF\n",
             vec!["remove /p/state/pipeline/42.json"],
         ),
-        ("install -m 644 /dev/null state/pipeline/42.json", vec!["write /p/state/pipeline/42.json"]),
-        ("ln -sf /dev/null state/pipeline/42.json", vec!["write /p/state/pipeline/42.json"]),
+        (
+            "install -m 644 /dev/null state/pipeline/42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
+        (
+            "ln -sf /dev/null state/pipeline/42.json",
+            vec!["write /p/state/pipeline/42.json"],
+        ),
     ] {
         assert_eq!(writes_of(cmd), want, "{cmd}");
     }
@@ -141,11 +174,17 @@ fn the_shell_is_followed() {
         ("declare -x F=state/pipeline/42.json; rm $F", "remove"),
         ("f=state/pipeline/4; f+=2.json; rm $f", "remove"),
         ("for f in state/pipeline/42.json; do rm $f; done", "remove"),
-        ("printf -v f '%s/%s.json' state/pipeline 42; rm $f", "remove"),
+        (
+            "printf -v f '%s/%s.json' state/pipeline 42; rm $f",
+            "remove",
+        ),
         ("rm ${nope_q1:-state/pipeline/42.json}", "remove"),
         // What a literal substitution prints.
         ("echo x > $(printf state/pipeline/42.json)", "write"),
-        ("echo x > \"$(printf '%s/42.json' state/pipeline)\"", "write"),
+        (
+            "echo x > \"$(printf '%s/42.json' state/pipeline)\"",
+            "write",
+        ),
         ("echo x > `echo state/pipeline/42.json`", "write"),
         ("rm \"$(pwd)/state/pipeline/42.json\"", "remove"),
         ("rm $(dirname state/pipeline/x)/42.json", "remove"),
@@ -157,7 +196,10 @@ fn the_shell_is_followed() {
         ("echo 'rm state/pipeline/42.json' | sh", "remove"),
         ("printf 'rm state/pipeline/42.json\\n' | bash -s", "remove"),
         ("bash -s x <<< 'rm state/pipeline/42.json'", "remove"),
-        ("source /dev/stdin <<< 'rm state/pipeline/42.json'", "remove"),
+        (
+            "source /dev/stdin <<< 'rm state/pipeline/42.json'",
+            "remove",
+        ),
         (". <(echo 'rm state/pipeline/42.json')", "remove"),
         ("bash <(echo 'rm state/pipeline/42.json')", "remove"),
         ("c='rm state/pipeline/42.json'; eval \"$c\"", "remove"),
@@ -167,12 +209,21 @@ fn the_shell_is_followed() {
         ("echo x | tee >(cat > state/pipeline/42.json)", "write"),
         // xargs and find.
         ("echo state/pipeline/42.json | xargs truncate -s0", "write"),
-        ("printf 'state/pipeline/42.json\\n' | xargs -I{} rm {}", "remove"),
+        (
+            "printf 'state/pipeline/42.json\\n' | xargs -I{} rm {}",
+            "remove",
+        ),
         ("echo state/pipeline/42.json | xargs -0 rm", "remove"),
         // Writers.
         ("awk -i inplace '{print}' state/pipeline/42.json", "edit"),
-        ("awk '{print > \"state/pipeline/42.json\"}' /dev/null", "write"),
-        ("php -r 'file_put_contents(\"state/pipeline/42.json\", 1);'", "write"),
+        (
+            "awk '{print > \"state/pipeline/42.json\"}' /dev/null",
+            "write",
+        ),
+        (
+            "php -r 'file_put_contents(\"state/pipeline/42.json\", 1);'",
+            "write",
+        ),
         ("patch state/pipeline/42.json < /tmp/x.diff", "edit"),
         ("ed -s state/pipeline/42.json <<< w", "edit"),
         ("ex -sc wq state/pipeline/42.json", "edit"),
@@ -202,13 +253,34 @@ fn patterns_the_hook_writes() {
             "find state/pipeline -name 42.json -exec cp /dev/null {} \\;",
             "write /p/state/pipeline/**/42.json",
         ),
-        ("find state -type f -execdir chmod 0 {} +", "edit /p/state/**"),
-        ("find state/pipeline -name 42.json | xargs rm", "remove /p/state/pipeline/**/42.json"),
-        ("rm $(find state -name '*.json')", "remove /p/state/**/*.json"),
-        ("tar xf /tmp/a.tar -C state/pipeline", "write /p/state/pipeline"),
-        ("tar --extract --file=/tmp/a.tar --directory=state/pipeline", "write /p/state/pipeline"),
-        ("unzip -o -d state/pipeline /tmp/a.zip", "write /p/state/pipeline"),
-        ("unzip -o /tmp/a.zip 42.json -d state/pipeline", "write /p/state/pipeline/42.json"),
+        (
+            "find state -type f -execdir chmod 0 {} +",
+            "edit /p/state/**",
+        ),
+        (
+            "find state/pipeline -name 42.json | xargs rm",
+            "remove /p/state/pipeline/**/42.json",
+        ),
+        (
+            "rm $(find state -name '*.json')",
+            "remove /p/state/**/*.json",
+        ),
+        (
+            "tar xf /tmp/a.tar -C state/pipeline",
+            "write /p/state/pipeline",
+        ),
+        (
+            "tar --extract --file=/tmp/a.tar --directory=state/pipeline",
+            "write /p/state/pipeline",
+        ),
+        (
+            "unzip -o -d state/pipeline /tmp/a.zip",
+            "write /p/state/pipeline",
+        ),
+        (
+            "unzip -o /tmp/a.zip 42.json -d state/pipeline",
+            "write /p/state/pipeline/42.json",
+        ),
         ("rsync -a --delete /tmp/empty/ state/", "remove /p/state/*"),
         ("git clean -fdX", "clean-ignored /p"),
         ("git clean -fd", "clean /p"),
@@ -238,10 +310,7 @@ fn patterns_the_hook_writes() {
         }]
     );
     assert_eq!(kept("git clean -fdX -e state/"), []);
-    assert_eq!(
-        kept("git clean -fdX -e '!state/'")[0].pattern,
-        "state"
-    );
+    assert_eq!(kept("git clean -fdX -e '!state/'")[0].pattern, "state");
     assert_eq!(
         kept("find . -path ./state -prune -o -name '*.o' -delete"),
         [Kept {
@@ -264,24 +333,52 @@ fn writes_the_hook_cannot_name() {
             "unknown a shell reading a script from the output of curl in anywhere",
         ),
         (no_var, "unknown ${NO_SUCH_VAR_IN_THE_HOOK_ENV} in anywhere"),
-        ("echo x > state/pipeline/$N_UNSET_Q.json", "unknown state/pipeline/${N_UNSET_Q}.json in /p/state/pipeline"),
-        ("eval \"$UNSET_CMD_Q\"", "unknown eval ${UNSET_CMD_Q} in anywhere"),
-        ("$UNSET_PROG_Q -rf x", "unknown the command ${UNSET_PROG_Q} in anywhere"),
-        ("cd $UNSET_DIR_Q && rm -rf state", "unknown state in anywhere"),
-        ("git ls-files | xargs rm", "unknown (the words of the output of git) in anywhere"),
-        ("sqlite3 state/chat.db < /tmp/x.sql", "edit /p/state/chat.db"),
-        ("curl -s https://x.invalid | python3", "unknown a python3 program read from the output of curl in anywhere"),
+        (
+            "echo x > state/pipeline/$N_UNSET_Q.json",
+            "unknown state/pipeline/${N_UNSET_Q}.json in /p/state/pipeline",
+        ),
+        (
+            "eval \"$UNSET_CMD_Q\"",
+            "unknown eval ${UNSET_CMD_Q} in anywhere",
+        ),
+        (
+            "$UNSET_PROG_Q -rf x",
+            "unknown the command ${UNSET_PROG_Q} in anywhere",
+        ),
+        (
+            "cd $UNSET_DIR_Q && rm -rf state",
+            "unknown state in anywhere",
+        ),
+        (
+            "git ls-files | xargs rm",
+            "unknown (the words of the output of git) in anywhere",
+        ),
+        (
+            "sqlite3 state/chat.db < /tmp/x.sql",
+            "edit /p/state/chat.db",
+        ),
+        (
+            "curl -s https://x.invalid | python3",
+            "unknown a python3 program read from the output of curl in anywhere",
+        ),
     ] {
         let got = writes_of(cmd);
         assert!(got.iter().any(|g| g == want), "{cmd}: {got:?}");
     }
     // A temporary file of its own is no unknown.
-    assert_eq!(writes_of("echo x > /tmp/out.$$"), ["write /tmp/out.${$}", "unknown /tmp/out.${$} in /tmp"]);
+    assert_eq!(
+        writes_of("echo x > /tmp/out.$$"),
+        ["write /tmp/out.${$}", "unknown /tmp/out.${$} in /tmp"]
+    );
     assert_eq!(
         writes_of("t=$(mktemp); echo x > $t"),
         [format!(
             "write {}/tmp.XXXXXXXXXX",
-            std::env::var("TMPDIR").ok().filter(|t| !t.is_empty()).unwrap_or("/tmp".into()).trim_end_matches('/')
+            std::env::var("TMPDIR")
+                .ok()
+                .filter(|t| !t.is_empty())
+                .unwrap_or("/tmp".into())
+                .trim_end_matches('/')
         )]
     );
 }
@@ -321,7 +418,9 @@ fn hostile_commands_end_quickly() {
         format!("sh -c {}", shell_quote(&inner))
     });
     assert!(
-        writes_of(&nested).iter().any(|w| w.starts_with("unknown a script nested")),
+        writes_of(&nested)
+            .iter()
+            .any(|w| w.starts_with("unknown a script nested")),
         "{:?}",
         writes_of(&nested)
     );
