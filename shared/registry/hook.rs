@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `SessionStart` | registers the chat (cwd, worktree, branch, client pid) |
 //! | `UserPromptSubmit`, `PostToolUse` | refreshes its heartbeat (a write at most every [`HEARTBEAT_EVERY`](super::chat::HEARTBEAT_EVERY) s) |
-//! | `PreToolUse` | refuses an edit of what another live chat owns ([`super::decision`]) |
+//! | `PreToolUse` | refuses an edit of what another live chat owns, or of the state directory itself; asks the user about a write it cannot name ([`super::decision`]) |
 //! | `SessionEnd` | marks the chat gone, releases its claims |
 //!
 //! It works only where the state directory exists (or `JKZ_STATE_DIR`
@@ -48,25 +48,35 @@ PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash.
 
 PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
 \"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
-would change a file inside a worktree, or issue N's pipeline state
-(state/pipeline/N.json and its companions), that another live chat has
-claimed (jkz claim); for Bash, the ordinary spellings of `jkz state set N`,
-redirections, tee, cp/mv/install onto, rm, sed -i, dd, sh -c, eval, cd DIR
-&& …, inline python/node/perl writes, and removing the pipeline directory
-or state/chat.db while another live chat holds a claim. This is a first
-hint for the model, best effort; the writers (jkz state set) enforce the
-claim themselves. A chat silent for 5 minutes, or whose client has exited,
-is stale: its claims no longer stop anyone and `jkz claim N --take` takes
-them over. Anything else passes with no output.
+would delete or overwrite the state directory itself (git clean -x/-X over
+it, git stash --all, rm -r of it or a directory above it, find -delete,
+rsync --delete, a removal or overwrite of chat.db, memory.db, cr-history.db,
+metrics.db or events/), whoever holds what; or when it would change a file
+inside a worktree, or issue N's pipeline state (state/pipeline/N.json and
+its companions), or state/chat.db, that another live chat has claimed (jkz
+claim). A Bash command is read as the shell runs it: quoting, variables set
+earlier on the line, literal $(…) and backticks, sh -c, bash -s, eval,
+source, scripts piped into a shell, xargs, find -exec, and the programs that
+write files (docs/registry.md lists them). When it cannot tell where a
+command writes (bash script.sh, curl … | sh, a variable from the
+environment) while another live chat holds a claim, it prints
+permissionDecision \"ask\" instead. Each refusal and question is a
+guard.denied or guard.asked event (jkz events). This is a first hint for the
+model, best effort; the writers (jkz state set) enforce the claim
+themselves. A chat silent for 5 minutes, or whose client has exited, is
+stale: its claims no longer stop anyone and `jkz claim N --take` takes them
+over. Anything else passes with no output.
 
 Gemini CLI: register it for SessionStart, BeforeAgent, AfterTool,
 SessionEnd and BeforeTool with the matcher
 ^(run_shell_command|write_file|replace)$ (Gemini matchers are regular
 expressions); the same refusal is printed as
-{\"decision\":\"deny\",\"reason\":…} (docs/clients.md).
+{\"decision\":\"deny\",\"reason\":…}, a question as {\"decision\":\"ask\",…}
+(docs/clients.md).
 
 Codex CLI: register it for PreToolUse with the matcher Bash|apply_patch
-(jkz install --client codex does); the refusal is the same JSON. A Bash call
+(jkz install --client codex does); the refusal is the same JSON, and a
+question is a refusal (Codex's hooks cannot ask). A Bash call
 it does not refuse is answered with permissionDecision \"allow\" and an
 updatedInput whose command runs the original through jkz-truncate --run, so
 the output reaching the model keeps its protected blocks and its tail under

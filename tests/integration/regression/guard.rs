@@ -8,7 +8,6 @@ use serde_json::json;
 use crate::registry::{
     answer, claimed_checkout, quiet, shell, Answer, Client, Project, CLIENTS, T,
 };
-use crate::util::Run;
 
 /// Chat B's command is refused in every client, with a reason naming chat
 /// A; chat A's own is not.
