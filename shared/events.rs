@@ -33,6 +33,7 @@
 //! | `lock.acquired`, `lock.released`, `lock.reclaimed` | `jkz lock`, `jkz run --lock` | `kind`, `name`, `owner`, `previous_owner` |
 //! | `circuit.opened`, `circuit.closed` | `jkz run --service`, `jkz circuit reset` | `service`, `failures` |
 //! | `tool_output.guarded` | `jkz-post-tool-use` | `tool`, `bytes_in`, `bytes_out` |
+//! | `guard.denied`, `guard.asked` ([`GUARD_DENIED`], [`GUARD_ASKED`]) | `jkz-chat` (PreToolUse) | `chat`, `client`, `tool`, `target`, `owner` (the issue is the owner's claim) |
 //! | `pattern.injected`, `pattern.feedback`, `pattern.pinned`, … | `jkz patterns`, `jkz run`, `jkz ui` | see [`crate::patterns::history`] |
 
 pub mod close;
@@ -56,6 +57,12 @@ pub use event::Event;
 use crate::state_dir::StateDir;
 
 pub use crate::state_dir::layout::EVENTS_DIR;
+
+/// The PreToolUse guard refused a tool call.
+pub const GUARD_DENIED: &str = "guard.denied";
+/// The PreToolUse guard left a tool call to the user: it could not tell
+/// where the command writes, and another chat's claim could be there.
+pub const GUARD_ASKED: &str = "guard.asked";
 
 /// Appends `event` to the log of `state`. Never fails: an error is one
 /// warning line on stderr (once per process). Nothing is logged where the

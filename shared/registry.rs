@@ -26,7 +26,10 @@
 //! - an edit whose target lies in a worktree, or is a pipeline file, that
 //!   another live chat holds is refused by the PreToolUse hook
 //!   ([`decision`]), an early hint for the model, best effort for Bash
-//!   ([`bash`]).
+//!   ([`bash`]); a command whose target the hook cannot tell is asked
+//!   about while another live chat holds a claim;
+//! - a command that would delete or overwrite the state directory itself
+//!   is refused whoever holds what ([`state_guard`]).
 
 pub mod acting;
 pub mod backend;
@@ -38,6 +41,8 @@ pub mod db;
 pub mod decision;
 pub mod hook;
 pub mod postgres;
+pub mod reach;
+pub mod state_guard;
 pub mod store;
 pub mod target;
 pub mod writer;

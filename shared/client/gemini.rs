@@ -12,7 +12,7 @@
 //! | `BeforeModel` | `jkz-session-start` ([`before_model`]) | `SessionStart` `compact`: re-injection after a compression |
 //! | `SessionStart` `resume` | `jkz-session-start` | `SessionStart` `resume` (same answer shape) |
 //! | `AfterTool` `run_shell_command` | `jkz-post-tool-use` ([`after_tool`]) | `PostToolUse`, but it can only add to the output: the blocks the client's cut drops |
-//! | `BeforeTool` | `jkz-chat` | `PreToolUse` (tools mapped by [`claude_tool`], answer by [`deny`]) |
+//! | `BeforeTool` | `jkz-chat` | `PreToolUse` (tools mapped by [`claude_tool`], answer by [`deny`] or [`ask`]) |
 //! | `SessionStart`, `BeforeAgent`, `AfterTool`, `SessionEnd` | `jkz-chat` | `SessionStart`, `UserPromptSubmit`, `PostToolUse`, `SessionEnd` |
 //!
 //! Output rules of the client, read from its bundle and confirmed by
@@ -55,6 +55,13 @@ pub fn claude_event(name: &str) -> Option<&'static str> {
 /// "Tool execution blocked: REASON" as the tool's error.
 pub fn deny(reason: &str) -> String {
     json!({"decision": "deny", "reason": reason}).to_string()
+}
+
+/// The `BeforeTool` answer that leaves the call to the user: Gemini CLI
+/// (0.61.0's scheduler: a hook's `ask` forces the confirmation, whatever
+/// the approval mode) shows `systemMessage` in its confirmation.
+pub fn ask(reason: &str) -> String {
+    json!({"decision": "ask", "reason": reason, "systemMessage": reason}).to_string()
 }
 
 #[cfg(test)]

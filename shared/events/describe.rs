@@ -40,6 +40,19 @@ pub fn describe(event: &Event) -> String {
             )
         }
         "verdict.recorded" => format!("{} {} ({})", text("role"), text("verdict"), text("record")),
+        super::GUARD_DENIED | super::GUARD_ASKED => {
+            let owner = match p.get("owner") {
+                Some(Value::String(o)) => format!(", claimed by {o}"),
+                _ => String::new(),
+            };
+            format!(
+                "{} ({} {}): {}{owner}",
+                text("chat"),
+                text("client"),
+                text("tool"),
+                text("target")
+            )
+        }
         _ => match p {
             Value::Object(map) => map
                 .iter()
@@ -98,5 +111,21 @@ mod tests {
             "kind=pipeline name=4"
         );
         assert_eq!(describe(&e("odd", json!("a\nb"))), "a b");
+        assert_eq!(
+            describe(&e(
+                "guard.denied",
+                json!({"chat": "b", "client": "claude", "tool": "Bash",
+                       "target": "issue 42's pipeline state", "owner": "a"})
+            )),
+            "b (claude Bash): issue 42's pipeline state, claimed by a"
+        );
+        assert_eq!(
+            describe(&e(
+                "guard.denied",
+                json!({"chat": "b", "client": "codex", "tool": "Bash",
+                       "target": "/p/state", "owner": null})
+            )),
+            "b (codex Bash): /p/state"
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The events of jkz's general writers (pipeline fields, sessions, claims,
-//! the tool-output guard), one function per kind of write: a writer calls
+//! the tool-output guard, the PreToolUse guard's answers), one function per kind of write: a writer calls
 //! one of these at the point of its write, in one line, and goes on whatever
 //! happens (an event that cannot be appended is a warning; see
 //! [`super::emit`]). A domain with its own records (circuits, locks,
@@ -125,5 +125,34 @@ pub fn tool_output_guarded(
     let event = Event::new("tool_output.guarded")
         .session(session)
         .payload(json!({"tool": tool, "bytes_in": full, "bytes_out": shown}));
+    emit(state, event);
+}
+
+/// The PreToolUse guard refused (`refused`) or asked the user about a tool
+/// call of `chat` in `client` (`tool`): what was at stake, and whose claim
+/// (the event's issue is that claim's).
+pub fn guard_decided(
+    state: &StateDir,
+    refused: bool,
+    chat: &str,
+    client: &str,
+    tool: &str,
+    finding: &crate::registry::decision::Finding,
+) {
+    let kind = if refused {
+        super::GUARD_DENIED
+    } else {
+        super::GUARD_ASKED
+    };
+    let event = Event::new(kind)
+        .issue(finding.issue.clone())
+        .session(Some(chat))
+        .payload(json!({
+            "chat": chat,
+            "client": client,
+            "tool": tool,
+            "target": finding.target,
+            "owner": finding.owner,
+        }));
     emit(state, event);
 }

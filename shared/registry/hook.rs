@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `SessionStart` | registers the chat (cwd, worktree, branch, client pid) |
 //! | `UserPromptSubmit`, `PostToolUse` | refreshes its heartbeat (a write at most every [`HEARTBEAT_EVERY`](super::chat::HEARTBEAT_EVERY) s) |
-//! | `PreToolUse` | refuses an edit of what another live chat owns ([`super::decision`]) |
+//! | `PreToolUse` | refuses an edit of what another live chat owns, or of the state directory itself; asks the user about a write it cannot name ([`super::decision`]) |
 //! | `SessionEnd` | marks the chat gone, releases its claims |
 //!
 //! It works only where the state directory exists (or `JKZ_STATE_DIR`
@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use super::backend::{may_hold_claims, with_registry, Bound};
 use super::chat::{client, Place};
 use super::claim::Holder;
-use super::decision::refusal;
+use super::decision::{decide, Verdict};
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::client::{codex, gemini, Client};
@@ -48,25 +48,35 @@ PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash.
 
 PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
 \"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
-would change a file inside a worktree, or issue N's pipeline state
-(state/pipeline/N.json and its companions), that another live chat has
-claimed (jkz claim); for Bash, the ordinary spellings of `jkz state set N`,
-redirections, tee, cp/mv/install onto, rm, sed -i, dd, sh -c, eval, cd DIR
-&& …, inline python/node/perl writes, and removing the pipeline directory
-or state/chat.db while another live chat holds a claim. This is a first
-hint for the model, best effort; the writers (jkz state set) enforce the
-claim themselves. A chat silent for 5 minutes, or whose client has exited,
-is stale: its claims no longer stop anyone and `jkz claim N --take` takes
-them over. Anything else passes with no output.
+would delete or overwrite the state directory itself (git clean -x/-X over
+it, git stash --all, rm -r of it or a directory above it, find -delete,
+rsync --delete, a removal or overwrite of chat.db, memory.db, cr-history.db,
+metrics.db or events/), whoever holds what; or when it would change a file
+inside a worktree, or issue N's pipeline state (state/pipeline/N.json and
+its companions), or state/chat.db, that another live chat has claimed (jkz
+claim). A Bash command is read as the shell runs it: quoting, variables set
+earlier on the line, literal $(…) and backticks, sh -c, bash -s, eval,
+source, scripts piped into a shell, xargs, find -exec, and the programs that
+write files (docs/registry.md lists them). When it cannot tell where a
+command writes (bash script.sh, curl … | sh, a variable from the
+environment) while another live chat holds a claim, it prints
+permissionDecision \"ask\" instead. Each refusal and question is a
+guard.denied or guard.asked event (jkz events). This is a first hint for the
+model, best effort; the writers (jkz state set) enforce the claim
+themselves. A chat silent for 5 minutes, or whose client has exited, is
+stale: its claims no longer stop anyone and `jkz claim N --take` takes them
+over. Anything else passes with no output.
 
 Gemini CLI: register it for SessionStart, BeforeAgent, AfterTool,
 SessionEnd and BeforeTool with the matcher
 ^(run_shell_command|write_file|replace)$ (Gemini matchers are regular
 expressions); the same refusal is printed as
-{\"decision\":\"deny\",\"reason\":…} (docs/clients.md).
+{\"decision\":\"deny\",\"reason\":…}, a question as {\"decision\":\"ask\",…}
+(docs/clients.md).
 
 Codex CLI: register it for PreToolUse with the matcher Bash|apply_patch
-(jkz install --client codex does); the refusal is the same JSON. A Bash call
+(jkz install --client codex does); the refusal is the same JSON, and a
+question is a refusal (Codex's hooks cannot ask). A Bash call
 it does not refuse is answered with permissionDecision \"allow\" and an
 updatedInput whose command runs the original through jkz-truncate --run, so
 the output reaching the model keeps its protected blocks and its tail under
@@ -183,26 +193,44 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
         }
         "SessionEnd" => with_registry(&root, bound, move |r| r.end(&session, now)).map(|(_, n)| n),
         "PreToolUse" => {
-            if !may_hold_claims(&root) {
-                return None;
-            }
             let guarded = guarded();
-            let (looked_for, guarded_copy) = (found.clone(), guarded.clone());
-            let found_claims = with_registry(&root, bound, move |r| {
-                claims_for(r, &session, &looked_for, &guarded_copy)
-            });
-            match found_claims {
-                Ok((others, note)) => {
-                    if let Some(note) = note {
-                        warnings.warn(note);
+            // The state directory's own guard needs no claim; the others
+            // do, and an unreadable registry only means none is known.
+            let others = if may_hold_claims(&root) {
+                let (looked_for, guarded_copy) = (found.clone(), guarded.clone());
+                let asking = session.clone();
+                match with_registry(&root, bound, move |r| {
+                    claims_for(r, &asking, &looked_for, &guarded_copy)
+                }) {
+                    Ok((others, note)) => {
+                        if let Some(note) = note {
+                            warnings.warn(note);
+                        }
+                        others
                     }
-                    return refusal(&found, &others, &guarded, now).map(|why| match gemini {
-                        true => gemini::deny(&why),
-                        false => deny(&why),
-                    });
+                    Err(e) => {
+                        warnings.warn(format!(
+                            "registry unavailable, nothing recorded or checked: {e}"
+                        ));
+                        Vec::new()
+                    }
                 }
-                Err(e) => Err(e),
-            }
+            } else {
+                Vec::new()
+            };
+            let verdict = decide(&found, &others, &guarded, now)?;
+            let speaker = Client::detect(event);
+            let tool = event.text("tool_name").unwrap_or_default();
+            let (answer, refused) = answer_for(&verdict, speaker);
+            crate::events::sources::guard_decided(
+                &state,
+                refused,
+                &session,
+                speaker.name(),
+                tool,
+                verdict.finding(),
+            );
+            return Some(answer);
         }
         _ if gemini => {
             warnings.warn(format!(
@@ -237,8 +265,9 @@ fn gemini_dir(base: &std::path::Path, input: &Value) -> std::path::PathBuf {
 }
 
 /// The other chats' claims `targets` could run into: for a file, those
-/// covering it or its issue; for an issue, its claim; for pipeline files by
-/// a pattern or the registry itself, every claim.
+/// covering it or its issue; for an issue, its claim; for anything else
+/// (pipeline files by a pattern, the registry, a path a Bash command
+/// changes, a write the hook cannot name), every claim.
 fn claims_for(
     r: &mut dyn Store,
     session: &str,
@@ -256,12 +285,50 @@ fn claims_for(
             Target::Pipeline(issue) => {
                 all.extend(r.claims_covering(session, None, Some(issue))?);
             }
-            Target::File(_) | Target::Pipelines(_) | Target::Registry => {
+            Target::File(_)
+            | Target::Pipelines(_)
+            | Target::Registry
+            | Target::Tree { .. }
+            | Target::State(_)
+            | Target::Unknown { .. } => {
                 return r.claims_of_others(session);
             }
         }
     }
     Ok(all)
+}
+
+/// The answer to `verdict` in `client`'s shape, and whether it refuses the
+/// call: Claude Code and Gemini CLI can ask the user; Codex CLI cannot (its
+/// hooks' `ask` is an error it ignores), so there a question is a refusal
+/// that says why.
+fn answer_for(verdict: &Verdict, client: Client) -> (String, bool) {
+    match (client, verdict) {
+        (Client::Claude, Verdict::Ask(f)) => (ask(&f.reason), false),
+        (Client::Gemini, Verdict::Ask(f)) => (gemini::ask(&f.reason), false),
+        (Client::Codex, Verdict::Ask(f)) => (
+            deny(&format!(
+                "{} Codex CLI's hooks cannot ask the user, so jkz refuses instead: ask the user to \
+                 run it, or spell the command so that what it writes is named.",
+                f.reason
+            )),
+            true,
+        ),
+        (Client::Gemini, Verdict::Deny(f)) => (gemini::deny(&f.reason), true),
+        (Client::Claude | Client::Codex, Verdict::Deny(f)) => (deny(&f.reason), true),
+    }
+}
+
+/// The PreToolUse answer that leaves the call to the user, with `why`.
+pub fn ask(why: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": why,
+        }
+    })
+    .to_string()
 }
 
 /// The PreToolUse answer that refuses the call, with `why` for the model.

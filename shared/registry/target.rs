@@ -1,14 +1,20 @@
 //! What a tool call would change, as far as the registry cares: a file (an
 //! edit tool's path), the pipeline state of an issue, pipeline files by a
-//! pattern, or the registry itself (what a Bash command writes, read by
-//! [`super::bash`]). Anything else is no target at all, and the PreToolUse
-//! hook lets it pass without opening the registry.
+//! pattern, the registry itself, a path a Bash command changes (checked
+//! against the claimed worktrees), the state directory itself ([`State`],
+//! refused whoever holds what), or a write the hook cannot name. What a
+//! Bash command writes is read by [`super::bash`]. A tool call with no
+//! target at all passes without the registry being opened.
+//!
+//! [`State`]: Target::State
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::bash::{self, Write};
+use super::bash::{self, Change, Kept, Write};
+use super::reach::{pattern_base, reach, Reach};
+use super::state_guard::{self, Harm};
 use crate::client::codex::{self, patch};
 pub use crate::glob::glob_match;
 pub use crate::resolved_path::resolve;
@@ -29,6 +35,23 @@ pub enum Target {
     Pipelines(String),
     /// The registry, `state/chat.db` and its companions.
     Registry,
+    /// A path a Bash command changes (resolved; a pattern when `pattern`),
+    /// and how: a claimed worktree it reaches is another chat's.
+    Tree {
+        path: PathBuf,
+        pattern: bool,
+        change: Change,
+        kept: Vec<Kept>,
+    },
+    /// The state directory itself deleted or overwritten: refused whoever
+    /// holds what.
+    State(Harm),
+    /// A write the hook cannot name (`what`), within a directory when that
+    /// much is known (resolved).
+    Unknown {
+        what: String,
+        within: Option<PathBuf>,
+    },
 }
 
 /// Where the guarded files lie: the state directory and its `pipeline/`,
@@ -95,9 +118,16 @@ pub fn targets(
                 return patched;
             }
             let guarded = guarded();
-            let mut out: Vec<Target> = writes.iter().flat_map(|w| classify(w, &guarded)).collect();
-            out.extend(patched);
-            out.dedup();
+            let mut out: Vec<Target> = Vec::new();
+            for t in writes
+                .iter()
+                .flat_map(|w| classify(w, &guarded))
+                .chain(patched)
+            {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
             return out;
         }
     }
@@ -117,76 +147,131 @@ fn patch_targets(text: &str, cwd: &Path) -> Vec<Target> {
     out
 }
 
+/// `path` resolved: a pattern's literal start followed through links, its
+/// wildcard components as written.
+fn resolve_written(path: &Path, pattern: bool) -> PathBuf {
+    if !pattern {
+        return resolve(path);
+    }
+    let base = pattern_base(path);
+    let rest = path.strip_prefix(&base).unwrap_or(Path::new(""));
+    resolve(&base).join(rest)
+}
+
 /// What a Bash command's write touches of the guarded places. Paths are
 /// resolved (links followed, dangling ones too) and also read as written,
 /// so `…/pipeline/N.json` of a state directory this hook does not know,
 /// or behind a variable it could not expand, still names issue N.
 pub fn classify(write: &Write, guarded: &Guarded) -> Vec<Target> {
-    let path = match write {
+    let (path, change, pattern, kept, by) = match write {
         Write::StateSet(issue) => return vec![Target::Pipeline(issue.clone())],
-        Write::Path(path) => path,
+        Write::Unknown { what, within } => {
+            return vec![Target::Unknown {
+                what: what.clone(),
+                within: within.as_deref().map(resolve),
+            }]
+        }
+        Write::Path {
+            path,
+            change,
+            glob,
+            kept,
+            by,
+        } => (path, *change, *glob, kept, *by),
     };
     let mut out = Vec::new();
-    let glob = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| n.contains(['*', '?', '[']));
-    let real = if glob.is_some() {
-        // The pattern is matched, not resolved: resolve its directory.
-        path.parent()
-            .map(|dir| resolve(dir).join(path.file_name().unwrap_or_default()))
-            .unwrap_or_else(|| path.clone())
-    } else {
-        resolve(path)
-    };
-    for p in [&real, path] {
-        if let Some(issue) =
-            pipeline_issue(p, &guarded.pipeline_dir).or_else(|| named_pipeline_file(p))
-        {
-            out.push(Target::Pipeline(issue));
-        }
-    }
-    if guarded.is_registry(&real) {
-        out.push(Target::Registry);
-    }
-    if let (Some(pattern), Some(dir)) = (glob, real.parent()) {
-        let in_pipeline =
-            dir == guarded.pipeline_dir || dir.file_name().is_some_and(|n| n == PIPELINE_DIR);
-        if in_pipeline {
-            out.push(Target::Pipelines(pattern.to_string()));
-        }
-        // `rm -rf state/*`, `rm -rf *` in the project: the pattern reaches
-        // the pipeline directory or the registry when it matches the next
-        // step on the way there.
-        let chat_db = guarded.state_root.join(CHAT_DB);
-        for (guarded_path, target) in [
-            (&guarded.pipeline_dir, Target::Pipelines("*".into())),
-            (&chat_db, Target::Registry),
-        ] {
-            let next = guarded_path
-                .strip_prefix(dir)
-                .ok()
-                .and_then(|rest| rest.components().next())
-                .and_then(|c| c.as_os_str().to_str());
-            if next.is_some_and(|next| glob_match(pattern, next)) {
-                out.push(target);
+    let real = resolve_written(path, pattern);
+    if !pattern {
+        for p in [&real, path] {
+            if let Some(issue) =
+                pipeline_issue(p, &guarded.pipeline_dir).or_else(|| named_pipeline_file(p))
+            {
+                out.push(Target::Pipeline(issue));
             }
         }
+    }
+    let base = if pattern {
+        pattern_base(&real)
     } else {
-        // The pipeline directory, the state directory or a directory above
-        // them, removed, moved or overwritten.
-        let whole_pipeline = guarded.pipeline_dir.starts_with(&real)
-            || real.file_name().is_some_and(|n| n == PIPELINE_DIR);
-        if whole_pipeline {
+        real.clone()
+    };
+    let kept_out = |t: &Path| super::reach::is_kept(kept, &base, t);
+    let destroys = matches!(change, Change::Remove | Change::Clean { ignored: true });
+    // The pipeline directory: the whole of it, or files in it by a pattern.
+    let pipeline_dir = &guarded.pipeline_dir;
+    match reach(&real, pattern, pipeline_dir) {
+        _ if kept_out(pipeline_dir) => {}
+        Reach::Exact if change != (Change::Clean { ignored: false }) => {
             out.push(Target::Pipelines("*".into()));
         }
-        if guarded.state_root.join(CHAT_DB).starts_with(&real) {
-            out.push(Target::Registry);
+        Reach::Above if destroys => out.push(Target::Pipelines("*".into())),
+        Reach::Above if change == Change::Write => out.push(Target::Unknown {
+            what: format!("the files {by} writes into {}", real.display()),
+            within: Some(real.clone()),
+        }),
+        Reach::Below if pattern => {
+            if let Some(name) = name_below(&real, pipeline_dir) {
+                out.push(Target::Pipelines(name));
+            }
         }
+        _ => {}
+    }
+    // A directory named `pipeline` of a state directory this hook does not
+    // know, removed or replaced.
+    if !pattern
+        && change != Change::Edit
+        && real != *pipeline_dir
+        && real.file_name().is_some_and(|n| n == PIPELINE_DIR)
+    {
+        out.push(Target::Pipelines("*".into()));
+    }
+    // The registry.
+    let chat_db = guarded.state_root.join(CHAT_DB);
+    let registry = match reach(&real, pattern, &chat_db) {
+        _ if kept_out(&chat_db) => false,
+        Reach::Exact => true,
+        Reach::Above => destroys,
+        _ => !pattern && guarded.is_registry(&real),
+    };
+    if registry {
+        out.push(Target::Registry);
+    }
+    if let Some(harm) = state_guard::harm(&real, pattern, change, kept, by, guarded) {
+        out.push(Target::State(harm));
     }
     out.sort_by_key(|t| format!("{t:?}"));
     out.dedup();
+    // Last: checked against the claimed worktrees once they are known.
+    out.push(Target::Tree {
+        path: real,
+        pattern,
+        change,
+        kept: kept.clone(),
+    });
     out
+}
+
+/// The name pattern a written pattern gives files directly in `dir`
+/// (`state/pipeline/4*.json`: `4*.json`; `state/**/*.json`: `*.json`).
+fn name_below(written: &Path, dir: &Path) -> Option<String> {
+    let last = written.file_name()?.to_str()?;
+    let parent = written.parent()?;
+    let parent_is_pattern = parent.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|p| p.contains(['*', '?', '[']))
+    });
+    let parent_reach = reach(parent, parent_is_pattern, dir);
+    let deep = parent.file_name().is_some_and(|n| n == "**");
+    let reaches = parent_reach == Reach::Exact || (deep && parent_reach == Reach::Above);
+    if !reaches {
+        return None;
+    }
+    Some(if last == "**" {
+        "*".into()
+    } else {
+        last.into()
+    })
 }
 
 /// The issue of a path spelled `…/pipeline/N.json` (or a companion
@@ -274,10 +359,18 @@ mod tests {
     #[test]
     fn removing_the_pipeline_directory_or_the_registry_is_a_target() {
         let cwd = Path::new("/nowhere/p");
-        let of = |cmd: &str| {
+        let all_of = |cmd: &str| {
             targets("Bash", &json!({ "command": cmd }), cwd, || {
                 Guarded::of(Path::new("state"), cwd)
             })
+        };
+        // The claim targets; the state directory's own and the path (for
+        // the worktrees) are asserted below.
+        let of = |cmd: &str| -> Vec<Target> {
+            all_of(cmd)
+                .into_iter()
+                .filter(|t| !matches!(t, Target::Tree { .. } | Target::State(_)))
+                .collect()
         };
         let all = Target::Pipelines("*".into());
         assert_eq!(of("rm -rf state/pipeline"), std::slice::from_ref(&all));
@@ -291,6 +384,55 @@ mod tests {
         assert!(of("rm -f *.o").is_empty());
         assert!(of("rm -rf target").is_empty());
         assert!(of("echo x > /tmp/out").is_empty());
+        // Removing the state directory, or its registry, harms everyone's
+        // state; a pipeline file or the pipeline directory does not.
+        let harms = |cmd: &str| all_of(cmd).iter().any(|t| matches!(t, Target::State(_)));
+        for cmd in [
+            "rm -rf state",
+            "rm -rf state/*",
+            "rm -f state/chat.db*",
+            "rm -rf .",
+        ] {
+            assert!(harms(cmd), "{cmd}");
+        }
+        for cmd in [
+            "rm -rf state/pipeline",
+            "rm state/pipeline/4*.json",
+            "rm -f *.o",
+        ] {
+            assert!(!harms(cmd), "{cmd}");
+        }
+        // Every path written is checked against the claimed worktrees.
+        assert_eq!(
+            all_of("echo x > /tmp/out"),
+            [Target::Tree {
+                path: PathBuf::from("/tmp/out"),
+                pattern: false,
+                change: Change::Write,
+                kept: Vec::new(),
+            }]
+        );
+        assert_eq!(
+            all_of("rm -f *.o"),
+            [Target::Tree {
+                path: PathBuf::from("/nowhere/p/*.o"),
+                pattern: true,
+                change: Change::Remove,
+                kept: Vec::new(),
+            }]
+        );
+        // A write into a directory above the pipeline files: cannot tell.
+        assert!(
+            of("tar xf /tmp/a.tar")
+                .iter()
+                .any(|t| matches!(t, Target::Unknown { .. })),
+            "{:?}",
+            of("tar xf /tmp/a.tar")
+        );
+        assert_eq!(
+            of("find state -name '*.json' -delete"),
+            [Target::Pipelines("*.json".into())]
+        );
     }
 
     fn no_guard() -> Guarded {

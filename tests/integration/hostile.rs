@@ -993,3 +993,63 @@ fn a_fifo_in_state_never_hangs_a_hook() {
         );
     }
 }
+
+/// Shell commands built to make the PreToolUse guard's reader work without
+/// end (brace bombs, scripts nested thousands deep, half a megabyte of
+/// `eval`, a pipeline of xargs into xargs): the hook answers at once each,
+/// prints a decision or nothing, and one too deep to read is a question,
+/// not a pass, while another chat holds a claim.
+#[test]
+fn hostile_shell_commands_never_stall_the_guard() {
+    let p = crate::registry::claimed_checkout();
+    let deep = (0..12).fold("rm -f state/pipeline/42.json".to_string(), |inner, _| {
+        format!("sh -c '{}'", inner.replace('\'', "'\\''"))
+    });
+    let commands = [
+        "{a,b}".repeat(60),
+        "echo {1..99999999999} > x".to_string(),
+        "eval ".repeat(100_000) + "rm x",
+        "$(".repeat(20_000) + "rm x" + &")".repeat(20_000),
+        "echo a | xargs ".repeat(2_000) + "rm",
+        "x=$(find / -exec find {} -exec find {} \\; \\;); ".repeat(500),
+        "f=a; ".repeat(20_000) + "echo x > $f",
+        "'".repeat(300_000),
+        deep.clone(),
+    ];
+    for command in &commands {
+        let event = p.event(
+            "PreToolUse",
+            "chat-b",
+            json!({"tool_name": "Bash", "tool_input": {"command": command}}),
+        );
+        let started = std::time::Instant::now();
+        let run = within_deadline(
+            p.cmd("jkz-chat")
+                .env("JKZ_TEST_NOW", (crate::registry::T + 10).to_string())
+                .stdin(event.to_string()),
+        )
+        .success();
+        // A debug build on a busy machine: the bound is generous, the
+        // point is that it is one.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?} for a command of {} bytes",
+            started.elapsed(),
+            command.len()
+        );
+        assert!(
+            run.stdout().is_empty() || run.stdout_str().contains("permissionDecision"),
+            "{}",
+            run.report()
+        );
+    }
+    let run = crate::registry::shell(&p, crate::registry::Client::Claude, "chat-b", &deep);
+    assert!(
+        matches!(
+            crate::registry::answer(crate::registry::Client::Claude, &run),
+            crate::registry::Answer::Ask(_)
+        ),
+        "{}",
+        run.report()
+    );
+}

@@ -94,6 +94,104 @@ impl Project {
     }
 }
 
+/// A project (a git checkout with `state/` ignored) where live chat
+/// `chat-a` holds issue 42 with the worktree `wt/42`, and chat `chat-b` is
+/// live too.
+pub(crate) fn claimed_checkout() -> Project {
+    let p = Project::new();
+    std::fs::create_dir(p.dir.join(".git")).unwrap();
+    p.dir.write(".gitignore", "state/\n");
+    p.hook("SessionStart", "chat-a", json!({"source": "startup"}), T);
+    p.hook("SessionStart", "chat-b", json!({"source": "startup"}), T);
+    let wt = p.dir.join("wt/42");
+    p.claim_worktree("42", &wt, "chat-a", T).success();
+    p.dir.write(
+        "state/pipeline/42.json",
+        json!({"42": {"current_phase": "building"}}).to_string(),
+    );
+    p.dir.write("wt/42/src/lib.rs", "");
+    p
+}
+
+/// The three clients' PreToolUse calls of their shell tool, as each sends
+/// them: Claude Code's `Bash`, Codex CLI's `Bash` (its events carry a
+/// `turn_id`), Gemini CLI's `BeforeTool` for `run_shell_command`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Client {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+pub(crate) const CLIENTS: [Client; 3] = [Client::Claude, Client::Codex, Client::Gemini];
+
+/// What the hook answered.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Pass,
+    Deny(String),
+    Ask(String),
+}
+
+pub(crate) fn shell(p: &Project, client: Client, session: &str, command: &str) -> Run {
+    let (event, extra) = match client {
+        Client::Claude => (
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": command}}),
+        ),
+        Client::Codex => (
+            "PreToolUse",
+            json!({"tool_name": "Bash", "turn_id": "turn-1", "model": "gpt-5",
+                   "tool_input": {"command": command}}),
+        ),
+        Client::Gemini => (
+            "BeforeTool",
+            json!({"tool_name": "run_shell_command", "timestamp": "2027-01-15T08:00:00Z",
+                   "tool_input": {"command": command, "description": "x"}}),
+        ),
+    };
+    let mut cmd = p
+        .cmd("jkz-chat")
+        .env("JKZ_TEST_NOW", (T + 10).to_string())
+        // Codex's output guard would answer an allowed call with a rewrite.
+        .env("JKZ_CODEX_GUARD", "0")
+        .stdin(p.event(event, session, extra).to_string());
+    if let Client::Gemini = client {
+        cmd = cmd.env("GEMINI_PROJECT_DIR", p.dir.path());
+    }
+    cmd.run().success()
+}
+
+/// The answer, read in the client's own shape.
+pub(crate) fn answer(client: Client, run: &Run) -> Answer {
+    if run.stdout().is_empty() {
+        return Answer::Pass;
+    }
+    let v: Value = serde_json::from_slice(run.stdout())
+        .unwrap_or_else(|_| panic!("not JSON\n{}", run.report()));
+    let (decision, reason) = match client {
+        Client::Claude | Client::Codex => {
+            let out = &v["hookSpecificOutput"];
+            assert_eq!(out["hookEventName"], "PreToolUse", "{}", run.report());
+            (
+                out["permissionDecision"].clone(),
+                out["permissionDecisionReason"].clone(),
+            )
+        }
+        Client::Gemini => (v["decision"].clone(), v["reason"].clone()),
+    };
+    let reason = reason
+        .as_str()
+        .unwrap_or_else(|| panic!("no reason\n{}", run.report()))
+        .to_string();
+    assert!(!reason.trim().is_empty(), "{}", run.report());
+    match decision.as_str() {
+        Some("deny") => Answer::Deny(reason),
+        Some("ask") => Answer::Ask(reason),
+        _ => panic!("unexpected answer\n{}", run.report()),
+    }
+}
+
 pub(crate) fn quiet(run: &Run) {
     assert!(
         run.stdout().is_empty(),
@@ -403,4 +501,184 @@ fn a_project_without_state_is_left_alone() {
         .success();
     quiet(&run);
     assert!(dir.files().is_empty(), "{:?}", dir.files());
+}
+
+#[test]
+fn read_only_commands_are_never_refused() {
+    let p = claimed_checkout();
+    let alone = Project::new();
+    for command in [
+        "cat state/pipeline/42.json",
+        "head -c 100 state/chat.db | xxd | tail -2",
+        "grep -rn current_phase state/ wt/42/src",
+        "rg claims wt/42",
+        "git log --oneline -5 && git diff HEAD~1 -- wt/42 && git status --short",
+        "git show HEAD:state/pipeline/42.json; git stash list; git stash show -p",
+        "git -C wt/42 log -1; git -C wt/42 diff",
+        "git clean -n -dX",
+        "sqlite3 state/chat.db 'SELECT * FROM claims'",
+        "sqlite3 -readonly state/chat.db 'DELETE FROM claims'",
+        "sqlite3 -json state/memory.db 'select count(*) from patterns; .tables'",
+        "ls -la state state/pipeline wt/42",
+        "find state -name '*.json'",
+        "find . -path ./target -prune -o -name '*.rs' -print | xargs grep -l claim",
+        "jq .42.current_phase state/pipeline/42.json",
+        "jkz state get 42 current_phase; jkz chats; jkz events --issue 42",
+        "awk '{print $1}' state/pipeline/42.json; sed -n 1p state/pipeline/42.json",
+        "tar -tzf /tmp/a.tgz; unzip -l /tmp/a.zip",
+        "python3 -c \"import json; print(json.load(open('state/pipeline/42.json')))\"",
+        "f=state/pipeline/42.json; wc -c \"$f\"; diff \"$f\" /dev/null",
+        "for f in state/pipeline/*.json; do jq . \"$f\"; done",
+        "cp state/pipeline/42.json /tmp/jkz-copy.json",
+        "echo $(cat state/pipeline/42.json) | head -1",
+        "cargo test 2>&1 | tail -5",
+        "vim -R state/pipeline/42.json",
+    ] {
+        for project in [&p, &alone] {
+            for client in CLIENTS {
+                let run = shell(project, client, "chat-b", command);
+                assert_eq!(answer(client, &run), Answer::Pass, "{client:?} {command}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_state_directory_is_guarded_whoever_holds_a_claim() {
+    // Nobody holds anything: a project with state/ and no registry yet.
+    let p = Project::new();
+    std::fs::create_dir(p.dir.join(".git")).unwrap();
+    p.dir.write("state/memory.db", "");
+    let state = p.dir.join("state").display().to_string();
+    let parent = format!(
+        "rm -rf ../{}",
+        p.dir.path().file_name().unwrap().to_str().unwrap()
+    );
+    for (command, instead) in [
+        ("rm -rf state", "rm -rf build target"),
+        ("rm -rf .", "rm -rf build target"),
+        ("rm -rf *", "rm -rf build target"),
+        (parent.as_str(), "rm -rf build target"),
+        ("mv state /tmp/elsewhere", "rm -rf build target"),
+        ("git stash -a", "git stash --include-untracked"),
+        (
+            "git stash push --all -m wip",
+            "git stash --include-untracked",
+        ),
+        ("find . -delete", "-prune"),
+        ("find . -type f -name '*.db' -delete", "-prune"),
+        ("rsync -a --delete /tmp/empty/ ./", "--exclude=/state/"),
+        ("echo '' > state/memory.db", "sqlite3 -readonly"),
+        ("cp /dev/null state/cr-history.db", "sqlite3 -readonly"),
+        (": > state/metrics.db", "sqlite3 -readonly"),
+        ("truncate -s0 state/chat.db", "sqlite3 -readonly"),
+        ("rm -f state/chat.db-wal", "rm -rf build target"),
+        ("rm -rf state/events", "rm -rf build target"),
+        ("gzip state/memory.db", "rm -rf build target"),
+    ] {
+        for client in CLIENTS {
+            let run = shell(&p, client, "chat-b", command);
+            let Answer::Deny(why) = answer(client, &run) else {
+                panic!("{client:?} {command}\n{}", run.report());
+            };
+            assert!(why.contains(&state), "{command}: {why}");
+            assert!(why.contains(instead), "{command}: {why}");
+        }
+    }
+    // The same done so that the state directory stays passes.
+    for command in [
+        "find . -path ./state -prune -o -name '*.o' -delete",
+        "git stash -u",
+        "rm -rf target build",
+        "rsync -a --delete --exclude=/state/ /tmp/empty/ ./",
+        "sqlite3 state/memory.db 'DELETE FROM patterns'",
+        "rm -rf state/pipeline/43.json state/context-offload",
+        "cp state/memory.db /tmp/memory-backup.db",
+    ] {
+        let run = shell(&p, Client::Claude, "chat-b", command);
+        assert_eq!(answer(Client::Claude, &run), Answer::Pass, "{command}");
+    }
+}
+
+#[test]
+fn guard_refusals_and_questions_are_events_in_the_log_and_the_timeline() {
+    let p = claimed_checkout();
+    let denied = shell(
+        &p,
+        Client::Claude,
+        "chat-b",
+        "echo x > state/pipeline/42.json",
+    );
+    assert!(matches!(answer(Client::Claude, &denied), Answer::Deny(_)));
+    let asked = shell(&p, Client::Gemini, "chat-b", "bash ./deploy.sh");
+    assert!(matches!(answer(Client::Gemini, &asked), Answer::Ask(_)));
+    // Codex has no ask: a refusal, logged as one.
+    let refused = shell(&p, Client::Codex, "chat-b", "bash ./deploy.sh");
+    assert!(matches!(answer(Client::Codex, &refused), Answer::Deny(_)));
+    let run = p.jkz(&["events", "--json"], T + 10).success();
+    let events: Vec<Value> = run
+        .stdout_str()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["type"].as_str().is_some_and(|t| t.starts_with("guard.")))
+        .collect();
+    let shapes: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["payload"]["client"].as_str().unwrap().to_string(),
+                e["payload"]["tool"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let shape = |t: &str, c: &str, tool: &str| (t.to_string(), c.to_string(), tool.to_string());
+    assert_eq!(
+        shapes,
+        [
+            shape("guard.denied", "claude", "Bash"),
+            shape("guard.asked", "gemini", "run_shell_command"),
+            shape("guard.denied", "codex", "Bash"),
+        ],
+        "{}",
+        run.report()
+    );
+    for e in &events {
+        assert_eq!(e["payload"]["chat"], "chat-b", "{e}");
+        assert_eq!(e["session"], "chat-b", "{e}");
+        assert_eq!(e["payload"]["owner"], "chat-a", "{e}");
+        assert_eq!(e["issue"], "42", "{e}");
+    }
+    assert_eq!(events[0]["payload"]["target"], "issue 42's pipeline state");
+    assert!(
+        events[1]["payload"]["target"]
+            .as_str()
+            .unwrap()
+            .contains("deploy.sh"),
+        "{}",
+        events[1]
+    );
+    // The table of issue 42 shows them, and so does the observer's
+    // timeline, which reads the same log.
+    let table = p
+        .jkz(&["events", "--issue", "42"], T + 10)
+        .success()
+        .stdout_str();
+    assert!(
+        table.contains("guard.denied")
+            && table.contains("guard.asked")
+            && table.contains("chat-b (claude Bash): issue 42's pipeline state, claimed by chat-a"),
+        "{table}"
+    );
+    let server = crate::ui::Server::start(&p.dir.join("state"));
+    let timeline = server.json("/api/timeline/42");
+    let kinds: Vec<&str> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|t| t.starts_with("guard."))
+        .collect();
+    assert_eq!(kinds.len(), 3, "{timeline}");
+    assert!(kinds.contains(&"guard.asked"), "{timeline}");
 }

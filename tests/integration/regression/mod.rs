@@ -2,6 +2,7 @@
 //! Grouped by the part of jkz that broke.
 
 mod contract;
+mod guard;
 mod history;
 mod registry;
 mod run;
