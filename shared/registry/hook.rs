@@ -157,6 +157,9 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
         }
     };
     crate::hook::warn_state_problem(&state, warnings);
+    if crate::hook::refuse_tracked_state(&state, warnings) {
+        return None;
+    }
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
         Ok(None) => return None,

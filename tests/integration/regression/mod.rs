@@ -5,3 +5,4 @@ mod contract;
 mod history;
 mod registry;
 mod run;
+mod trust;
