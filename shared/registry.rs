@@ -37,6 +37,7 @@ pub mod cmd;
 pub mod db;
 pub mod decision;
 pub mod hook;
+pub mod identity;
 pub mod postgres;
 pub mod store;
 pub mod target;

@@ -3,6 +3,7 @@
 
 mod contract;
 mod history;
+mod identity;
 mod registry;
 mod run;
-mod trust;
+mod tracked_state;

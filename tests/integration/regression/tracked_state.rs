@@ -1,6 +1,5 @@
-//! Regression tests: text and state from outside never speak as jkz, and a
-//! chat acts only as itself. Each test is named after what broke and
-//! replays the input that broke it.
+//! Regression tests: a state directory git tracks is not jkz's. Each test
+//! is named after what broke and replays the input that broke it.
 
 use std::path::Path;
 
