@@ -427,7 +427,9 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
             2 => (
                 Reply::Call {
                     name: "exec_command".into(),
-                    arguments: json!({"cmd": "jkz release 42 --session chat-a"}),
+                    arguments: json!({
+                        "cmd": format!("{} release 42 --session chat-a", bin("jkz").display())
+                    }),
                 },
                 100,
             ),
@@ -490,7 +492,8 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
     }
     // The Codex chat cannot act as chat A: its client is its ancestor.
     assert!(
-        outputs[2].contains("--session may name only that chat, not chat-a"),
+        outputs[2].contains("(its client, pid")
+            && outputs[2].contains("--session may name only that chat, not chat-a"),
         "release refused: {}",
         outputs[2]
     );

@@ -420,7 +420,9 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         // which chat this is.
         Reply::Call {
             name: "run_shell_command".into(),
-            args: json!({"command": "jkz release 7 --session other-chat"}),
+            args: json!({
+                "command": format!("{} release 7 --session other-chat", bin("jkz").display())
+            }),
         },
     ];
     let responder = {
@@ -476,7 +478,8 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
     assert_eq!(std::fs::read_to_string(&pipeline).unwrap(), ORIGINAL);
     // The Gemini chat cannot act as the other: its client is its ancestor.
     assert!(
-        responses[3].contains("--session may name only that chat, not other-chat"),
+        responses[3].contains("(its client, pid")
+            && responses[3].contains("--session may name only that chat, not other-chat"),
         "release refused: {}",
         responses[3]
     );
@@ -490,12 +493,6 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         .find(|c| c["session_id"] == "other-chat")
         .unwrap();
     assert_eq!(other["claims"][0]["issue"], 7, "{chats:?}");
-    assert!(
-        chats
-            .iter()
-            .any(|c| c["session_id"] != "other-chat" && c["pid"].is_i64()),
-        "the Gemini chat's client was recorded: {chats:?}"
-    );
 }
 
 /// Runs a jkz hook with Gemini CLI's environment on `event`.
