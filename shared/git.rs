@@ -13,6 +13,7 @@
 //! a hook's path for those.
 
 pub mod config;
+pub mod index;
 pub mod repository;
 
 use std::io::Read;

@@ -94,6 +94,20 @@ pub fn warn_state_problem(state: &StateDir, warnings: &mut Warnings) {
     }
 }
 
+/// True when git tracks the state directory (a repository that committed
+/// `state/`): the hook then neither reads nor writes it, and says so in
+/// one line naming the files and the fix
+/// ([`StateDir::tracked_by_git`]).
+pub fn refuse_tracked_state(state: &StateDir, warnings: &mut Warnings) -> bool {
+    match state.tracked_by_git() {
+        Some(line) => {
+            warnings.warn(line);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The project directory a hook works for: [`env_project_dir`], else the
 /// hook input's `cwd`, else the current directory.
 pub fn project_dir(hook_cwd: Option<PathBuf>) -> PathBuf {

@@ -11,7 +11,10 @@
 //! `jkz registry`: [`crate::team::cmd`].
 //! Every subcommand that uses the state directory stops, with its code for
 //! an I/O failure (`jkz state`: 2, `jkz run`: 125, the others 1), when the
-//! repository's layout cannot be read (see [`StateDir::check`]).
+//! repository's layout cannot be read (see [`StateDir::check`]), and with
+//! 1 (`jkz run`: 125, which CMD's own codes cannot be told from otherwise)
+//! when git tracks the state directory (see
+//! [`StateDir::tracked_by_git`]): it is not jkz's until the user untracks it.
 //! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`];
 //! `jkz slo`: [`crate::slo::cmd`].
 //! `jkz patterns`: [`crate::patterns::cmd`].
@@ -122,6 +125,15 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         _ => Some(1),
     };
     if let (Some(code), Err(why)) = (failed_code, state.check()) {
+        return (program(&cli.command), Err(Failure::new(code, why)));
+    }
+    // A state directory git tracks is not jkz's: no command reads or
+    // writes it until the user untracks it (the line says how).
+    if let (Some(code), Err(why)) = (failed_code, state.check_untracked()) {
+        let code = match &cli.command {
+            Command::Run(_) => code,
+            _ => crate::exit::EXIT_FAILED,
+        };
         return (program(&cli.command), Err(Failure::new(code, why)));
     }
     // Every subcommand given `buffered()` flushes it explicitly.

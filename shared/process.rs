@@ -8,6 +8,8 @@
 //! [`Liveness::Unknown`]: a holder is then never presumed dead, only its
 //! TTL ends it.
 
+pub mod tree;
+
 use std::fs;
 
 use serde::{Deserialize, Serialize};

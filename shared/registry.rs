@@ -40,6 +40,7 @@ pub mod cmd;
 pub mod db;
 pub mod decision;
 pub mod hook;
+pub mod identity;
 pub mod postgres;
 pub mod reach;
 pub mod state_guard;

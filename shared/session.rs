@@ -49,14 +49,16 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 pub const ANONYMOUS: &str = "anonymous";
 
 /// Exit code of a failure: I/O, no state directory to save into, a
-/// repository whose layout cannot be read (the others: success
+/// repository whose layout cannot be read, a state directory git tracks
+/// (the others: success
 /// [`EXIT_OK`], usage [`EXIT_USAGE`]).
 pub const EXIT_FAILED: u8 = 1;
 
 /// Save and load per-session snapshots (/jkz:save, /jkz:load).
 ///
 /// Exit codes: 0 success (also: nothing to load); 1 failure (I/O, no state
-/// directory to save into, a repository whose layout cannot be read);
+/// directory to save into, a repository whose layout cannot be read, a
+/// state directory git tracks);
 /// 2 usage (bad arguments, an invalid session id, save input without sections).
 #[derive(Parser, Debug)]
 #[command(
@@ -151,6 +153,11 @@ pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u
     let state = cli.state.resolve();
     state
         .check()
+        .map_err(|why| Failure::new(EXIT_FAILED, why))?;
+    // A state directory git tracks holds a repository's files: a snapshot
+    // there is not one jkz saved.
+    state
+        .check_untracked()
         .map_err(|why| Failure::new(EXIT_FAILED, why))?;
     let now = Utc::now();
     let code = match &cli.command {

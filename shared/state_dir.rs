@@ -51,6 +51,7 @@ pub mod read;
 pub mod retention;
 pub mod root;
 pub mod stray;
+pub mod tracked;
 pub use read::{
     append_lines, check_listed_dir, open_file_below, open_state_file, open_state_file_to_append,
     read_state_file, read_state_file_into, read_user_file, read_whole_state_file, refused_entries,
@@ -128,7 +129,22 @@ pub struct StateDir {
     path: PathBuf,
     source: Source,
     why: Why,
+    tracked: TrackedOnce,
 }
+
+/// Whether git tracks the root, checked at most once per resolution (the
+/// index is read once however many writers ask).
+#[derive(Clone, Debug, Default)]
+struct TrackedOnce(std::sync::OnceLock<Option<tracked::TrackedState>>);
+
+impl PartialEq for TrackedOnce {
+    /// A cache: two resolutions of the same root are equal whichever asked.
+    fn eq(&self, _: &TrackedOnce) -> bool {
+        true
+    }
+}
+
+impl Eq for TrackedOnce {}
 
 impl StateDir {
     /// Resolves from the flag, the process environment, the hook's `cwd` and
@@ -152,6 +168,7 @@ impl StateDir {
                 path: dir,
                 source: Source::Env,
                 why: Why::Env,
+                tracked: TrackedOnce::default(),
             };
         }
         let (start, source) = if let Some(project) = env("CLAUDE_PROJECT_DIR") {
@@ -166,11 +183,13 @@ impl StateDir {
                 path: found.path,
                 source,
                 why: found.why,
+                tracked: TrackedOnce::default(),
             },
             Err(problem) => StateDir {
                 path: start.join("state"),
                 source,
                 why: Why::Fallback { problem },
+                tracked: TrackedOnce::default(),
             },
         }
     }
@@ -191,6 +210,7 @@ impl StateDir {
             path: path.into(),
             source: Source::Flag,
             why: Why::Flag,
+            tracked: TrackedOnce::default(),
         }
     }
 
@@ -242,6 +262,32 @@ impl StateDir {
         &self.path
     }
 
+    /// Why this root is not jkz's, when git tracks it (a repository that
+    /// committed `state/`): the one line every hook and command says. No
+    /// hook reads or writes such a root, and [`StateDir::ensure`] refuses
+    /// it ([`tracked`]).
+    /// A fallback root (the layout could not be read, so neither can its
+    /// index) is not checked: it is read as before and never written.
+    pub fn tracked_by_git(&self) -> Option<&str> {
+        if self.problem().is_some() {
+            return None;
+        }
+        self.tracked
+            .0
+            .get_or_init(|| tracked::check(&self.path))
+            .as_ref()
+            .map(tracked::TrackedState::line)
+    }
+
+    /// For a command: an error, with [`StateDir::tracked_by_git`]'s line,
+    /// when git tracks the root.
+    pub fn check_untracked(&self) -> Result<(), String> {
+        match self.tracked_by_git() {
+            None => Ok(()),
+            Some(line) => Err(line.to_string()),
+        }
+    }
+
     pub fn source(&self) -> Source {
         self.source
     }
@@ -267,6 +313,10 @@ impl StateDir {
         // whole. It is read (as before), never written.
         if self.problem().is_some() {
             return Ok(None);
+        }
+        // A root git tracks holds a repository's files, not jkz's state.
+        if let Some(line) = self.tracked_by_git() {
+            return Err(io::Error::other(line.to_string()));
         }
         // The root may be a link (the user's choice): metadata follows it.
         match fs::metadata(&self.path) {

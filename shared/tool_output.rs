@@ -133,6 +133,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     let project = crate::hook::project_dir(cwd.clone());
     let state = StateDir::resolve(None, cwd.as_deref());
     crate::hook::warn_state_problem(&state, warnings);
+    // Its full output could be kept, and its ledger line written, only in
+    // a state directory git tracks: the output stands instead.
+    if crate::hook::refuse_tracked_state(&state, warnings) {
+        return None;
+    }
     let mut notes = Vec::new();
     let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
         .into_iter()

@@ -38,7 +38,7 @@ pub fn read_user_file_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 
 /// Opens a file outside `state/` for reading: links followed, a regular
 /// file only, never blocking on a FIFO.
-fn open_user_file(path: &Path) -> io::Result<File> {
+pub(crate) fn open_user_file(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)

@@ -1,7 +1,9 @@
 //! The entries of the compaction hooks: each reads its event, tells the
 //! client ([`Client::detect`]) and hands the event to that client's path:
 //! the rules are `pre_compact` and `session_start`, the clients' contracts
-//! `crate::client`.
+//! `crate::client`. A state directory git tracks is refused first, for
+//! every client and event: nothing of it is injected, nothing written
+//! there ([`hook::refuse_tracked_state`]).
 //!
 //! - `jkz-pre-compact`: Gemini CLI's PreCompress goes to
 //!   [`gemini::pre_compress`]; otherwise the snapshot is taken
@@ -19,6 +21,7 @@ use crate::client::{codex, Client};
 use crate::git::GitProbe;
 use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
+use crate::state_dir::StateDir;
 
 /// `jkz-pre-compact` with `stdin` as the event.
 pub fn pre_compact(stdin: impl Read, warnings: &mut Warnings) {
@@ -30,6 +33,10 @@ pub fn pre_compact(stdin: impl Read, warnings: &mut Warnings) {
         .filter(|_| !gemini_env)
         .map(|dir| GitProbe::start(&dir));
     let input = HookInput::read(stdin);
+    let cwd = input.as_ref().ok().and_then(HookInput::cwd);
+    if hook::refuse_tracked_state(&StateDir::resolve(None, cwd.as_deref()), warnings) {
+        return;
+    }
     let client = match &input {
         Ok(event) => Client::detect(event),
         Err(e) if gemini_env => {
@@ -65,6 +72,9 @@ pub fn session_start(stdin: impl Read, warnings: &mut Warnings) {
             return;
         }
     };
+    if hook::refuse_tracked_state(&StateDir::resolve(None, input.cwd().as_deref()), warnings) {
+        return;
+    }
     if Client::detect(&input) == Client::Gemini && input.event_name() == Some("BeforeModel") {
         if let Some(answer) = gemini::before_model::run(&input, warnings) {
             hook::print(&format!("{answer}\n"), warnings);

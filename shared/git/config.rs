@@ -1,7 +1,8 @@
 //! A repository's own git config file, read the way git reads it, for the
 //! values jkz needs on a hook's path: `core.bare`, `core.worktree`,
-//! `jkz.stateDir` (see [`crate::state_dir::root`]) and `jkz.registryUrl`
-//! (see [`crate::team::config`]).
+//! `jkz.stateDir` (see [`crate::state_dir::root`]), `jkz.registryUrl`
+//! (see [`crate::team::config`]) and `extensions.objectFormat` (see
+//! [`crate::git::index`]).
 //!
 //! Why not `git config`: a hook answers in milliseconds, and a `git`
 //! process costs one or two of them; the file is small and its syntax is
@@ -42,6 +43,9 @@ pub struct RepoConfig {
     /// `jkz.registryUrl`: the team registry `jkz install --registry` records
     /// (see [`crate::team::config`]).
     pub registry_url: Option<Vec<u8>>,
+    /// `extensions.objectFormat`: the size of the object ids in the index
+    /// ([`crate::git::index`]).
+    pub object_format: Option<Vec<u8>>,
 }
 
 /// Reads `<git_dir>/config`. A missing file is an empty config.
@@ -70,6 +74,9 @@ pub fn parse(bytes: &[u8]) -> Result<RepoConfig, String> {
             b"core.worktree" => config.worktree = Some(entry.value.unwrap_or_default()),
             b"jkz.statedir" => config.state_dir = Some(entry.value.unwrap_or_default()),
             b"jkz.registryurl" => config.registry_url = Some(entry.value.unwrap_or_default()),
+            b"extensions.objectformat" => {
+                config.object_format = Some(entry.value.unwrap_or_default())
+            }
             _ => {}
         }
     }

@@ -328,8 +328,7 @@ mod tests {
         let cfg = |bare, worktree: Option<&str>| RepoConfig {
             bare,
             worktree: worktree.map(|w| w.as_bytes().to_vec()),
-            state_dir: None,
-            registry_url: None,
+            ..RepoConfig::default()
         };
         let common = Path::new("/r/.git");
         assert_eq!(

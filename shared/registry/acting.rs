@@ -1,12 +1,26 @@
 //! Which chat a registry command acts for, and who may name another.
 //!
-//! A command runs *inside a chat* when the one session rule
-//! ([`crate::session_id::resolve_raw`]: `CLAUDE_SESSION_ID`, else
-//! `CLAUDE_CODE_SESSION_ID`, which the client sets in its Bash tool) names
-//! a session; it then acts for that chat and no other: `--session` may name
-//! only the chat itself. A person at a terminal (no session variable) may
-//! name any chat, e.g. to release a claim a crashed chat left behind.
+//! A command runs *inside a chat* when its process tree says so: one of its
+//! ancestors is a client process the registry records for a chat (pid and
+//! start time, [`super::identity`]). It then acts for that chat and no
+//! other, whatever `CLAUDE_SESSION_ID`, `CLAUDE_CODE_SESSION_ID` or
+//! `--session` say: `--session` may name only the chat itself, and
+//! `--force` (overriding another chat's claim) is refused.
+//!
+//! Outside every chat's tree (a terminal, a pipeline script started from
+//! one) the stated session stands, as the one session rule reads it
+//! ([`crate::session_id::resolve_raw`]): a variable names the chat the
+//! command acts for (and it acts as a chat); without one, a person at a
+//! terminal may name any chat with `--session`, e.g. to release a claim a
+//! crashed chat left behind. Where the tree cannot be read (no `/proc`),
+//! the variables decide, as they did before the tree was read; a tree
+//! deeper than jkz reads, with no recorded client in its first levels, is
+//! refused rather than taken for a terminal.
 
+use std::path::Path;
+
+use super::backend::{may_hold_claims, with_registry};
+use super::identity::{chat_of, lineage, Reach};
 use crate::exit::{Failure, EXIT_USAGE};
 use crate::session_id::{process_env, resolve_raw, SessionId, SESSION_ENV};
 
@@ -14,34 +28,90 @@ use crate::session_id::{process_env, resolve_raw, SessionId, SESSION_ENV};
 /// tried to act for another.
 pub const REFUSED: u8 = 3;
 
-/// The chat this process runs inside, if any; a session variable that is
-/// not a valid id is a usage error (exit 2), never taken for "no chat".
-pub fn enclosing_chat() -> Result<Option<SessionId>, Failure> {
-    match resolve_raw(None, process_env) {
-        None => Ok(None),
-        Some((raw, _)) => SessionId::parse(&raw)
-            .map(Some)
-            .map_err(|e| Failure::new(EXIT_USAGE, format!("{} (from the environment)", e))),
+/// The chat a process runs inside, and how that is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enclosing {
+    pub chat: SessionId,
+    /// The recorded client among the process's ancestors, when the tree
+    /// said it; none when a session variable did.
+    pub client: Option<u32>,
+}
+
+impl Enclosing {
+    /// How the chat was told, for a refusal: `chat X (its client, pid P,
+    /// runs this command)`.
+    pub fn words(&self) -> String {
+        match self.client {
+            Some(pid) => format!(
+                "chat {} (its client, pid {pid}, is an ancestor of this process, whatever {} say)",
+                self.chat,
+                SESSION_ENV.join(" and ")
+            ),
+            None => format!("chat {} (named by the session variable)", self.chat),
+        }
     }
+}
+
+/// The chat this process runs inside, if any, for the registry of the
+/// state directory `root`. A session variable that is not a valid id is a
+/// usage error (exit 2), never taken for "no chat".
+pub fn enclosing_chat(root: &Path) -> Result<Option<Enclosing>, Failure> {
+    let stated = match resolve_raw(None, process_env) {
+        None => None,
+        Some((raw, _)) => Some(
+            SessionId::parse(&raw)
+                .map_err(|e| Failure::new(EXIT_USAGE, format!("{} (from the environment)", e)))?,
+        ),
+    };
+    let tree = lineage();
+    if !tree.clients.is_empty() && may_hold_claims(root) {
+        let clients = tree.clients.clone();
+        let named = stated.as_ref().map(|s| s.as_str().to_string());
+        // A registry that cannot be read tells nothing: the command's own
+        // use of it reports why.
+        if let Ok((Some(chat), _)) = with_registry(root, super::cmd::bound(), move |r| {
+            chat_of(r, &clients, named.as_deref())
+        }) {
+            let id = SessionId::parse(&chat.session_id).map_err(|e| {
+                Failure::new(
+                    REFUSED,
+                    format!("the registry records this process's chat as {e}"),
+                )
+            })?;
+            let client = chat.pid.and_then(|p| u32::try_from(p).ok());
+            return Ok(Some(Enclosing { chat: id, client }));
+        }
+    }
+    if tree.reach == Reach::Cut {
+        return Err(Failure::new(
+            REFUSED,
+            format!(
+                "this process has more than {} ancestors and none of the first is a chat's client: \
+                 jkz cannot tell whether it runs inside a chat; run it from a shell fewer levels deep",
+                crate::process::tree::MAX_DEPTH
+            ),
+        ));
+    }
+    Ok(stated.map(|chat| Enclosing { chat, client: None }))
 }
 
 /// The chat to act for: the enclosing chat, which `flag` (`--session`) may
 /// only repeat (exit 3 otherwise); outside a chat, `flag` (exit 2 when
 /// missing).
-pub fn acting_for(flag: Option<&str>) -> Result<SessionId, Failure> {
+pub fn acting_for(flag: Option<&str>, root: &Path) -> Result<SessionId, Failure> {
     let named = flag
         .map(|raw| SessionId::parse(raw).map_err(|e| Failure::new(EXIT_USAGE, e.to_string())))
         .transpose()?;
-    match (enclosing_chat()?, named) {
-        (Some(chat), Some(named)) if named != chat => Err(Failure::new(
+    match (enclosing_chat(root)?, named) {
+        (Some(inside), Some(named)) if named != inside.chat => Err(Failure::new(
             REFUSED,
             format!(
-                "run inside chat {chat}, --session may name only that chat, not {named}: a chat acts only for itself; \
-                 a person at a terminal (no {} set) may act for another chat",
-                SESSION_ENV.join(" or ")
+                "run inside {}, --session may name only that chat, not {named}: a chat acts only for itself; \
+                 a person at a terminal (outside every chat) may act for another chat",
+                inside.words()
             ),
         )),
-        (Some(chat), _) => Ok(chat),
+        (Some(inside), _) => Ok(inside.chat),
         (None, Some(named)) => Ok(named),
         (None, None) => Err(Failure::new(
             EXIT_USAGE,

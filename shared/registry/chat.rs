@@ -23,7 +23,8 @@ pub struct Chat {
     pub worktree: Option<String>,
     /// The worktree's branch, or the first 12 digits of a detached HEAD.
     pub branch: Option<String>,
-    /// The client's process id, when an ancestor of the hook is `claude`.
+    /// The client's process id, when an ancestor of the hook is the client
+    /// ([`client_pid`]).
     pub pid: Option<i64>,
     /// The host `pid` runs on: a pid is only ever judged on its own host.
     pub host: Option<String>,
@@ -171,27 +172,22 @@ pub fn client_of(pid: u32) -> Client {
 }
 
 /// The pid of the client process this hook runs under: the nearest of its
-/// first few ancestors whose name starts with `claude`, or is `codex`
-/// (Codex CLI's native binary; Linux `/proc`; elsewhere, or when none is,
-/// unknown).
+/// first few ancestors that is a client ([`super::identity::is_client`]:
+/// Claude Code's `claude`, Codex CLI's `codex`, Gemini CLI's `node`; Linux
+/// `/proc`; elsewhere, or when none is, unknown). A hook runs as the
+/// client's child or grandchild (through a shell).
 pub fn client_pid() -> Option<i64> {
-    let mut pid = std::os::unix::process::parent_id();
-    for _ in 0..4 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-        let open = stat.find('(')?;
-        let close = stat.rfind(')')?;
-        let comm = &stat[open + 1..close];
-        if comm.starts_with("claude") || comm == "codex" {
-            return Some(pid as i64);
+    let found = match crate::process::tree::ancestors() {
+        crate::process::tree::Tree::Whole(found) | crate::process::tree::Tree::TooDeep(found) => {
+            found
         }
-        let ppid = stat[close + 1..].split_whitespace().nth(1)?.parse().ok()?;
-        if ppid <= 1 {
-            return None;
-        }
-        pid = ppid;
-    }
-    None
+        crate::process::tree::Tree::Unreadable => return None,
+    };
+    found
+        .iter()
+        .take(4)
+        .find(|a| super::identity::is_client(a))
+        .map(|a| i64::from(a.pid))
 }
 
 #[cfg(test)]

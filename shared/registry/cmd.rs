@@ -1,9 +1,10 @@
 //! `jkz claim`, `jkz release`, `jkz chats`: the registry from a chat's Bash
 //! tool, a pipeline script or a terminal (rules in [`super::db`]).
 //!
-//! The chat is the one whose Bash tool runs the command (the one session
-//! rule: `CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`, which the
-//! client sets there); `--session` may name only that chat. Outside a chat
+//! The chat is the one whose client the command runs under (its process
+//! tree, whatever the session variables say); `--session` may name only
+//! that chat. Outside every chat's tree the one session rule names it
+//! (`CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`), and without those
 //! `--session` names any ([`super::acting`]).
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
@@ -56,9 +57,9 @@ pub struct ClaimArgs {
     /// (silent for 5 minutes). A live chat's claim is never taken.
     #[arg(long)]
     pub take: bool,
-    /// The chat to claim for. Default: $CLAUDE_SESSION_ID, else
-    /// $CLAUDE_CODE_SESSION_ID (set in a chat's Bash commands); inside a chat
-    /// it may name only that chat.
+    /// The chat to claim for. Default: the chat whose client runs this
+    /// command, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
+    /// inside a chat it may name only that chat.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
 }
@@ -67,9 +68,10 @@ pub struct ClaimArgs {
 pub struct ReleaseArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
-    /// The chat releasing it. Default: $CLAUDE_SESSION_ID, else
-    /// $CLAUDE_CODE_SESSION_ID; inside a chat it may name only that chat (a
-    /// person at a terminal may name any).
+    /// The chat releasing it. Default: the chat whose client runs this
+    /// command, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
+    /// inside a chat it may name only that chat (a person at a terminal,
+    /// outside every chat, may name any).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
 }
@@ -95,7 +97,7 @@ pub(super) fn here() -> Place {
 
 /// `jkz claim`.
 pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let session = acting_for(args.session.as_deref())?;
+    let session = acting_for(args.session.as_deref(), state.path())?;
     let root = root_of(state)?;
     let worktree = args
         .worktree
@@ -221,7 +223,7 @@ pub fn holder_words(h: &Holder, now: i64) -> String {
 
 /// `jkz release`.
 pub fn release(args: &ReleaseArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let session = acting_for(args.session.as_deref())?;
+    let session = acting_for(args.session.as_deref(), state.path())?;
     let root = root_of(state)?;
     let issue = args.issue.as_str();
     let (who, what) = (session.as_str().to_string(), issue.to_string());

@@ -522,6 +522,18 @@ impl Registry {
         )
     }
 
+    /// Every chat whose client is `pid` started at `pid_start` (see
+    /// [`Store::chats_of_client`]).
+    pub fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> rusqlite::Result<Vec<Chat>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {} FROM chats WHERE pid = ?1 AND pid_start = ?2
+             ORDER BY ended IS NOT NULL, heartbeat DESC, session_id",
+            chat_columns("chats", self.schema_1)
+        ))?;
+        let rows = stmt.query_map(params![pid, pid_start], chat_of_row)?;
+        rows.collect()
+    }
+
     /// One chat by session id.
     pub fn chat(&mut self, session: &str) -> rusqlite::Result<Option<Chat>> {
         self.conn
@@ -602,6 +614,10 @@ impl Store for Registry {
 
     fn chat(&mut self, session: &str) -> Result<Option<Chat>, StoreError> {
         Ok(Registry::chat(self, session)?)
+    }
+
+    fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> Result<Vec<Chat>, StoreError> {
+        Ok(Registry::chats_of_client(self, pid, pid_start)?)
     }
 }
 

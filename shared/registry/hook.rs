@@ -8,6 +8,11 @@
 //! | `PreToolUse` | refuses an edit of what another live chat owns, or of the state directory itself; asks the user about a write it cannot name ([`super::decision`]) |
 //! | `SessionEnd` | marks the chat gone, releases its claims |
 //!
+//! A `SessionStart` that would give a live chat another client, or a
+//! `SessionEnd` for a live chat, is ignored (one line) when it comes from
+//! inside another chat's process tree: a chat speaks only for itself
+//! ([`super::identity::may_not_speak_for`]).
+//!
 //! It works only where the state directory exists (or `JKZ_STATE_DIR`
 //! names it): in a project without `state/` it does nothing. A PreToolUse
 //! call that targets nothing the registry guards returns before the
@@ -24,6 +29,7 @@ use super::backend::{may_hold_claims, with_registry, Bound};
 use super::chat::{client, Place};
 use super::claim::Holder;
 use super::decision::{decide, Verdict};
+use super::identity::{lineage, may_not_speak_for};
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::client::{codex, gemini, Client};
@@ -167,6 +173,9 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
         }
     };
     crate::hook::warn_state_problem(&state, warnings);
+    if crate::hook::refuse_tracked_state(&state, warnings) {
+        return None;
+    }
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
         Ok(None) => return None,
@@ -182,16 +191,30 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
     let bound = Bound::Hook(deadline);
     let done = match name.as_str() {
         "SessionStart" => {
-            let (place, client) = (place(), client());
+            let (place, client, tree) = (place(), client(), lineage().clients);
             with_registry(&root, bound, move |r| {
-                r.register(&session, &place, client.as_ref(), now)
+                if let Some(why) = may_not_speak_for(r, &session, client.as_ref(), &tree, now)? {
+                    return Ok(Some(why));
+                }
+                r.register(&session, &place, client.as_ref(), now)?;
+                Ok(None)
             })
-            .map(|(_, n)| n)
+            .map(|(refused, n)| refused.or(n))
         }
         "UserPromptSubmit" | "PostToolUse" => {
             with_registry(&root, bound, move |r| r.heartbeat(&session, &place, now)).map(|(_, n)| n)
         }
-        "SessionEnd" => with_registry(&root, bound, move |r| r.end(&session, now)).map(|(_, n)| n),
+        "SessionEnd" => {
+            let tree = lineage().clients;
+            with_registry(&root, bound, move |r| {
+                if let Some(why) = may_not_speak_for(r, &session, None, &tree, now)? {
+                    return Ok(Some(why));
+                }
+                r.end(&session, now)?;
+                Ok(None)
+            })
+            .map(|(refused, n)| refused.or(n))
+        }
         "PreToolUse" => {
             let guarded = guarded();
             // The state directory's own guard needs no claim; the others

@@ -492,4 +492,19 @@ impl Store for TeamRegistry<'_> {
             .map(|r| r.map(|r| chat_at(&r, 0)))
             .map_err(|e| self.err(e))
     }
+
+    fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> Result<Vec<Chat>, StoreError> {
+        self.conn.checked()?;
+        self.conn
+            .client
+            .query_typed(
+                &format!(
+                    "SELECT {CHAT_COLUMNS} FROM jkz_chats WHERE pid = $1 AND pid_start = $2
+                     ORDER BY ended IS NOT NULL, heartbeat DESC, session_id"
+                ),
+                &[(&pid, Type::INT8), (&pid_start, Type::INT8)],
+            )
+            .map(|rows| rows.iter().map(|r| chat_at(r, 0)).collect())
+            .map_err(|e| self.err(e))
+    }
 }

@@ -59,6 +59,11 @@ pub trait Store {
     ) -> Result<Vec<Holder>, StoreError>;
     /// One chat by session id.
     fn chat(&mut self, session: &str) -> Result<Option<Chat>, StoreError>;
+    /// Every chat whose recorded client is the process `pid` started at
+    /// `pid_start`, ended ones too (a client outlives the chats it ran:
+    /// [`super::identity`]), those not ended first, then the most recent
+    /// heartbeat.
+    fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> Result<Vec<Chat>, StoreError>;
 }
 
 /// A failed transaction.

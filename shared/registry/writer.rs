@@ -4,11 +4,14 @@
 //! whatever spelling of the command got it there. This is the lock; the
 //! PreToolUse hook ([`super::hook`]) only tells the model early.
 //!
-//! Inside a chat (a session variable is set) the chat's own claim is fine,
-//! and a free issue becomes the chat's. A person at a terminal may override
-//! another chat's claim with `--force`, never silently: a warning names the
-//! chat whose claim was overridden. A chat cannot: it takes a stale chat's
-//! issue over with `jkz claim N --take`, and a live chat's never.
+//! Inside a chat (its process tree holds the chat's client, or, outside
+//! every chat's tree, a session variable names one: [`super::acting`]) the
+//! chat's own claim is fine, and a free issue becomes the chat's. A person
+//! at a terminal may override another chat's claim with `--force`, never
+//! silently: a warning names the chat whose claim was overridden. A chat
+//! cannot: `--force` from inside a chat is refused (exit 3), whatever its
+//! variables say; it takes a stale chat's issue over with `jkz claim N
+//! --take`, and a live chat's never.
 //!
 //! A registry that cannot be opened does not stop the write (its state
 //! directory is broken in a way the write will report, or the registry was
@@ -32,8 +35,8 @@ use crate::pipeline::IssueNumber;
 /// a refusal with exit code 3.
 pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<String>, Failure> {
     let now = now();
-    let chat = enclosing_chat()?;
-    let Some(chat) = chat else {
+    let chat = enclosing_chat(root)?;
+    let Some(inside) = chat else {
         if !may_hold_claims(root) {
             return Ok(Vec::new());
         }
@@ -58,6 +61,19 @@ pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<St
             Err(e) => Ok(vec![unavailable(issue, &e)]),
         };
     };
+    // --force overrides another chat's claim: a person's decision, never a
+    // chat's, whatever the chat says it is.
+    if force {
+        return Err(Failure::new(
+            REFUSED,
+            format!(
+                "--force is for a person at a terminal, not for a chat: this runs inside {}; nothing written. \
+                 Work on an issue this chat holds, or ask the user",
+                inside.words()
+            ),
+        ));
+    }
+    let chat = inside.chat;
     // From a chat: the issue becomes the chat's unless another holds it.
     let (who, what) = (chat.as_str().to_string(), issue.as_str().to_string());
     let claimed = with_registry(root, bound(), move |r| {

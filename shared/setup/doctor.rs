@@ -207,6 +207,9 @@ pub fn doctor(
         None => {
             report.line(Status::Ok, format_args!("state: {}", state.describe()))?;
             check_state_dir(&mut report, state.path())?;
+            if let Some(line) = state.tracked_by_git() {
+                report.line(Status::Fail, format_args!("state: {line}"))?;
+            }
         }
     }
     check_strays(&mut report, &project_dir, args.fix)?;

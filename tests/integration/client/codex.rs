@@ -422,6 +422,17 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
                 },
                 100,
             ),
+            // Codex sets no session variable: only its process tree says
+            // which chat this is.
+            2 => (
+                Reply::Call {
+                    name: "exec_command".into(),
+                    arguments: json!({
+                        "cmd": format!("{} release 42 --session chat-a", bin("jkz").display())
+                    }),
+                },
+                100,
+            ),
             _ => (Reply::Text("Stopping here.".into()), 100),
         }))
     };
@@ -471,7 +482,7 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
     );
     let last = server.requests().pop().expect("requests");
     let outputs = last.tool_outputs();
-    assert_eq!(outputs.len(), 2, "{outputs:?}\n{}", run.report());
+    assert_eq!(outputs.len(), 3, "{outputs:?}\n{}", run.report());
     for (what, out) in ["apply_patch", "Bash"].iter().zip(&outputs) {
         assert!(
             out.contains("blocked by PreToolUse hook") && out.contains("chat-a"),
@@ -479,6 +490,21 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
         );
         assert!(out.contains("jkz claim 42 --take"), "{what}: {out}");
     }
+    // The Codex chat cannot act as chat A: its client is its ancestor.
+    assert!(
+        outputs[2].contains("(its client, pid")
+            && outputs[2].contains("--session may name only that chat, not chat-a"),
+        "release refused: {}",
+        outputs[2]
+    );
+    let chats = Command::new(bin("jkz"))
+        .current_dir(project.path())
+        .args(["chats", "--json"])
+        .output()
+        .unwrap();
+    let chats: Vec<Value> = serde_json::from_slice(&chats.stdout).unwrap();
+    let a = chats.iter().find(|c| c["session_id"] == "chat-a").unwrap();
+    assert_eq!(a["claims"][0]["issue"], 42, "{chats:?}");
 }
 
 /// What the model receives of one shell call's output, without jkz and

@@ -416,6 +416,14 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
             name: "run_shell_command".into(),
             args: json!({"command": "echo '{}' > state/pipeline/7.json"}),
         },
+        // Gemini CLI sets no session variable: only its process tree says
+        // which chat this is.
+        Reply::Call {
+            name: "run_shell_command".into(),
+            args: json!({
+                "command": format!("{} release 7 --session other-chat", bin("jkz").display())
+            }),
+        },
     ];
     let responder = {
         let calls = calls.clone();
@@ -455,7 +463,7 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         .rfind(GeminiRequest::is_turn)
         .expect("model turns");
     let responses = last.function_responses();
-    assert_eq!(responses.len(), 3, "{responses:?}");
+    assert_eq!(responses.len(), 4, "{responses:?}");
     for (response, tool) in responses
         .iter()
         .zip(["write_file", "replace", "run_shell_command"])
@@ -468,6 +476,23 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         );
     }
     assert_eq!(std::fs::read_to_string(&pipeline).unwrap(), ORIGINAL);
+    // The Gemini chat cannot act as the other: its client is its ancestor.
+    assert!(
+        responses[3].contains("(its client, pid")
+            && responses[3].contains("--session may name only that chat, not other-chat"),
+        "release refused: {}",
+        responses[3]
+    );
+    let chats = Cmd::new("jkz", project.path())
+        .args(["chats", "--json"])
+        .run()
+        .success();
+    let chats: Vec<Value> = serde_json::from_str(&chats.stdout_str()).unwrap();
+    let other = chats
+        .iter()
+        .find(|c| c["session_id"] == "other-chat")
+        .unwrap();
+    assert_eq!(other["claims"][0]["issue"], 7, "{chats:?}");
 }
 
 /// Runs a jkz hook with Gemini CLI's environment on `event`.

@@ -1,8 +1,9 @@
 //! The cross-chat registry on the real client: two sessions of the pinned
 //! `claude` on one project, both with jkz installed (`jkz install`).
 //!
-//! Session A's model claims issue 42 with its worktree through Bash (the
-//! command finds the chat in `CLAUDE_CODE_SESSION_ID`) and then waits, so A
+//! Session A's model claims issue 42 with its worktree through Bash (with
+//! `CLAUDE_CODE_SESSION_ID` unset: the command finds the chat by the client
+//! it runs under, which A's SessionStart recorded) and then waits, so A
 //! stays open. Session B's model reads a file in that worktree and asks for
 //! an `Edit`: the PreToolUse hook refuses it, the file is unchanged and B's
 //! next request carries the refusal's reason. Once A has ended (its
@@ -80,7 +81,9 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
                     0 => Reply::ToolUse {
                         name: "Bash".into(),
                         input: json!({
-                            "command": format!("jkz claim 42 --worktree {wt} && echo \"session=$CLAUDE_CODE_SESSION_ID\""),
+                            // Without the session variable: the client
+                            // this runs under names the chat.
+                            "command": format!("env -u CLAUDE_CODE_SESSION_ID jkz claim 42 --worktree {wt} && echo \"session=$CLAUDE_CODE_SESSION_ID\""),
                             "description": "Claim issue 42"
                         }),
                     },
@@ -164,6 +167,8 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
                     .is_some_and(|cl| cl.iter().any(|k| k["issue"] == 42))
             });
             if let Some(c) = claimed {
+                // Its SessionStart recorded the client, found by name.
+                assert!(c["pid"].is_i64(), "no client recorded: {c}");
                 break c["session_id"].as_str().unwrap().to_string();
             }
             if Instant::now() > deadline || a.is_finished() {

@@ -4,8 +4,10 @@
 mod contract;
 mod guard;
 mod history;
+mod identity;
 mod registry;
 mod run;
 mod terminal;
+mod tracked_state;
 mod ui;
 mod window;
