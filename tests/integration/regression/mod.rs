@@ -3,5 +3,6 @@
 
 mod contract;
 mod history;
+mod patterns;
 mod registry;
 mod run;
