@@ -27,7 +27,8 @@
 //! the first of them, the text a person approved), `variants` (each distinct phrasing,
 //! by key, with its own count), `words` and `vocabulary` (the inverted
 //! index of variants' words and how many variants hold each word, for the
-//! similarity search), `sources` (pattern × record: the evidence), `mined`
+//! similarity search), `sources` (pattern × record: the evidence),
+//! `pattern_issues` (pattern × issue, with the roles seen there), `mined`
 //! (records already mined), `feedback_from` (records whose feedback is in
 //! the log), `injections` (open until a verdict on the issue closes them),
 //! `patterns_fts` (FTS5 over the texts, rowid = pattern id), `meta`.
@@ -52,6 +53,10 @@ use crate::sqlite::{
     file_to_read, left, open_read_only, open_writable, refuse_link, switch_to_wal,
 };
 use crate::state_dir::layout::{MEMORY_DB, MEMORY_DB_CORRUPT, PATTERNS_FEEDBACK};
+
+/// The most prepared statements kept for reuse (each distinct SQL text
+/// this file runs through `prepare_cached` is one; there are about 40).
+const STATEMENTS_KEPT: usize = 64;
 
 /// The schema's version (`PRAGMA user_version`); a file of another version
 /// is rebuilt.
@@ -112,7 +117,15 @@ CREATE TABLE IF NOT EXISTS sources (
     seen    INTEGER NOT NULL,
     PRIMARY KEY (pattern, record)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sources_by_issue ON sources(pattern, issue);
+-- Each issue a pattern was seen in, with the roles it was seen from
+-- there (a finding's source as 'finding'): its reach, and the provenance
+-- of its bullet, without reading all its sources.
+CREATE TABLE IF NOT EXISTS pattern_issues (
+    pattern INTEGER NOT NULL,
+    issue   INTEGER NOT NULL,
+    roles   TEXT NOT NULL DEFAULT '|',
+    PRIMARY KEY (pattern, issue)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS mined (record TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feedback_from (record TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS injections (
@@ -129,12 +142,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS patterns_fts USING fts5(text, tokenize = 'por
 ";
 
 /// Every table the schema makes, in the order a rebuild empties them.
-const TABLES: [&str; 10] = [
+const TABLES: [&str; 11] = [
     "patterns",
     "variants",
     "words",
     "vocabulary",
     "sources",
+    "pattern_issues",
     "mined",
     "feedback_from",
     "injections",
@@ -270,9 +284,9 @@ pub struct Source {
 /// The first sources of a pattern ([`Memory::seen_in`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SeenIn {
-    /// Issues, earliest first, each with its roles (sorted).
+    /// Issues, lowest first, each with its roles (sorted).
     pub issues: Vec<(u64, Vec<String>)>,
-    /// Record ids, earliest first.
+    /// Record ids, in order.
     pub records: Vec<String>,
 }
 
@@ -348,11 +362,13 @@ impl Memory {
         if version != SCHEMA_VERSION {
             return Ok(None);
         }
-        Ok(Some(Memory {
+        let memory = Memory {
             conn,
             state: state.to_path_buf(),
             appended: Default::default(),
-        }))
+        };
+        memory.keep_statements();
+        Ok(Some(memory))
     }
 
     fn connect(state: &Path, path: &Path, deadline: Instant) -> Result<Memory> {
@@ -395,7 +411,16 @@ impl Memory {
         self.conn.pragma_update(None, "synchronous", "OFF")?;
         // A build writes megabytes in one transaction: room for it.
         self.conn.pragma_update(None, "cache_size", -16384i64)?;
+        self.keep_statements();
         Ok(())
+    }
+
+    /// Room for every statement a mine or an injection prepares: past
+    /// rusqlite's default of 16, the least recently used is parsed again
+    /// on each use, which doubled the time of a build.
+    fn keep_statements(&self) {
+        self.conn
+            .set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
     }
 
     fn begin(&self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
@@ -785,14 +810,8 @@ impl Memory {
             "UPDATE variants SET occurrences = occurrences + 1, first_seen = min(first_seen, ?2) WHERE id = ?1",
         )?
         .execute(params![vid, seen.at])?;
-        // The source just counted is the pattern's only one of this issue:
-        // one more issue it was seen in.
         let new_issue = match seen.issue {
-            Some(n) => {
-                c.prepare_cached("SELECT count(*) FROM sources WHERE pattern = ?1 AND issue = ?2")?
-                    .query_row(params![pattern, n as i64], |r| r.get::<_, i64>(0))?
-                    == 1
-            }
+            Some(n) => self.seen_in_issue(pattern, n, seen)?,
             None => false,
         };
         c.prepare_cached(
@@ -813,6 +832,34 @@ impl Memory {
         ])?;
         self.refresh_text(pattern)?;
         Ok(added)
+    }
+
+    /// Notes that `pattern` was seen in issue `n` (from `seen`'s role);
+    /// whether that issue is new for it.
+    fn seen_in_issue(&self, pattern: i64, n: u64, seen: &Seen) -> Result<bool> {
+        let c = &self.conn;
+        let role = match seen.role {
+            Some(r) => Some(role_name(r)),
+            None => seen
+                .record
+                .starts_with("finding:")
+                .then(|| "finding".to_string()),
+        };
+        let new = c
+            .prepare_cached(
+                "INSERT OR IGNORE INTO pattern_issues (pattern, issue, roles)
+                 VALUES (?1, ?2, CASE WHEN ?3 IS NULL THEN '|' ELSE '|' || ?3 || '|' END)",
+            )?
+            .execute(params![pattern, n as i64, role])?
+            == 1;
+        if !new && role.is_some() {
+            c.prepare_cached(
+                "UPDATE pattern_issues SET roles = roles || ?3 || '|'
+                 WHERE pattern = ?1 AND issue = ?2 AND instr(roles, '|' || ?3 || '|') = 0",
+            )?
+            .execute(params![pattern, n as i64, role])?;
+        }
+        Ok(new)
     }
 
     fn new_pattern(
@@ -913,6 +960,7 @@ impl Memory {
         for sql in [
             "DELETE FROM variants WHERE pattern = ?1",
             "DELETE FROM sources WHERE pattern = ?1",
+            "DELETE FROM pattern_issues WHERE pattern = ?1",
             "DELETE FROM injections WHERE pattern = ?1",
             "DELETE FROM patterns_fts WHERE rowid = ?1",
             "DELETE FROM patterns WHERE id = ?1",
@@ -1067,24 +1115,24 @@ impl Memory {
     }
 
     /// Where a pattern was seen, for its injected bullet: its first
-    /// `issues` issues (with the roles of each; a finding's source without
-    /// a role counts as `finding`) and its first `records` record ids,
-    /// earliest first. The totals are the pattern's `issues` and
+    /// `issues` issues by number (with the roles seen there; a finding's
+    /// source without a role counts as `finding`) and its first `records`
+    /// record ids (a record's id starts with its time). Two lookups, however
+    /// many sources the pattern has; the totals are its `issues` and
     /// `occurrences`.
     pub fn seen_in(&self, id: i64, issues: usize, records: usize) -> Result<SeenIn> {
         let c = &self.conn;
+        // The limits are written into the SQL: SQLite plans with a bound
+        // LIMIT's value, so binding one expires the statement, and each
+        // call would parse it again.
         let by_issue = c
-            .prepare_cached(
-                "SELECT issue, group_concat(DISTINCT coalesce(role,
-                        CASE WHEN record LIKE 'finding:%' THEN 'finding' END))
-                 FROM sources WHERE pattern = ?1 AND issue IS NOT NULL
-                 GROUP BY issue ORDER BY min(seen), issue LIMIT ?2",
-            )?
-            .query_map(params![id, issues as i64], |r| {
-                let roles: Option<String> = r.get(1)?;
+            .prepare_cached(&format!(
+                "SELECT issue, roles FROM pattern_issues WHERE pattern = ?1 ORDER BY issue LIMIT {issues}"
+            ))?
+            .query_map([id], |r| {
+                let roles: String = r.get(1)?;
                 let mut roles: Vec<String> = roles
-                    .unwrap_or_default()
-                    .split(',')
+                    .split('|')
                     .filter(|r| !r.is_empty())
                     .map(String::from)
                     .collect();
@@ -1093,10 +1141,10 @@ impl Memory {
             })?
             .collect::<rusqlite::Result<_>>()?;
         let first_records = c
-            .prepare_cached(
-                "SELECT record FROM sources WHERE pattern = ?1 ORDER BY seen, record LIMIT ?2",
-            )?
-            .query_map(params![id, records as i64], |r| r.get(0))?
+            .prepare_cached(&format!(
+                "SELECT record FROM sources WHERE pattern = ?1 ORDER BY record LIMIT {records}"
+            ))?
+            .query_map([id], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         Ok(SeenIn {
             issues: by_issue,
