@@ -20,10 +20,15 @@
 //!   recurring findings as evidence;
 //! - [`score`], [`relevance`], [`inject`], [`section`]: ranking, and the
 //!   section a prompt gets;
+//! - [`reach`]: which issues' prompts a pattern may go into, and the
+//!   provenance its bullet carries; [`quarantine`]: the rules that hold a
+//!   text back until a person approves it; [`confine`]: outside text kept
+//!   inside its bullet;
 //! - [`cmd`]: `jkz patterns`; [`in_run`]: `jkz run --inject-patterns` and
 //!   the mining of each new record; [`history`]: what the event log hears.
 
 pub mod cmd;
+pub mod confine;
 pub mod extract;
 pub mod findings;
 pub mod history;
@@ -32,6 +37,8 @@ pub mod inject;
 pub mod log;
 pub mod mine;
 pub mod normalize;
+pub mod quarantine;
+pub mod reach;
 pub mod relevance;
 pub mod score;
 pub mod section;

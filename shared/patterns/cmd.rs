@@ -16,8 +16,11 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use super::confine::confine_to_item;
 use super::inject::{self, Injection, Request};
 use super::log::{Event, Verdict};
+use super::quarantine::{self, Quarantine};
+use super::reach::Reach;
 use super::score::{self, Ranked};
 use super::store::{parse_tag, rfc3339, tag, Memory, MemoryError};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
@@ -36,6 +39,13 @@ the items of an \"Accumulated Patterns\" block in any protected form, and
 normalizing, or a word-set similarity of {similar} or more). Scores: evidence,
 feedback and recency, halving every {half} days ({var}).
 
+Reach: a pattern seen in one issue is injected only into that issue's
+prompts; seen in {wide} or more issues, or approved by a person (approve), into
+every issue's. Quarantine: a text that fetches and runs a script, overrides
+instructions or verdicts, holds a credential, force-pushes or switches off
+tests or CI is never injected until approved (list --quarantined says why).
+Every injected pattern says where it was seen.
+
 State: STATE/memory.db (rebuilt from the records and the log when corrupt)
 and STATE/patterns-feedback.jsonl (the append-only feedback log).
 
@@ -47,6 +57,7 @@ Exit codes:
         similar = super::normalize::SIMILAR,
         half = score::HALF_LIFE.as_secs() / 86_400,
         var = score::HALF_LIFE_VARIABLE,
+        wide = super::reach::WIDE,
     )
 });
 
@@ -79,6 +90,12 @@ pub enum PatternsCommand {
     Unpin(IdArgs),
     /// Never inject a pattern again; prune removes it.
     Reject(IdArgs),
+    /// Approve a pattern's text as it reads now: it reaches every issue,
+    /// and no quarantine rule holds it back, while it reads so.
+    Approve(IdArgs),
+    /// Take an approval back: the pattern reaches what its sources earn,
+    /// and the quarantine rules apply again.
+    Revoke(IdArgs),
     /// Remove the dead patterns: rejected, or scored below the dead
     /// threshold; never a pinned one.
     Prune(PruneArgs),
@@ -144,6 +161,9 @@ pub struct ListArgs {
     /// Rank for this issue (its plan, title and failure context).
     #[arg(long, value_name = "N")]
     pub issue: Option<u64>,
+    /// Only the patterns a quarantine rule holds back, with the reason.
+    #[arg(long)]
+    pub quarantined: bool,
     /// One JSON array of patterns instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -191,6 +211,8 @@ pub fn program(args: &PatternsArgs) -> &'static str {
         PatternsCommand::Pin(_) => "jkz patterns pin",
         PatternsCommand::Unpin(_) => "jkz patterns unpin",
         PatternsCommand::Reject(_) => "jkz patterns reject",
+        PatternsCommand::Approve(_) => "jkz patterns approve",
+        PatternsCommand::Revoke(_) => "jkz patterns revoke",
         PatternsCommand::Prune(_) => "jkz patterns prune",
         PatternsCommand::List(_) => "jkz patterns list",
         PatternsCommand::Search(_) => "jkz patterns search",
@@ -299,6 +321,55 @@ pub fn run(
             writeln!(out, "{}: {done}", pattern.id).map_err(writing)?;
             0
         }
+        PatternsCommand::Approve(a) | PatternsCommand::Revoke(a) => {
+            let Some(pattern) = find(&memory, &a.id, program, err)? else {
+                return Ok(NOT_FOUND);
+            };
+            let approve = matches!(args.command, PatternsCommand::Approve(_));
+            let id = parse_tag(&pattern.id).unwrap_or(0);
+            // The text approved is the one the store holds as the event is
+            // written, read in the same transaction.
+            let changed = memory
+                .write(|m| {
+                    let Some(d) = m.detail(id)? else {
+                        return Ok((false, Vec::new()));
+                    };
+                    let event = if approve {
+                        Event::Approve {
+                            at: stamp(now),
+                            pattern: pattern.clone(),
+                            text: d.text,
+                        }
+                    } else if d.approved_text.is_some() {
+                        Event::Revoke {
+                            at: stamp(now),
+                            pattern: pattern.clone(),
+                        }
+                    } else {
+                        return Ok((false, Vec::new()));
+                    };
+                    Ok((true, vec![event]))
+                })
+                .map_err(failed)?;
+            let d = memory.detail(id).map_err(failed)?.expect("found above");
+            let reach = Reach::of(&d.stats).describe();
+            let held = quarantine::check(&d.text);
+            let line = match (approve, changed, &held) {
+                (true, _, None) => format!("approved \"{}\"; reaches {reach}", confine_to_item(&d.text)),
+                (true, _, Some(q)) => format!(
+                    "approved \"{}\"; reaches {reach}; the quarantine rule {} no longer holds it back",
+                    confine_to_item(&d.text),
+                    q.rule
+                ),
+                (false, false, _) => format!("was not approved; nothing to revoke (reaches {reach})"),
+                (false, true, None) => format!("approval revoked; reaches {reach}"),
+                (false, true, Some(q)) => {
+                    format!("approval revoked; reaches {reach}; quarantined again: {}", q.reason())
+                }
+            };
+            writeln!(out, "{}: {line}", pattern.id).map_err(writing)?;
+            0
+        }
         PatternsCommand::Prune(a) => {
             let pruned = prune(&memory, now, half_life).map_err(failed)?;
             if a.json {
@@ -319,8 +390,19 @@ pub fn run(
                 now,
                 half_life,
             };
-            let ranked = inject::ranked(&memory, &req).map_err(failed)?;
-            print_patterns(&memory, &ranked, a.json, out)?;
+            let mut ranked = inject::ranked(&memory, &req).map_err(failed)?;
+            if a.quarantined {
+                let ids: Vec<i64> = ranked.iter().map(|r| r.stats.id).collect();
+                let held: std::collections::HashSet<i64> = memory
+                    .texts(&ids)
+                    .map_err(failed)?
+                    .into_iter()
+                    .filter(|(_, t)| quarantine::check(t).is_some())
+                    .map(|(id, _)| id)
+                    .collect();
+                ranked.retain(|r| !r.stats.approved && held.contains(&r.stats.id));
+            }
+            print_patterns(&memory, &ranked, a.quarantined, a.json, out)?;
             0
         }
         PatternsCommand::Search(a) => {
@@ -351,7 +433,7 @@ pub fn run(
                 .collect();
             // Best match first; the rank order breaks ties (stable sort).
             ranked.sort_by(|a, b| matches[&a.stats.id].total_cmp(&matches[&b.stats.id]));
-            print_patterns(&memory, &ranked, a.json, out)?;
+            print_patterns(&memory, &ranked, false, a.json, out)?;
             0
         }
         PatternsCommand::Show(a) => {
@@ -371,12 +453,13 @@ pub fn run(
                 serde_json::to_writer_pretty(&mut *out, &v).map_err(|e| writing(e.into()))?;
                 writeln!(out).map_err(writing)?;
             } else {
+                let held = quarantine::check(&d.text);
                 let mut text = format!(
                     "{}  {}\nscore {} ({})  occurrences {}  helpful {}  harmful {}  injected {}\nfirst seen {}  last seen {}\n",
                     pattern.id,
                     inert(&d.text),
                     score::shown(s),
-                    state_name(&d.stats, s),
+                    state_name(&d.stats, s, held.is_some()),
                     d.stats.occurrences,
                     d.stats.helpful,
                     d.stats.harmful,
@@ -384,6 +467,23 @@ pub fn run(
                     rfc3339(d.stats.first_seen),
                     rfc3339(d.stats.last_seen),
                 );
+                text.push_str(&format!("reach: {}\n", Reach::of(&d.stats).describe()));
+                match (&d.approved_text, d.stats.approved) {
+                    (Some(_), true) => text.push_str("approved: this text\n"),
+                    (Some(other), false) => text.push_str(&format!(
+                        "approved: another phrasing, not in force (\"{}\")\n",
+                        confine_to_item(other)
+                    )),
+                    (None, _) => {}
+                }
+                if let Some(q) = &held {
+                    let held_back = if d.stats.approved {
+                        "approved anyway"
+                    } else {
+                        "never injected until approved"
+                    };
+                    text.push_str(&format!("quarantined: {} ({held_back})\n", q.reason()));
+                }
                 if d.variants.len() > 1 {
                     text.push_str("phrasings:\n");
                     for (t, n) in &d.variants {
@@ -500,10 +600,13 @@ pub fn prune(
     })
 }
 
+/// `quarantined` (a rule holds it back and no person approved it),
 /// `pinned`, `rejected`, `dead` (prune removes it), `faded` (below the
-/// injection threshold) or `active`.
-pub fn state_name(s: &score::Stats, score: f64) -> &'static str {
-    if s.pinned {
+/// injection threshold) or `active`. `quarantine`: a rule matches its text.
+pub fn state_name(s: &score::Stats, score: f64, quarantine: bool) -> &'static str {
+    if quarantine && !s.approved {
+        "quarantined"
+    } else if s.pinned {
         "pinned"
     } else if s.rejected {
         "rejected"
@@ -527,6 +630,7 @@ pub fn pattern_json(
         Some(d) => (d.text.clone(), json!(d.sources)),
         None => (String::new(), json!([])),
     };
+    let held: Option<Quarantine> = quarantine::check(&text);
     let roles = memory.roles(s.id)?;
     Ok(json!({
         "id": tag(s.id),
@@ -542,13 +646,17 @@ pub fn pattern_json(
         "last_seen": rfc3339(s.last_seen),
         "pinned": s.pinned,
         "rejected": s.rejected,
-        "state": state_name(s, score_now),
+        "approved": s.approved,
+        "reach": Reach::of(s).name(),
+        "quarantine": held,
+        "state": state_name(s, score_now, held.is_some()),
     }))
 }
 
 fn print_patterns(
     memory: &Memory,
     ranked: &[Ranked],
+    with_reason: bool,
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
@@ -563,27 +671,40 @@ fn print_patterns(
     let ids: Vec<i64> = ranked.iter().map(|r| r.stats.id).collect();
     let texts: std::collections::HashMap<i64, String> =
         memory.texts(&ids).map_err(failed)?.into_iter().collect();
-    let mut rows = vec![[
-        "ID", "SCORE", "STATE", "SEEN", "HELPFUL", "HARMFUL", "INJECTED", "TEXT",
-    ]
-    .map(String::from)];
+    let mut header = vec![
+        "ID", "SCORE", "STATE", "SEEN", "HELPFUL", "HARMFUL", "INJECTED", "REACH",
+    ];
+    if with_reason {
+        header.push("REASON");
+    }
+    header.push("TEXT");
+    let mut rows: Vec<Vec<String>> = vec![header.into_iter().map(String::from).collect()];
     for r in ranked {
         let s = &r.stats;
-        rows.push([
+        let text = texts.get(&s.id).cloned().unwrap_or_default();
+        let held = quarantine::check(&text);
+        let reach = match Reach::of(s) {
+            Reach::Issue(n) => format!("#{n}"),
+            other => other.name().to_string(),
+        };
+        let mut row = vec![
             tag(s.id),
             format!("{:.3}", r.score),
-            state_name(s, r.score).to_string(),
+            state_name(s, r.score, held.is_some()).to_string(),
             s.occurrences.to_string(),
             s.helpful.to_string(),
             s.harmful.to_string(),
             s.injected.to_string(),
-            texts
-                .get(&s.id)
-                .map(|t| inert(t).into_owned())
-                .unwrap_or_default(),
-        ]);
+            reach,
+        ];
+        if with_reason {
+            row.push(held.map(|q| inert(&q.reason()).into_owned()).unwrap_or_default());
+        }
+        row.push(inert(&text).into_owned());
+        rows.push(row);
     }
-    let mut widths = [0usize; 8];
+    let last = rows[0].len() - 1;
+    let mut widths = vec![0usize; rows[0].len()];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -592,7 +713,7 @@ fn print_patterns(
     for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
-            if i == 7 {
+            if i == last {
                 line.push_str(cell);
             } else {
                 line.push_str(&format!("{cell:<w$}  ", w = widths[i]));

@@ -13,7 +13,8 @@
 //! - `<!-- jkz:pattern TEXT -->` signals: TEXT is one pattern.
 //!
 //! An item that starts with an id tag (`[P12] …`) is an injected pattern
-//! echoed back, not a new observation: it is skipped. Whitespace runs
+//! echoed back, not a new observation: it is skipped, and so is the
+//! section's own frame line ([`super::section::FRAME`]). Whitespace runs
 //! become one space. A text longer than [`MAX_TEXT`] bytes is cut (at a
 //! character boundary) and ends with a marker saying how long it was; at
 //! most [`MAX_CANDIDATES`] are taken from one response.
@@ -42,7 +43,12 @@ pub fn may_hold_patterns(text: &[u8]) -> bool {
 pub fn candidates(text: &[u8]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let push = |t: String, out: &mut Vec<String>| {
-        if out.len() < MAX_CANDIDATES && !t.is_empty() && !is_echo(&t) && !out.contains(&t) {
+        if out.len() < MAX_CANDIDATES
+            && !t.is_empty()
+            && !is_echo(&t)
+            && t != super::section::FRAME
+            && !out.contains(&t)
+        {
             out.push(t);
         }
     };

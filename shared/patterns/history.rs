@@ -1,13 +1,14 @@
 //! What jkz's event log ([`crate::events`]) hears of the patterns: each
-//! injection, signal, pin, unpin, reject and prune a command makes, once
-//! it is committed. (A build or a rebuild replays the feedback log and logs
-//! nothing: it changes no fact.)
+//! injection, signal, pin, unpin, reject, approval, revocation and prune a
+//! command makes, once it is committed. (A build or a rebuild replays the
+//! feedback log and logs nothing: it changes no fact.)
 //!
 //! | `type` | `payload` |
 //! |---|---|
 //! | `pattern.injected` | `patterns` (ids, best first), `role`, `record` |
 //! | `pattern.feedback` | `pattern`, `verdict` (`helpful`, `harmful`), `source` (`person`, `verdict`, `pass`, `fail`), `record` |
-//! | `pattern.pinned`, `pattern.unpinned`, `pattern.rejected`, `pattern.pruned` | `pattern` |
+//! | `pattern.pinned`, `pattern.unpinned`, `pattern.rejected`, `pattern.revoked`, `pattern.pruned` | `pattern` |
+//! | `pattern.approved` | `pattern`, `text` (the text approved) |
 
 use std::path::Path;
 
@@ -56,6 +57,14 @@ pub fn emit(state: &Path, events: &[Event]) {
             }
             Event::Reject { pattern, .. } => {
                 ("pattern.rejected", None, json!({"pattern": pattern.id}))
+            }
+            Event::Approve { pattern, text, .. } => (
+                "pattern.approved",
+                None,
+                json!({"pattern": pattern.id, "text": text}),
+            ),
+            Event::Revoke { pattern, .. } => {
+                ("pattern.revoked", None, json!({"pattern": pattern.id}))
             }
             Event::Prune { pattern, .. } => {
                 ("pattern.pruned", None, json!({"pattern": pattern.id}))

@@ -1,10 +1,13 @@
 //! Choosing what a prompt gets: the ranked, injectable patterns for a role
-//! and an issue, as one section within a budget; and the record of an
+//! and an issue that reach that issue ([`super::reach`]) and that no
+//! quarantine rule holds back ([`super::quarantine`]), each with where it
+//! was seen, as one section within a budget; and the record of an
 //! injection in the feedback log.
 
 use chrono::{DateTime, Utc};
 
 use super::log::Event;
+use super::reach::{provenance, Reach, NAMED_ISSUES, NAMED_RECORDS};
 use super::relevance::{issue_context, relevance};
 use super::score::{self, Ranked};
 use super::section::Builder;
@@ -72,7 +75,7 @@ pub fn compose(memory: &Memory, req: &Request) -> Result<Injection> {
 
 fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
     let mut candidates = scored(memory, req)?;
-    candidates.retain(|r| r.stats.injectable(r.score));
+    candidates.retain(|r| r.stats.injectable(r.score) && Reach::of(&r.stats).covers(req.issue));
     // Only the head needs an order, unless the section takes more.
     let head = candidates.len().min(SORTED_FIRST);
     if candidates.len() > head {
@@ -94,7 +97,11 @@ fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
             continue;
         };
         offered += 1;
-        if !builder.offer(id, &text) {
+        if !r.stats.approved && super::quarantine::check(&text).is_some() {
+            continue;
+        }
+        let seen = memory.seen_in(id, NAMED_ISSUES, NAMED_RECORDS)?;
+        if !builder.offer(id, &provenance(&r.stats, &seen), &text) {
             break;
         }
     }

@@ -5,8 +5,8 @@
 //! an event here: each injection (which patterns went into which prompt,
 //! for which issue), each helpful or harmful signal (a person's, a
 //! verdict's `pattern_feedback`, an automatic PASS or FAIL), each verdict
-//! that closed an issue's open injections, each pin, unpin, reject and
-//! prune. `memory.db` is what the records and this log say: a writer
+//! that closed an issue's open injections, each pin, unpin, reject,
+//! approval, revocation and prune. `memory.db` is what the records and this log say: a writer
 //! appends its events (one `write` with `O_APPEND`, which concurrent
 //! appenders never interleave), and every opener of `memory.db` applies the
 //! lines past the offset it last applied ([`super::store`]). A corrupt
@@ -108,6 +108,19 @@ pub enum Event {
         at: String,
         pattern: PatternRef,
     },
+    /// A person's yes to the pattern as it read then (`text`): while its
+    /// text is that one, it reaches every issue and no quarantine rule holds
+    /// it back.
+    Approve {
+        at: String,
+        pattern: PatternRef,
+        text: String,
+    },
+    /// Takes an approval back.
+    Revoke {
+        at: String,
+        pattern: PatternRef,
+    },
     /// Removed as dead; evidence seen after `at` brings it back.
     Prune {
         at: String,
@@ -124,6 +137,8 @@ impl Event {
             | Event::Pin { pattern, .. }
             | Event::Unpin { pattern, .. }
             | Event::Reject { pattern, .. }
+            | Event::Approve { pattern, .. }
+            | Event::Revoke { pattern, .. }
             | Event::Prune { pattern, .. } => vec![pattern],
             Event::Resolve { .. } => Vec::new(),
         }

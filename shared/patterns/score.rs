@@ -14,8 +14,10 @@
 //! its score is at least [`INJECT_THRESHOLD`]: one seen once drops out
 //! after about 1.5 half-lives unless seen again; a pattern injected five
 //! times with no helpful signal sinks below it, one found harmful once at
-//! once. A pattern is dead (`jkz patterns prune` removes it) when it is not
-//! pinned and rejected, or its score is below [`DEAD_THRESHOLD`].
+//! once. (Whether a prompt may get it at all is its reach and its
+//! quarantine: [`super::reach`], [`super::quarantine`].) A pattern is dead
+//! (`jkz patterns prune` removes it) when it is not pinned and rejected, or
+//! its score is below [`DEAD_THRESHOLD`].
 //!
 //! Ranking for a role and an issue: pinned patterns first, then by
 //! `score × (1 + 0.5 × role + 1.0 × relevance)`, where `role` is 1 when the
@@ -77,10 +79,16 @@ pub struct Stats {
     pub first_seen: i64,
     pub last_seen: i64,
     pub last_helpful: Option<i64>,
+    /// The distinct issues it was seen in, and the first of them (see
+    /// [`super::reach`]).
+    pub issues: i64,
+    pub home_issue: Option<i64>,
     pub pinned: bool,
     pub rejected: bool,
     /// Seen in an answer of the role the ranking is for.
     pub role_match: bool,
+    /// A person approved its text as it reads now.
+    pub approved: bool,
 }
 
 impl Stats {
@@ -183,9 +191,12 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             last_helpful: None,
+            issues: 1,
+            home_issue: Some(1),
             pinned: false,
             rejected: false,
             role_match: false,
+            approved: false,
         }
     }
 

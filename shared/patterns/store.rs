@@ -23,13 +23,20 @@
 //! records and the log are the truth.
 //!
 //! Tables: `patterns` (one row per pattern: its best text, counts, times,
-//! flags, the roles it was seen from), `variants` (each distinct phrasing,
+//! flags, the roles it was seen from, how many issues it was seen in and
+//! the first of them, the text a person approved), `variants` (each distinct phrasing,
 //! by key, with its own count), `words` and `vocabulary` (the inverted
 //! index of variants' words and how many variants hold each word, for the
-//! similarity search), `sources` (pattern × record: the evidence), `mined`
+//! similarity search), `sources` (pattern × record: the evidence),
+//! `pattern_issues` (pattern × issue, with the roles seen there), `mined`
 //! (records already mined), `feedback_from` (records whose feedback is in
 //! the log), `injections` (open until a verdict on the issue closes them),
 //! `patterns_fts` (FTS5 over the texts, rowid = pattern id), `meta`.
+//!
+//! A new schema version is a migration by rebuild: a file of another
+//! version is emptied and built again from the records, the findings
+//! history and the log, which hold every fact the tables do (the sources
+//! included: each record's id, issue and role, each finding's issues).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -47,9 +54,13 @@ use crate::sqlite::{
 };
 use crate::state_dir::layout::{MEMORY_DB, MEMORY_DB_CORRUPT, PATTERNS_FEEDBACK};
 
+/// The most prepared statements kept for reuse (each distinct SQL text
+/// this file runs through `prepare_cached` is one; there are about 40).
+const STATEMENTS_KEPT: usize = 64;
+
 /// The schema's version (`PRAGMA user_version`); a file of another version
 /// is rebuilt.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
@@ -66,13 +77,20 @@ CREATE TABLE IF NOT EXISTS patterns (
     last_helpful INTEGER,
     pinned       INTEGER NOT NULL DEFAULT 0,
     rejected     INTEGER NOT NULL DEFAULT 0,
-    roles        TEXT NOT NULL DEFAULT '|'
+    roles        TEXT NOT NULL DEFAULT '|',
+    -- The distinct issues of its sources, and the first of them: what
+    -- its reach is decided from (see reach.rs).
+    issues       INTEGER NOT NULL DEFAULT 0,
+    home_issue   INTEGER,
+    -- The text a person approved, and whether it is the text now.
+    approved_text TEXT,
+    approved     INTEGER NOT NULL DEFAULT 0
 );
 -- What a ranking reads of every pattern, narrow enough that the scan of
 -- 10,000 patterns reads a few hundred KiB instead of their texts.
 CREATE INDEX IF NOT EXISTS patterns_ranking ON patterns(
     occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
-    pinned, rejected, roles);
+    issues, home_issue, pinned, rejected, approved, roles);
 CREATE TABLE IF NOT EXISTS variants (
     id          INTEGER PRIMARY KEY,
     key         TEXT NOT NULL UNIQUE,
@@ -99,6 +117,15 @@ CREATE TABLE IF NOT EXISTS sources (
     seen    INTEGER NOT NULL,
     PRIMARY KEY (pattern, record)
 ) WITHOUT ROWID;
+-- Each issue a pattern was seen in, with the roles it was seen from
+-- there (a finding's source as 'finding'): its reach, and the provenance
+-- of its bullet, without reading all its sources.
+CREATE TABLE IF NOT EXISTS pattern_issues (
+    pattern INTEGER NOT NULL,
+    issue   INTEGER NOT NULL,
+    roles   TEXT NOT NULL DEFAULT '|',
+    PRIMARY KEY (pattern, issue)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS mined (record TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feedback_from (record TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS injections (
@@ -115,12 +142,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS patterns_fts USING fts5(text, tokenize = 'por
 ";
 
 /// Every table the schema makes, in the order a rebuild empties them.
-const TABLES: [&str; 10] = [
+const TABLES: [&str; 11] = [
     "patterns",
     "variants",
     "words",
     "vocabulary",
     "sources",
+    "pattern_issues",
     "mined",
     "feedback_from",
     "injections",
@@ -238,6 +266,9 @@ pub enum Added {
 pub struct Detail {
     pub stats: Stats,
     pub text: String,
+    /// The text a person approved, if any (the approval holds while it is
+    /// `text`: `stats.approved`).
+    pub approved_text: Option<String>,
     pub sources: Vec<Source>,
     pub variants: Vec<(String, i64)>,
 }
@@ -248,6 +279,15 @@ pub struct Source {
     pub issue: Option<u64>,
     pub role: Option<String>,
     pub seen: String,
+}
+
+/// The first sources of a pattern ([`Memory::seen_in`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeenIn {
+    /// Issues, lowest first, each with its roles (sorted).
+    pub issues: Vec<(u64, Vec<String>)>,
+    /// Record ids, in order.
+    pub records: Vec<String>,
 }
 
 /// An open `memory.db`.
@@ -322,11 +362,13 @@ impl Memory {
         if version != SCHEMA_VERSION {
             return Ok(None);
         }
-        Ok(Some(Memory {
+        let memory = Memory {
             conn,
             state: state.to_path_buf(),
             appended: Default::default(),
-        }))
+        };
+        memory.keep_statements();
+        Ok(Some(memory))
     }
 
     fn connect(state: &Path, path: &Path, deadline: Instant) -> Result<Memory> {
@@ -369,7 +411,16 @@ impl Memory {
         self.conn.pragma_update(None, "synchronous", "OFF")?;
         // A build writes megabytes in one transaction: room for it.
         self.conn.pragma_update(None, "cache_size", -16384i64)?;
+        self.keep_statements();
         Ok(())
+    }
+
+    /// Room for every statement a mine or an injection prepares: past
+    /// rusqlite's default of 16, the least recently used is parsed again
+    /// on each use, which doubled the time of a build.
+    fn keep_statements(&self) {
+        self.conn
+            .set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
     }
 
     fn begin(&self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
@@ -586,6 +637,17 @@ impl Memory {
             Event::Pin { pattern, .. } => self.set_flags(pattern, "pinned = 1, rejected = 0")?,
             Event::Unpin { pattern, .. } => self.set_flags(pattern, "pinned = 0")?,
             Event::Reject { pattern, .. } => self.set_flags(pattern, "rejected = 1, pinned = 0")?,
+            Event::Approve { pattern, text, .. } => {
+                if let Some(id) = self.resolve(pattern)? {
+                    c.prepare_cached(
+                        "UPDATE patterns SET approved_text = ?2, approved = (text = ?2) WHERE id = ?1",
+                    )?
+                    .execute(params![id, text])?;
+                }
+            }
+            Event::Revoke { pattern, .. } => {
+                self.set_flags(pattern, "approved_text = NULL, approved = 0")?
+            }
             Event::Prune { at, pattern } => {
                 if let Some(id) = self.resolve(pattern)? {
                     let keep: bool = c.query_row(
@@ -748,16 +810,56 @@ impl Memory {
             "UPDATE variants SET occurrences = occurrences + 1, first_seen = min(first_seen, ?2) WHERE id = ?1",
         )?
         .execute(params![vid, seen.at])?;
+        let new_issue = match seen.issue {
+            Some(n) => self.seen_in_issue(pattern, n, seen)?,
+            None => false,
+        };
         c.prepare_cached(
             "UPDATE patterns SET occurrences = occurrences + 1,
                 first_seen = min(first_seen, ?2), last_seen = max(last_seen, ?2),
                 roles = CASE WHEN ?3 IS NULL OR instr(roles, '|' || ?3 || '|') > 0 THEN roles
-                             ELSE roles || ?3 || '|' END
+                             ELSE roles || ?3 || '|' END,
+                issues = issues + ?4,
+                home_issue = coalesce(home_issue, ?5)
              WHERE id = ?1",
         )?
-        .execute(params![pattern, seen.at, seen.role.map(role_name)])?;
+        .execute(params![
+            pattern,
+            seen.at,
+            seen.role.map(role_name),
+            i64::from(new_issue),
+            seen.issue.map(|n| n as i64)
+        ])?;
         self.refresh_text(pattern)?;
         Ok(added)
+    }
+
+    /// Notes that `pattern` was seen in issue `n` (from `seen`'s role);
+    /// whether that issue is new for it.
+    fn seen_in_issue(&self, pattern: i64, n: u64, seen: &Seen) -> Result<bool> {
+        let c = &self.conn;
+        let role = match seen.role {
+            Some(r) => Some(role_name(r)),
+            None => seen
+                .record
+                .starts_with("finding:")
+                .then(|| "finding".to_string()),
+        };
+        let new = c
+            .prepare_cached(
+                "INSERT OR IGNORE INTO pattern_issues (pattern, issue, roles)
+                 VALUES (?1, ?2, CASE WHEN ?3 IS NULL THEN '|' ELSE '|' || ?3 || '|' END)",
+            )?
+            .execute(params![pattern, n as i64, role])?
+            == 1;
+        if !new && role.is_some() {
+            c.prepare_cached(
+                "UPDATE pattern_issues SET roles = roles || ?3 || '|'
+                 WHERE pattern = ?1 AND issue = ?2 AND instr(roles, '|' || ?3 || '|') = 0",
+            )?
+            .execute(params![pattern, n as i64, role])?;
+        }
+        Ok(new)
     }
 
     fn new_pattern(
@@ -823,8 +925,13 @@ impl Memory {
                  ORDER BY occurrences DESC, first_seen ASC, key ASC LIMIT 1",
             )?
             .query_row([pattern], |r| r.get(0))?;
+        // An approval is of a text: it holds while the text is the one
+        // approved.
         let changed = c
-            .prepare_cached("UPDATE patterns SET text = ?2 WHERE id = ?1 AND text != ?2")?
+            .prepare_cached(
+                "UPDATE patterns SET text = ?2, approved = coalesce(approved_text = ?2, 0)
+                 WHERE id = ?1 AND text != ?2",
+            )?
             .execute(params![pattern, best])?;
         if changed > 0 {
             c.prepare_cached("DELETE FROM patterns_fts WHERE rowid = ?1")?
@@ -853,6 +960,7 @@ impl Memory {
         for sql in [
             "DELETE FROM variants WHERE pattern = ?1",
             "DELETE FROM sources WHERE pattern = ?1",
+            "DELETE FROM pattern_issues WHERE pattern = ?1",
             "DELETE FROM injections WHERE pattern = ?1",
             "DELETE FROM patterns_fts WHERE rowid = ?1",
             "DELETE FROM patterns WHERE id = ?1",
@@ -966,11 +1074,13 @@ impl Memory {
     /// Everything known of one pattern.
     pub fn detail(&self, id: i64) -> Result<Option<Detail>> {
         let c = &self.conn;
-        let Some((stats, text)) = c
+        let Some((stats, text, approved_text)) = c
             .prepare_cached(&format!(
-                "SELECT {STATS_COLUMNS}, text FROM patterns WHERE id = ?1"
+                "SELECT {STATS_COLUMNS}, text, approved_text FROM patterns WHERE id = ?1"
             ))?
-            .query_row([id], |r| Ok((stats_of(r)?, r.get(STATS_COUNT)?)))
+            .query_row([id], |r| {
+                Ok((stats_of(r)?, r.get(STATS_COUNT)?, r.get(STATS_COUNT + 1)?))
+            })
             .optional()?
         else {
             return Ok(None);
@@ -998,9 +1108,48 @@ impl Memory {
         Ok(Some(Detail {
             stats,
             text,
+            approved_text,
             sources,
             variants,
         }))
+    }
+
+    /// Where a pattern was seen, for its injected bullet: its first
+    /// `issues` issues by number (with the roles seen there; a finding's
+    /// source without a role counts as `finding`) and its first `records`
+    /// record ids (a record's id starts with its time). Two lookups, however
+    /// many sources the pattern has; the totals are its `issues` and
+    /// `occurrences`.
+    pub fn seen_in(&self, id: i64, issues: usize, records: usize) -> Result<SeenIn> {
+        let c = &self.conn;
+        // The limits are written into the SQL: SQLite plans with a bound
+        // LIMIT's value, so binding one expires the statement, and each
+        // call would parse it again.
+        let by_issue = c
+            .prepare_cached(&format!(
+                "SELECT issue, roles FROM pattern_issues WHERE pattern = ?1 ORDER BY issue LIMIT {issues}"
+            ))?
+            .query_map([id], |r| {
+                let roles: String = r.get(1)?;
+                let mut roles: Vec<String> = roles
+                    .split('|')
+                    .filter(|r| !r.is_empty())
+                    .map(String::from)
+                    .collect();
+                roles.sort();
+                Ok((r.get::<_, i64>(0)? as u64, roles))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let first_records = c
+            .prepare_cached(&format!(
+                "SELECT record FROM sources WHERE pattern = ?1 ORDER BY record LIMIT {records}"
+            ))?
+            .query_map([id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(SeenIn {
+            issues: by_issue,
+            records: first_records,
+        })
     }
 
     /// How many patterns there are.
@@ -1085,16 +1234,18 @@ fn role_name(role: &str) -> String {
 }
 
 /// The columns [`stats_of`] reads; the last is the flags: pinned (1),
-/// rejected (2), and, when a role is asked about, seen from it (4).
+/// rejected (2), when a role is asked about, seen from it (4), and
+/// approved (8).
 const STATS_COLUMNS: &str =
-    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, pinned | (rejected << 1)";
-const STATS_COUNT: usize = 9;
+    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
+     issues, home_issue, pinned | (rejected << 1) | (approved << 3)";
+const STATS_COUNT: usize = 11;
 
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
     // Read as plain integers: a ranking decodes every pattern's row.
     let int =
         |i: usize| -> rusqlite::Result<i64> { Ok(r.get_ref(i)?.as_i64_or_null()?.unwrap_or(0)) };
-    let flags = int(8)?;
+    let flags = int(10)?;
     Ok(Stats {
         id: int(0)?,
         occurrences: int(1)?,
@@ -1104,9 +1255,12 @@ fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
         first_seen: int(5)?,
         last_seen: int(6)?,
         last_helpful: r.get_ref(7)?.as_i64_or_null()?,
+        issues: int(8)?,
+        home_issue: r.get_ref(9)?.as_i64_or_null()?,
         pinned: flags & 1 != 0,
         rejected: flags & 2 != 0,
         role_match: flags & 4 != 0,
+        approved: flags & 8 != 0,
     })
 }
 

@@ -5,6 +5,7 @@ mod contract;
 mod guard;
 mod history;
 mod identity;
+mod patterns;
 mod registry;
 mod run;
 mod terminal;
