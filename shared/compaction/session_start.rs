@@ -32,9 +32,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::digest::{
-    head_tail, phase_text, reinjection_context, verdicts_text, Digest, PipelineDigest,
-};
+use super::digest::{phase_text, reinjection_context, verdicts_text, Digest, PipelineDigest};
 use super::focus;
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};

@@ -698,7 +698,10 @@ fn print_patterns(
             reach,
         ];
         if with_reason {
-            row.push(held.map(|q| inert(&q.reason()).into_owned()).unwrap_or_default());
+            row.push(
+                held.map(|q| inert(&q.reason()).into_owned())
+                    .unwrap_or_default(),
+            );
         }
         row.push(inert(&text).into_owned());
         rows.push(row);

@@ -38,9 +38,9 @@ fn git_line(git: &Value) -> Option<String> {
     let text = |k: &str| git.get(k).and_then(Value::as_str);
     let short = text("head").map(|h| cut_str(h, 12, Keep::Head));
     let mut line = match (text("branch"), short) {
-        (Some(branch), Some(head)) => format!("branch `{}` at {}", value(branch), value(&head)),
+        (Some(branch), Some(head)) => format!("branch `{}` at {}", value(branch), value(head)),
         (Some(branch), None) => format!("branch `{}` (no commit yet)", value(branch)),
-        (None, Some(head)) => format!("detached HEAD at {}", value(&head)),
+        (None, Some(head)) => format!("detached HEAD at {}", value(head)),
         (None, None) => return text("error").map(|e| format!("git state unknown ({})", value(e))),
     };
     if let Some(n) = git.get("dirty_count").and_then(Value::as_u64) {
