@@ -17,8 +17,8 @@ use crate::state_dir::StateDir;
 /// The end of the compaction hooks' help: where their state is and their
 /// one exit code (the state-root order is [`crate::state_dir::StateDir::resolve`]'s).
 pub const STATE_AND_EXIT_HELP: &str = "
-State directory: the repository's, used only if it exists (which one, and
-why: docs/worktrees.md).
+State directory: the repository's, used only if it exists and git does not
+track it (which one, and why: docs/worktrees.md).
 
 Exit code: 0, always; a problem is one line on stderr.";
 

@@ -21,8 +21,10 @@
 //! - claimed worktrees never nest: one inside (or around) another live
 //!   chat's is refused;
 //! - the writers enforce a claim: `jkz state set N` refuses (exit 3) while
-//!   another live chat holds N ([`writer`]); from inside a chat, a command
-//!   acts only for that chat ([`acting`]);
+//!   another live chat holds N ([`writer`]); from inside a chat (its
+//!   process descends from the chat's recorded client, whatever its
+//!   environment says: [`identity`]), a command acts only for that chat
+//!   ([`acting`]);
 //! - an edit whose target lies in a worktree, or is a pipeline file, that
 //!   another live chat holds is refused by the PreToolUse hook
 //!   ([`decision`]), an early hint for the model, best effort for Bash

@@ -50,7 +50,10 @@ Claude Code hook for the cross-chat registry, state/chat.db. Register it for
 SessionStart (registers the chat: cwd, worktree, branch, client pid),
 UserPromptSubmit and PostToolUse (refresh the chat's heartbeat, written at
 most every 30 s), SessionEnd (marks the chat gone, releases its claims) and
-PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash.
+PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash. A
+SessionStart that would give a live chat another client, or a SessionEnd
+for a live chat, is ignored when it comes from inside another chat's
+process tree: a chat speaks only for itself (docs/registry.md).
 
 PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
 \"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
@@ -92,8 +95,8 @@ that off (docs/clients.md).
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
-State directory: the repository's, used only if it exists (which one, and
-why: docs/worktrees.md).
+State directory: the repository's, used only if it exists and git does not
+track it (which one, and why: docs/worktrees.md).
 
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
 then rebuilt empty, an unwritable state directory) is one line on stderr.";

@@ -34,10 +34,10 @@ rules come first: .claude/jkz-tool-roles in the project, one rule a line,
 SHARE WORDS… (e.g. `0.2 bazel test`), # comments. Built-in rules, tried in
 order (first match wins):
 {table}
-State directory: the repository's, used only if it exists (which one, and
-why: docs/worktrees.md). Writes state/context-offload/full-*.txt (the full
-output) and one line per guarded call to state/tool-output.jsonl (the
-savings ledger; jkz stats sums it up).
+State directory: the repository's, used only if it exists and git does not
+track it (which one, and why: docs/worktrees.md). Writes
+state/context-offload/full-*.txt (the full output) and one line per guarded
+call to state/tool-output.jsonl (the savings ledger; jkz stats sums it up).
 
 Exit code: 0, always; a problem is one line on stderr and no output, so the
 tool's own output stands.",
