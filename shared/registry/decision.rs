@@ -62,7 +62,14 @@ pub fn decide(
     guarded: &Guarded,
     now: i64,
 ) -> Option<Verdict> {
-    let claimed = refusal(targets, others, guarded, now);
+    // Whether a chat is live may take a look at its client's process:
+    // once per claim, not once per target.
+    let live: Vec<Holder> = others
+        .iter()
+        .filter(|h| h.liveness(now) == Liveness::Live)
+        .cloned()
+        .collect();
+    let claimed = refusal(targets, &live, guarded, now);
     let harm = targets.iter().find_map(|t| match t {
         Target::State(h) => Some(h),
         _ => None,
@@ -83,7 +90,7 @@ pub fn decide(
     if let Some(c) = claimed {
         return Some(Verdict::Deny(c));
     }
-    ask(targets, others, guarded, now).map(Verdict::Ask)
+    ask(targets, &live, guarded).map(Verdict::Ask)
 }
 
 /// The words the model reads when the state directory is at stake.
@@ -100,15 +107,14 @@ fn state_reason(harm: &Harm, guarded: &Guarded) -> String {
     )
 }
 
-/// The refusal of `targets` for another live chat's claim, if any.
+/// The refusal of `targets` for a claim of the live chats `others`, if any.
 fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -> Option<Finding> {
-    let live = |h: &&Holder| h.liveness(now) == Liveness::Live;
-    let holding = |issue: &str| others.iter().filter(live).find(|h| h.claim.issue == issue);
+    let holding = |issue: &str| others.iter().find(|h| h.claim.issue == issue);
     let worktree = |h: &Holder| h.claim.worktree.clone().unwrap_or_default();
     for target in targets {
         let (holder, what, contested) = match target {
             Target::File(file) => {
-                let in_worktree = others.iter().filter(live).find(|h| {
+                let in_worktree = others.iter().find(|h| {
                     h.claim
                         .worktree
                         .as_deref()
@@ -133,7 +139,7 @@ fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -
                         file.display().to_string(),
                     )
                 } else if guarded.is_registry(file) {
-                    let Some(h) = others.iter().find(live) else {
+                    let Some(h) = others.first() else {
                         continue;
                     };
                     (h, registry_words(file), file.display().to_string())
@@ -152,7 +158,7 @@ fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -
                 )
             }
             Target::Pipelines(pattern) => {
-                let matched = others.iter().filter(live).find(|h| {
+                let matched = others.iter().find(|h| {
                     let n = &h.claim.issue;
                     [
                         format!("{n}.json"),
@@ -185,7 +191,7 @@ fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -
                 )
             }
             Target::Registry => {
-                let Some(h) = others.iter().find(live) else {
+                let Some(h) = others.first() else {
                     continue;
                 };
                 let file = guarded.state_root.join(crate::state_dir::layout::CHAT_DB);
@@ -197,7 +203,7 @@ fn refusal(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -
                 change,
                 kept,
             } => {
-                let hit = others.iter().filter(live).find_map(|h| {
+                let hit = others.iter().find_map(|h| {
                     let wt = h.claim.worktree.as_deref()?;
                     let wt = Path::new(wt);
                     if is_kept(kept, &base_of(path, *pattern), wt) {
@@ -247,12 +253,8 @@ fn base_of(path: &Path, pattern: bool) -> std::path::PathBuf {
 }
 
 /// The question for the user when the hook cannot tell where a command
-/// writes and another live chat's claim could be there.
-fn ask(targets: &[Target], others: &[Holder], guarded: &Guarded, now: i64) -> Option<Finding> {
-    let live: Vec<&Holder> = others
-        .iter()
-        .filter(|h| h.liveness(now) == Liveness::Live)
-        .collect();
+/// writes and a claim of the live chats `live` could be there.
+fn ask(targets: &[Target], live: &[Holder], guarded: &Guarded) -> Option<Finding> {
     // Could a write within `dir` (anywhere, for `None`) reach `h`'s claim?
     let could_reach = |dir: Option<&Path>, h: &Holder| match dir {
         None => true,
@@ -363,6 +365,14 @@ mod tests {
     use crate::registry::claim::Claim;
     use std::path::PathBuf;
 
+    /// The reason `decide` refuses `targets` for, if it does.
+    fn refused(targets: &[Target], others: &[Holder], g: &Guarded, now: i64) -> Option<String> {
+        match decide(targets, others, g, now)? {
+            Verdict::Deny(f) => Some(f.reason),
+            Verdict::Ask(f) => panic!("asked: {}", f.reason),
+        }
+    }
+
     fn guarded() -> Guarded {
         Guarded {
             state_root: PathBuf::from("/p/state"),
@@ -400,19 +410,19 @@ mod tests {
         let pipe = g.pipeline_dir.as_path();
         let others = [holder("42", Some("/wt/42"), 1_000)];
         let edit = [Target::File(PathBuf::from("/wt/42/src/a.rs"))];
-        let why = refusal(&edit, &others, &g, 1_010).expect("refused").reason;
+        let why = refused(&edit, &others, &g, 1_010).expect("refused");
         assert!(why.contains("chat chat-a (branch i42)"), "{why}");
         assert!(why.contains("since 1970-01-01T00:16:40Z"), "{why}");
         assert!(why.contains("`jkz claim 42 --take`"), "{why}");
         let pipeline = [Target::File(pipe.join("42.json"))];
-        assert!(refusal(&pipeline, &others, &g, 1_010).is_some());
+        assert!(refused(&pipeline, &others, &g, 1_010).is_some());
         let bash = [Target::Pipeline("42".into())];
-        assert!(refusal(&bash, &others, &g, 1_010).is_some());
+        assert!(refused(&bash, &others, &g, 1_010).is_some());
         // A sibling directory sharing a prefix is not inside the worktree.
         let sibling = [Target::File(PathBuf::from("/wt/420/a.rs"))];
-        assert_eq!(refusal(&sibling, &others, &g, 1_010), None);
+        assert_eq!(refused(&sibling, &others, &g, 1_010), None);
         assert_eq!(
-            refusal(&[Target::Pipeline("43".into())], &others, &g, 1_010),
+            refused(&[Target::Pipeline("43".into())], &others, &g, 1_010),
             None
         );
         // The whole directory, a pattern reaching 42's file, the registry.
@@ -423,12 +433,12 @@ mod tests {
             Target::File(PathBuf::from("/p/state/chat.db-wal")),
         ] {
             assert!(
-                refusal(std::slice::from_ref(&t), &others, &g, 1_010).is_some(),
+                refused(std::slice::from_ref(&t), &others, &g, 1_010).is_some(),
                 "{t:?}"
             );
         }
         assert_eq!(
-            refusal(&[Target::Pipelines("5*".into())], &others, &g, 1_010),
+            refused(&[Target::Pipelines("5*".into())], &others, &g, 1_010),
             None
         );
     }
@@ -441,7 +451,7 @@ mod tests {
             Target::Registry,
         ];
         assert_eq!(
-            refusal(&edit, &others, &guarded(), 1_000 + STALE_AFTER),
+            refused(&edit, &others, &guarded(), 1_000 + STALE_AFTER),
             None
         );
     }

@@ -26,6 +26,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::backend::{may_hold_claims, with_registry, Bound};
+use super::bash::Change;
 use super::chat::{client, Place};
 use super::claim::Holder;
 use super::decision::{decide, Verdict};
@@ -290,10 +291,11 @@ fn gemini_dir(base: &std::path::Path, input: &Value) -> std::path::PathBuf {
     }
 }
 
-/// The other chats' claims `targets` could run into: for a file, those
-/// covering it or its issue; for an issue, its claim; for anything else
-/// (pipeline files by a pattern, the registry, a path a Bash command
-/// changes, a write the hook cannot name), every claim.
+/// The other chats' claims `targets` could run into: for a file (an edit
+/// tool's, or one a Bash command writes), those covering it or its issue;
+/// for an issue, its claim; for anything else (pipeline files by a
+/// pattern, the registry, a directory a Bash command changes or removes, a
+/// write the hook cannot name), every claim.
 fn claims_for(
     r: &mut dyn Store,
     session: &str,
@@ -310,6 +312,17 @@ fn claims_for(
             }
             Target::Pipeline(issue) => {
                 all.extend(r.claims_covering(session, None, Some(issue))?);
+            }
+            // A file written or changed (no directory, so no worktree lies
+            // inside it): the claims whose worktree holds it.
+            Target::Tree {
+                path,
+                pattern: false,
+                change: Change::Write | Change::Edit,
+                ..
+            } if !path.is_dir() => {
+                let file = path.display().to_string();
+                all.extend(r.claims_covering(session, Some(&file), None)?);
             }
             Target::File(_)
             | Target::Pipelines(_)
