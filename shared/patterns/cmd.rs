@@ -19,7 +19,6 @@ use serde_json::{json, Value};
 use super::confine::confine_to_item;
 use super::inject::{self, Injection, Request};
 use super::log::{Event, Verdict};
-use super::quarantine::{self, Quarantine};
 use super::reach::Reach;
 use super::score::{self, Ranked};
 use super::store::{parse_tag, rfc3339, tag, Memory, MemoryError};
@@ -353,8 +352,7 @@ pub fn run(
                 .map_err(failed)?;
             let d = memory.detail(id).map_err(failed)?.expect("found above");
             let reach = Reach::of(&d.stats).describe();
-            let held = quarantine::check(&d.text);
-            let line = match (approve, changed, &held) {
+            let line = match (approve, changed, &d.quarantine) {
                 (true, _, None) => format!("approved \"{}\"; reaches {reach}", confine_to_item(&d.text)),
                 (true, _, Some(q)) => format!(
                     "approved \"{}\"; reaches {reach}; the quarantine rule {} no longer holds it back",
@@ -392,15 +390,7 @@ pub fn run(
             };
             let mut ranked = inject::ranked(&memory, &req).map_err(failed)?;
             if a.quarantined {
-                let ids: Vec<i64> = ranked.iter().map(|r| r.stats.id).collect();
-                let held: std::collections::HashSet<i64> = memory
-                    .texts(&ids)
-                    .map_err(failed)?
-                    .into_iter()
-                    .filter(|(_, t)| quarantine::check(t).is_some())
-                    .map(|(id, _)| id)
-                    .collect();
-                ranked.retain(|r| !r.stats.approved && held.contains(&r.stats.id));
+                ranked.retain(|r| r.stats.quarantined && !r.stats.approved);
             }
             print_patterns(&memory, &ranked, a.quarantined, a.json, out)?;
             0
@@ -453,13 +443,12 @@ pub fn run(
                 serde_json::to_writer_pretty(&mut *out, &v).map_err(|e| writing(e.into()))?;
                 writeln!(out).map_err(writing)?;
             } else {
-                let held = quarantine::check(&d.text);
                 let mut text = format!(
                     "{}  {}\nscore {} ({})  occurrences {}  helpful {}  harmful {}  injected {}\nfirst seen {}  last seen {}\n",
                     pattern.id,
                     inert(&d.text),
                     score::shown(s),
-                    state_name(&d.stats, s, held.is_some()),
+                    state_name(&d.stats, s),
                     d.stats.occurrences,
                     d.stats.helpful,
                     d.stats.harmful,
@@ -476,7 +465,7 @@ pub fn run(
                     )),
                     (None, _) => {}
                 }
-                if let Some(q) = &held {
+                if let Some(q) = &d.quarantine {
                     let held_back = if d.stats.approved {
                         "approved anyway"
                     } else {
@@ -602,9 +591,9 @@ pub fn prune(
 
 /// `quarantined` (a rule holds it back and no person approved it),
 /// `pinned`, `rejected`, `dead` (prune removes it), `faded` (below the
-/// injection threshold) or `active`. `quarantine`: a rule matches its text.
-pub fn state_name(s: &score::Stats, score: f64, quarantine: bool) -> &'static str {
-    if quarantine && !s.approved {
+/// injection threshold) or `active`.
+pub fn state_name(s: &score::Stats, score: f64) -> &'static str {
+    if s.quarantined && !s.approved {
         "quarantined"
     } else if s.pinned {
         "pinned"
@@ -626,11 +615,10 @@ pub fn pattern_json(
     score_now: f64,
 ) -> Result<Value, MemoryError> {
     let d = memory.detail(s.id)?;
-    let (text, sources) = match &d {
-        Some(d) => (d.text.clone(), json!(d.sources)),
-        None => (String::new(), json!([])),
+    let (text, sources, quarantine) = match d {
+        Some(d) => (d.text, json!(d.sources), d.quarantine),
+        None => (String::new(), json!([]), None),
     };
-    let held: Option<Quarantine> = quarantine::check(&text);
     let roles = memory.roles(s.id)?;
     Ok(json!({
         "id": tag(s.id),
@@ -648,8 +636,8 @@ pub fn pattern_json(
         "rejected": s.rejected,
         "approved": s.approved,
         "reach": Reach::of(s).name(),
-        "quarantine": held,
-        "state": state_name(s, score_now, held.is_some()),
+        "quarantine": quarantine,
+        "state": state_name(s, score_now),
     }))
 }
 
@@ -682,7 +670,6 @@ fn print_patterns(
     for r in ranked {
         let s = &r.stats;
         let text = texts.get(&s.id).cloned().unwrap_or_default();
-        let held = quarantine::check(&text);
         let reach = match Reach::of(s) {
             Reach::Issue(n) => format!("#{n}"),
             other => other.name().to_string(),
@@ -690,7 +677,7 @@ fn print_patterns(
         let mut row = vec![
             tag(s.id),
             format!("{:.3}", r.score),
-            state_name(s, r.score, held.is_some()).to_string(),
+            state_name(s, r.score).to_string(),
             s.occurrences.to_string(),
             s.helpful.to_string(),
             s.harmful.to_string(),
@@ -698,8 +685,12 @@ fn print_patterns(
             reach,
         ];
         if with_reason {
+            let q = match s.quarantined {
+                true => memory.quarantine(s.id).map_err(failed)?,
+                false => None,
+            };
             row.push(
-                held.map(|q| inert(&q.reason()).into_owned())
+                q.map(|q| inert(&q.reason()).into_owned())
                     .unwrap_or_default(),
             );
         }

@@ -75,7 +75,11 @@ pub fn compose(memory: &Memory, req: &Request) -> Result<Injection> {
 
 fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
     let mut candidates = scored(memory, req)?;
-    candidates.retain(|r| r.stats.injectable(r.score) && Reach::of(&r.stats).covers(req.issue));
+    candidates.retain(|r| {
+        r.stats.injectable(r.score)
+            && Reach::of(&r.stats).covers(req.issue)
+            && (r.stats.approved || !r.stats.quarantined)
+    });
     // Only the head needs an order, unless the section takes more.
     let head = candidates.len().min(SORTED_FIRST);
     if candidates.len() > head {
@@ -97,9 +101,6 @@ fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
             continue;
         };
         offered += 1;
-        if !r.stats.approved && super::quarantine::check(&text).is_some() {
-            continue;
-        }
         let seen = memory.seen_in(id, NAMED_ISSUES, NAMED_RECORDS)?;
         if !builder.offer(id, &provenance(&r.stats, &seen), &text) {
             break;

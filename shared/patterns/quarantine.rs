@@ -20,9 +20,12 @@
 //! `api_key=$API_KEY` reference, a URL with a port but no password are not
 //! quarantined.
 //!
-//! The rules are checked on the text a pattern would be injected with, each
-//! time it would be: a pattern whose best phrasing changes is checked as it
-//! now reads, and a change of the rules applies to every pattern at once.
+//! The rules are checked on a pattern's text each time it is set (a new
+//! pattern, a new best phrasing), and the rule and the words it matched are
+//! kept with the pattern in `memory.db` ([`super::store`]), so an injection
+//! compiles no regular expression. A store written under other rules (its
+//! [`fingerprint`] differs) has every pattern checked again by the first
+//! command that opens it for writing.
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -276,10 +279,42 @@ pub struct Quarantine {
 }
 
 impl Quarantine {
+    /// The quarantine a store kept: the rule of that name (or, written by
+    /// a jkz with other rules and not checked again yet, `unknown`).
+    pub fn stored(rule: &str, matched: String) -> Quarantine {
+        match RULES.iter().find(|r| r.name == rule) {
+            Some(r) => Quarantine {
+                rule: r.name,
+                why: r.why,
+                matched,
+            },
+            None => Quarantine {
+                rule: "unknown",
+                why: "a rule of another version of jkz (the next jkz patterns command checks it again)",
+                matched,
+            },
+        }
+    }
+
     /// `fetch-and-execute: runs a script fetched from the network ("curl … | sh")`.
     pub fn reason(&self) -> String {
         format!("{}: {} (\"{}\")", self.rule, self.why, self.matched)
     }
+}
+
+/// Which rules a store's quarantines were checked under: a hash of every
+/// rule's name, triggers and expression.
+pub fn fingerprint() -> i64 {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for r in RULES {
+        for part in [r.name].iter().chain(r.triggers).chain([&r.pattern]) {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+    }
+    let d = h.finalize();
+    i64::from_le_bytes(d[..8].try_into().expect("eight bytes"))
 }
 
 /// The first rule `text` breaks, if any. The text is read as one line

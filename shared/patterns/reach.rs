@@ -182,6 +182,7 @@ mod tests {
             rejected: false,
             role_match: false,
             approved,
+            quarantined: false,
         }
     }
 

@@ -89,6 +89,8 @@ pub struct Stats {
     pub role_match: bool,
     /// A person approved its text as it reads now.
     pub approved: bool,
+    /// A quarantine rule holds its text back ([`super::quarantine`]).
+    pub quarantined: bool,
 }
 
 impl Stats {
@@ -197,6 +199,7 @@ mod tests {
             rejected: false,
             role_match: false,
             approved: false,
+            quarantined: false,
         }
     }
 

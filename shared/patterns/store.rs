@@ -48,6 +48,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 
 use super::log::{self, Event, Identity, PatternRef, Verdict};
 use super::normalize::Words;
+use super::quarantine::{self, Quarantine};
 use super::score::Stats;
 use crate::sqlite::{
     file_to_read, left, open_read_only, open_writable, refuse_link, switch_to_wal,
@@ -84,13 +85,17 @@ CREATE TABLE IF NOT EXISTS patterns (
     home_issue   INTEGER,
     -- The text a person approved, and whether it is the text now.
     approved_text TEXT,
-    approved     INTEGER NOT NULL DEFAULT 0
+    approved     INTEGER NOT NULL DEFAULT 0,
+    -- The quarantine rule its text breaks, and the words it matched
+    -- (quarantine.rs), checked whenever the text is set.
+    quarantine_rule    TEXT,
+    quarantine_matched TEXT
 );
 -- What a ranking reads of every pattern, narrow enough that the scan of
 -- 10,000 patterns reads a few hundred KiB instead of their texts.
 CREATE INDEX IF NOT EXISTS patterns_ranking ON patterns(
     occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
-    issues, home_issue, pinned, rejected, approved, roles);
+    issues, home_issue, pinned, rejected, approved, quarantine_rule, roles);
 CREATE TABLE IF NOT EXISTS variants (
     id          INTEGER PRIMARY KEY,
     key         TEXT NOT NULL UNIQUE,
@@ -269,6 +274,8 @@ pub struct Detail {
     /// The text a person approved, if any (the approval holds while it is
     /// `text`: `stats.approved`).
     pub approved_text: Option<String>,
+    /// The quarantine rule `text` breaks, if any.
+    pub quarantine: Option<Quarantine>,
     pub sources: Vec<Source>,
     pub variants: Vec<(String, i64)>,
 }
@@ -431,7 +438,7 @@ impl Memory {
 
     /// Brings the database up to date (see the module docs).
     fn sync(&self, builder: &mut dyn FnMut(&Memory) -> Result<String>) -> Result<Synced> {
-        if self.up_to_date()? {
+        if self.up_to_date()? && self.rules_current()? {
             return Ok(Synced::default());
         }
         let tx = self.begin()?;
@@ -443,6 +450,7 @@ impl Memory {
         } else {
             synced.skipped = self.catch_up()?;
         }
+        self.check_quarantines()?;
         tx.commit()?;
         self.appended.take();
         if synced.built.is_some() {
@@ -458,6 +466,7 @@ impl Memory {
         self.clear()?;
         let summary = builder(self)?;
         set_meta(&self.conn, "built", 1)?;
+        self.check_quarantines()?;
         tx.commit()?;
         self.appended.take();
         self.checkpoint()?;
@@ -505,11 +514,13 @@ impl Memory {
         })
     }
 
-    /// Empties every table for a build.
+    /// Empties every table for a build (whose patterns are all checked
+    /// under this jkz's quarantine rules as they are added).
     fn clear(&self) -> Result<()> {
         for table in TABLES {
             self.conn.execute_batch(&format!("DELETE FROM {table};"))?;
         }
+        set_meta(&self.conn, "quarantine_rules", quarantine::fingerprint())?;
         self.conn
             .execute("DELETE FROM sqlite_sequence WHERE name = 'patterns'", [])?;
         Ok(())
@@ -878,10 +889,19 @@ impl Memory {
             )
         };
         let id = reserved.map(|r| r.id_for(key, &taken)).transpose()?;
+        let q = quarantine::check(text);
         c.prepare_cached(
-            "INSERT INTO patterns (id, key, text, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)",
+            "INSERT INTO patterns (id, key, text, first_seen, last_seen, quarantine_rule, quarantine_matched)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
         )?
-        .execute(params![id, key, text, at])?;
+        .execute(params![
+            id,
+            key,
+            text,
+            at,
+            q.as_ref().map(|q| q.rule),
+            q.as_ref().map(|q| &q.matched)
+        ])?;
         let id = c.last_insert_rowid();
         c.prepare_cached("INSERT INTO patterns_fts (rowid, text) VALUES (?1, ?2)")?
             .execute(params![id, text])?;
@@ -934,11 +954,50 @@ impl Memory {
             )?
             .execute(params![pattern, best])?;
         if changed > 0 {
+            self.set_quarantine(pattern, &best)?;
             c.prepare_cached("DELETE FROM patterns_fts WHERE rowid = ?1")?
                 .execute([pattern])?;
             c.prepare_cached("INSERT INTO patterns_fts (rowid, text) VALUES (?1, ?2)")?
                 .execute(params![pattern, best])?;
         }
+        Ok(())
+    }
+
+    /// Checks `text`, a pattern's text now, against the quarantine rules.
+    fn set_quarantine(&self, pattern: i64, text: &str) -> Result<()> {
+        let q = quarantine::check(text);
+        self.conn
+            .prepare_cached(
+                "UPDATE patterns SET quarantine_rule = ?2, quarantine_matched = ?3 WHERE id = ?1",
+            )?
+            .execute(params![
+                pattern,
+                q.as_ref().map(|q| q.rule),
+                q.as_ref().map(|q| &q.matched)
+            ])?;
+        Ok(())
+    }
+
+    /// Whether the quarantines were checked under the rules of this jkz.
+    fn rules_current(&self) -> Result<bool> {
+        Ok(meta(&self.conn, "quarantine_rules")? == Some(quarantine::fingerprint()))
+    }
+
+    /// Checks every pattern again under this jkz's rules, once (call
+    /// inside a write transaction).
+    fn check_quarantines(&self) -> Result<()> {
+        if self.rules_current()? {
+            return Ok(());
+        }
+        let all: Vec<(i64, String)> = self
+            .conn
+            .prepare("SELECT id, text FROM patterns")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, text) in all {
+            self.set_quarantine(id, &text)?;
+        }
+        set_meta(&self.conn, "quarantine_rules", quarantine::fingerprint())?;
         Ok(())
     }
 
@@ -1047,6 +1106,22 @@ impl Memory {
             .collect())
     }
 
+    /// The quarantine rule pattern `id`'s text breaks, if any.
+    pub fn quarantine(&self, id: i64) -> Result<Option<Quarantine>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT quarantine_rule, quarantine_matched FROM patterns
+                 WHERE id = ?1 AND quarantine_rule IS NOT NULL",
+            )?
+            .query_row([id], |r| {
+                let rule: String = r.get(0)?;
+                let matched: Option<String> = r.get(1)?;
+                Ok(Quarantine::stored(&rule, matched.unwrap_or_default()))
+            })
+            .optional()?)
+    }
+
     /// The texts of `ids`, in that order (ids that are gone are left out).
     pub fn texts(&self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
         let mut stmt = self
@@ -1074,12 +1149,20 @@ impl Memory {
     /// Everything known of one pattern.
     pub fn detail(&self, id: i64) -> Result<Option<Detail>> {
         let c = &self.conn;
-        let Some((stats, text, approved_text)) = c
+        let Some((stats, text, approved_text, quarantine)) = c
             .prepare_cached(&format!(
-                "SELECT {STATS_COLUMNS}, text, approved_text FROM patterns WHERE id = ?1"
+                "SELECT {STATS_COLUMNS}, text, approved_text, quarantine_rule, quarantine_matched
+                 FROM patterns WHERE id = ?1"
             ))?
             .query_row([id], |r| {
-                Ok((stats_of(r)?, r.get(STATS_COUNT)?, r.get(STATS_COUNT + 1)?))
+                let rule: Option<String> = r.get(STATS_COUNT + 2)?;
+                let matched: Option<String> = r.get(STATS_COUNT + 3)?;
+                Ok((
+                    stats_of(r)?,
+                    r.get(STATS_COUNT)?,
+                    r.get(STATS_COUNT + 1)?,
+                    rule.map(|rule| Quarantine::stored(&rule, matched.unwrap_or_default())),
+                ))
             })
             .optional()?
         else {
@@ -1109,6 +1192,7 @@ impl Memory {
             stats,
             text,
             approved_text,
+            quarantine,
             sources,
             variants,
         }))
@@ -1122,12 +1206,13 @@ impl Memory {
     /// `occurrences`.
     pub fn seen_in(&self, id: i64, issues: usize, records: usize) -> Result<SeenIn> {
         let c = &self.conn;
-        // The limits are written into the SQL: SQLite plans with a bound
-        // LIMIT's value, so binding one expires the statement, and each
-        // call would parse it again.
+        // `+?1`, and the limits written into the SQL: SQLite plans an
+        // ORDER BY with the value bound to a plain `?1` compared with a key
+        // column (and with a bound LIMIT's), so each new binding expired the
+        // statement and each call parsed it again (three times slower).
         let by_issue = c
             .prepare_cached(&format!(
-                "SELECT issue, roles FROM pattern_issues WHERE pattern = ?1 ORDER BY issue LIMIT {issues}"
+                "SELECT issue, roles FROM pattern_issues WHERE pattern = +?1 ORDER BY issue LIMIT {issues}"
             ))?
             .query_map([id], |r| {
                 let roles: String = r.get(1)?;
@@ -1142,7 +1227,7 @@ impl Memory {
             .collect::<rusqlite::Result<_>>()?;
         let first_records = c
             .prepare_cached(&format!(
-                "SELECT record FROM sources WHERE pattern = ?1 ORDER BY record LIMIT {records}"
+                "SELECT record FROM sources WHERE pattern = +?1 ORDER BY record LIMIT {records}"
             ))?
             .query_map([id], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
@@ -1234,11 +1319,11 @@ fn role_name(role: &str) -> String {
 }
 
 /// The columns [`stats_of`] reads; the last is the flags: pinned (1),
-/// rejected (2), when a role is asked about, seen from it (4), and
-/// approved (8).
+/// rejected (2), when a role is asked about, seen from it (4), approved
+/// (8) and quarantined (16).
 const STATS_COLUMNS: &str =
-    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
-     issues, home_issue, pinned | (rejected << 1) | (approved << 3)";
+    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, issues,
+     home_issue, pinned | (rejected << 1) | (approved << 3) | ((quarantine_rule IS NOT NULL) << 4)";
 const STATS_COUNT: usize = 11;
 
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
@@ -1261,6 +1346,7 @@ fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
         rejected: flags & 2 != 0,
         role_match: flags & 4 != 0,
         approved: flags & 8 != 0,
+        quarantined: flags & 16 != 0,
     })
 }
 

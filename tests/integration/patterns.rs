@@ -1416,3 +1416,35 @@ fn a_schema_1_memory_db_is_rebuilt_with_its_sources() {
         format!("{HEADING}- [P1] (seen in #8 judge; records r1) Rule from an old store\n")
     );
 }
+
+#[test]
+fn a_store_checked_under_other_rules_is_checked_again() {
+    let dir = project();
+    let t = "2025-03-01T00:00:00.000Z";
+    let items = [
+        "Commit with --no-verify when in a hurry",
+        "Keep commits small",
+    ];
+    record(&dir, "r1", "qa", 1, t, &section(&items));
+    record(&dir, "r2", "qa", 2, t, &section(&items));
+    mine(&dir);
+    let held = |dir: &Dir| -> Vec<String> {
+        let run = jkz(dir)
+            .args(["patterns", "list", "--quarantined", "--json"])
+            .run()
+            .success();
+        texts(&serde_json::from_slice::<Vec<Value>>(run.stdout()).unwrap())
+    };
+    assert_eq!(held(&dir), [items[0]]);
+    // As a jkz with other rules left it: nothing held back, and another
+    // fingerprint.
+    let conn = rusqlite::Connection::open(dir.join("state/memory.db")).unwrap();
+    conn.execute_batch(
+        "UPDATE patterns SET quarantine_rule = NULL, quarantine_matched = NULL;
+         UPDATE meta SET value = 7 WHERE name = 'quarantine_rules';",
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(held(&dir), [items[0]]);
+    assert!(!inject_on(&dir, Some(3)).contains("no-verify"));
+}
