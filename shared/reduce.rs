@@ -59,6 +59,8 @@ pub mod table;
 pub mod user_filters;
 mod view;
 
+#[cfg(test)]
+mod prop_tests;
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;

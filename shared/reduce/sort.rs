@@ -3,8 +3,9 @@
 //! block's line is a signal whatever the rules say), then
 //!
 //! - a collapse line is counted under its label;
-//! - a line equal to the one before it, or a signal equal to an earlier
-//!   signal, is counted as a repeated line (the first copy is an item);
+//! - a context line equal to the one before it, or a signal equal to an
+//!   earlier signal, is counted as a repeated line (the first copy is an
+//!   item);
 //! - in a run of context lines of one shape (they differ only in numbers
 //!   and ids), the first and the last are items and those between are
 //!   counted as similar lines;
@@ -136,8 +137,9 @@ impl LineSorter {
                     self.count_warning(&k);
                 }
                 let h = digest(text);
-                let repeat = (self.has_prev && self.prev == text) || self.seen_signals.contains(&h);
-                if repeat {
+                // Only an earlier signal counts: a context line with the
+                // same text may not be shown.
+                if self.seen_signals.contains(&h) {
                     self.tally
                         .add(LABELS + label_slot(&self.classifier, REPEATED));
                 } else {

@@ -264,7 +264,7 @@ pub fn build(input: &ViewInput) -> View {
     let head_room = (choice.room() as f64 * input.head_share) as usize;
     let start = choice.cost;
     let (mut lo, mut hi) = (0, context.len());
-    while lo < hi && choice.cost - start < head_room && choice.add(context[lo]) {
+    while lo < hi && choice.cost.saturating_sub(start) < head_room && choice.add(context[lo]) {
         lo += 1;
     }
     while lo < hi && choice.add(context[hi - 1]) {
