@@ -10,11 +10,18 @@ use crate::cut::{cut_str, Keep};
 /// UTF-8). Counted from the bytes, eight at a time: a pipeline file can
 /// hold a 10 MB failure log, and this is asked of it.
 pub fn client_len(s: &str) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     if s.is_ascii() {
         return s.len();
     }
-    let bytes = s.as_bytes();
+    client_len_bytes(s.as_bytes())
+}
+
+/// [`client_len`] of UTF-8 bytes that may start or end inside a
+/// character: each byte counts on its own, so the lengths of the pieces of
+/// a stream add up to the length of the whole. (Invalid UTF-8 is counted
+/// as if it were valid: approximately.)
+pub fn client_len_bytes(bytes: &[u8]) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
     // Continuation bytes (10xxxxxx) are no unit; 4-byte leads (11110xxx)
     // are two.
     let mut continuation = 0;

@@ -18,6 +18,7 @@
 //! `jkz events`: [`crate::events::cmd`]; `jkz metrics`: [`crate::metrics::cmd`];
 //! `jkz slo`: [`crate::slo::cmd`].
 //! `jkz patterns`: [`crate::patterns::cmd`].
+//! `jkz reduce`: [`crate::reduce::cmd`]; `jkz filters`: [`crate::reduce::filters_cmd`].
 //! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -69,6 +70,11 @@ pub enum Command {
     Gc(GcArgs),
     /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
     Stats(crate::tool_output::stats::StatsArgs),
+    /// Reduce a command's output (stdin) to what matters, by what it is: signal
+    /// lines kept verbatim, noise collapsed with counts, the whole kept on disk.
+    Reduce(crate::reduce::cmd::ReduceArgs),
+    /// Check the reducer's rules against their examples, or list them.
+    Filters(crate::reduce::filters_cmd::FiltersArgs),
     /// Run a model wrapper: its answer truncated to stdout, kept whole in a
     /// deliberation record; its circuit and lock honoured; its exit code out.
     Run(Box<crate::run::RunArgs>),
@@ -118,7 +124,10 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         | Command::Uninstall(_)
         | Command::Doctor(_)
         | Command::Attach(_)
-        | Command::Detach(_) => None,
+        | Command::Detach(_)
+        // A filter fails open: it keeps no full output rather than stop.
+        | Command::Reduce(_)
+        | Command::Filters(_) => None,
         // 1 means "an objective was violated": nothing to measure is 2.
         Command::State(_) | Command::Slo(_) => Some(2),
         Command::Run(_) => Some(crate::run::EXIT_FAILED),
@@ -158,6 +167,14 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             crate::tool_output::stats::stats(&args, &state, &mut buffered()),
         ),
         Command::Run(args) => ("jkz run", crate::run::run(&args, &state)),
+        Command::Reduce(args) => (
+            crate::reduce::cmd::PROGRAM,
+            crate::reduce::cmd::run(&args, &state),
+        ),
+        Command::Filters(args) => (
+            "jkz filters",
+            crate::reduce::filters_cmd::run(&args, &state, &mut buffered()),
+        ),
         Command::Deliberations(args) => {
             use crate::deliberation::show::{self, DeliberationsCommand};
             let mut err = std::io::stderr();
@@ -233,6 +250,8 @@ fn program(command: &Command) -> &'static str {
         Command::Gc(_) => "jkz gc",
         Command::Stats(_) => "jkz stats",
         Command::Run(_) => "jkz run",
+        Command::Reduce(_) => crate::reduce::cmd::PROGRAM,
+        Command::Filters(_) => "jkz filters",
         Command::Deliberations(_) => "jkz deliberations",
         Command::Circuit(_) => "jkz circuit",
         Command::Lock(_) => "jkz lock",

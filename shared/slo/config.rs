@@ -19,17 +19,14 @@
 //! read here; an unknown key inside `[slo]` is an error (a typo would
 //! otherwise silently check nothing).
 
-use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::{Table, Value};
 
+pub use crate::jkz_toml::{ConfigError, CONFIG_FILE};
 use crate::time_span::parse_span;
 
-/// The file, at the project root.
-pub const CONFIG_FILE: &str = "jkz.toml";
 pub const DEFAULT_WINDOW: &str = "7d";
 pub const DEFAULT_COMPLETION_RATE_MIN: f64 = 0.8;
 pub const DEFAULT_FIX_ITERATIONS_P90_MAX: f64 = 3.0;
@@ -63,24 +60,6 @@ impl Objectives {
     }
 }
 
-/// A `jkz.toml` that cannot be used: which file, which key, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    pub file: PathBuf,
-    /// The key at fault (`slo.window`), when one is.
-    pub key: Option<String>,
-    pub why: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.key {
-            Some(key) => write!(f, "{}: {key}: {}", self.file.display(), self.why),
-            None => write!(f, "{}: {}", self.file.display(), self.why),
-        }
-    }
-}
-
 /// Reads the objectives of the project at `root`.
 pub fn load(root: &Path) -> Result<Objectives, ConfigError> {
     let file = root.join(CONFIG_FILE);
@@ -89,33 +68,9 @@ pub fn load(root: &Path) -> Result<Objectives, ConfigError> {
         key: key.map(str::to_string),
         why,
     };
-    match std::fs::metadata(&file) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(error(None, "unreadable: a directory, not a file".into()))
-        }
-        Ok(meta) if !meta.is_file() => {
-            return Err(error(
-                None,
-                "unreadable: not a regular file (a FIFO, device or socket)".into(),
-            ))
-        }
-        _ => {}
-    }
-    let bytes = match crate::state_dir::read_user_file(&file) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Objectives::defaults(None)),
-        Err(e) => return Err(error(None, format!("unreadable: {e}"))),
+    let Some(table) = crate::jkz_toml::read(&file)? else {
+        return Ok(Objectives::defaults(None));
     };
-    let text = String::from_utf8(bytes).map_err(|_| error(None, "not UTF-8 text".into()))?;
-    let table: Table = text.parse().map_err(|e: toml::de::Error| {
-        error(
-            None,
-            format!(
-                "not valid TOML: {}",
-                e.to_string().trim().replace('\n', " ")
-            ),
-        )
-    })?;
     parse(&table, file.clone()).map_err(|(key, why)| error(Some(&key), why))
 }
 

@@ -349,6 +349,21 @@ impl FullOutput {
         }
     }
 
+    /// The name the file takes when it is committed whole (a response's
+    /// ends in `<sha256>.txt`, known only then).
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Gives up the file: waits for the writer and removes what it wrote,
+    /// so nothing is left behind (`jkz reduce` keeps the whole output only
+    /// when it shows less than all of it).
+    pub fn discard(mut self) {
+        self.chunks = None;
+        // Its temp file goes with what the thread gives back.
+        let _ = self.writer.join();
+    }
+
     /// A chunk the writer is done with, for reuse.
     pub fn written(&self) -> Option<Chunk> {
         self.written.try_recv().ok()

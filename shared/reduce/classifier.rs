@@ -1,0 +1,229 @@
+//! One family's rules compiled for one call: its own rules, those of the
+//! families it includes, then the `common` family's, as one `RegexSet`.
+//! Only the family the call needs is compiled, so a call pays for its few
+//! dozen patterns, not the whole table.
+
+use regex::bytes::{RegexSet, RegexSetBuilder};
+
+use super::table::{FilterTable, Is, Rule, Source, TableError, COMMON};
+
+/// The most memory one compiled set may take: far above what the table's
+/// patterns need, low enough that a pathological user pattern is refused
+/// with a message instead of slowing every call.
+const SIZE_LIMIT: usize = 16 << 20;
+
+/// Labels every family has: lines equal to an earlier one, and runs of
+/// lines that differ only in their numbers and ids.
+pub const REPEATED: &str = "repeated lines";
+pub const SIMILAR: &str = "similar lines";
+
+/// A rule as the classifier applies it.
+#[derive(Clone, Debug)]
+pub struct CompiledRule {
+    pub is: Is,
+    /// For a collapse: its label's index in [`Classifier::labels`].
+    pub label: Option<usize>,
+    pub after: u32,
+    pub next: Option<Is>,
+    pub pattern: String,
+    /// The family it was written in, and where.
+    pub family: String,
+    pub source: Source,
+}
+
+/// A family, compiled.
+#[derive(Debug)]
+pub struct Classifier {
+    pub family: String,
+    set: RegexSet,
+    pub rules: Vec<CompiledRule>,
+    /// Collapse labels: [`REPEATED`], [`SIMILAR`], then the rules' own in
+    /// the order they first appear.
+    pub labels: Vec<String>,
+}
+
+impl Classifier {
+    /// Compiles `family` of `table` (its includes and `common` after it).
+    pub fn new(table: &FilterTable, family: &str) -> Result<Classifier, TableError> {
+        let mut order: Vec<&str> = Vec::new();
+        collect(table, family, &mut order)?;
+        if !order.contains(&COMMON) && table.family(COMMON).is_some() {
+            order.push(COMMON);
+        }
+        let mut labels = vec![REPEATED.to_string(), SIMILAR.to_string()];
+        let mut rules = Vec::new();
+        for name in order {
+            let f = table.family(name).expect("collected names exist");
+            for rule in &f.rules {
+                rules.push(compile_rule(rule, name, &mut labels));
+            }
+        }
+        let set = RegexSetBuilder::new(rules.iter().map(|r| &r.pattern))
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(SIZE_LIMIT)
+            .build()
+            .map_err(|e| blame(&rules, e))?;
+        Ok(Classifier {
+            family: family.to_string(),
+            set,
+            rules,
+            labels,
+        })
+    }
+
+    /// The first rule that matches `line` (no line end), by index.
+    pub fn rule_for(&self, line: &[u8]) -> Option<usize> {
+        // `matches` finds them all; the lowest index is the first rule.
+        self.set.matches(line).iter().next()
+    }
+
+    /// What the family makes of `line` on its own (no rule before it asked
+    /// for the next line): what an example is checked against.
+    pub fn classify_alone(&self, line: &str) -> (Is, Option<usize>) {
+        match self.rule_for(line.as_bytes()) {
+            Some(i) => (self.rules[i].is.clone(), Some(i)),
+            None => (Is::Context, None),
+        }
+    }
+}
+
+fn compile_rule(rule: &Rule, family: &str, labels: &mut Vec<String>) -> CompiledRule {
+    let mut slot = |is: &Is| match is {
+        Is::Collapse(l) => Some(match labels.iter().position(|x| x == l) {
+            Some(i) => i,
+            None => {
+                labels.push(l.clone());
+                labels.len() - 1
+            }
+        }),
+        _ => None,
+    };
+    let label = slot(&rule.is);
+    if let Some(next) = &rule.next {
+        slot(next);
+    }
+    CompiledRule {
+        is: rule.is.clone(),
+        label,
+        after: rule.after,
+        next: rule.next.clone(),
+        pattern: rule.pattern.clone(),
+        family: family.to_string(),
+        source: rule.source.clone(),
+    }
+}
+
+/// The family and those it includes, depth first, each once.
+fn collect<'t>(
+    table: &'t FilterTable,
+    name: &str,
+    order: &mut Vec<&'t str>,
+) -> Result<(), TableError> {
+    let Some(family) = table.family(name) else {
+        return Err(TableError {
+            file: None,
+            key: "filters".into(),
+            why: format!("no family named {name:?}"),
+        });
+    };
+    if order.contains(&family.name.as_str()) {
+        return Ok(());
+    }
+    order.push(&family.name);
+    for (j, inc) in family.include.iter().enumerate() {
+        if table.family(inc).is_none() {
+            return Err(TableError {
+                file: family.source.file.clone(),
+                key: format!("{}.include[{j}]", family.source.key),
+                why: format!("no family named {inc:?}"),
+            });
+        }
+        collect(table, inc, order)?;
+    }
+    Ok(())
+}
+
+/// The set failed to build: find the pattern at fault and name its key.
+fn blame(rules: &[CompiledRule], e: regex::Error) -> TableError {
+    for rule in rules {
+        if let Err(why) = check_pattern(&rule.pattern) {
+            return TableError {
+                file: rule.source.file.clone(),
+                key: format!("{}.match", rule.source.key),
+                why,
+            };
+        }
+    }
+    TableError {
+        file: None,
+        key: "filters".into(),
+        why: format!("the rules together are too large to compile: {e}"),
+    }
+}
+
+/// Whether one pattern compiles (within the size limit), in one line.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .size_limit(SIZE_LIMIT)
+        .build()
+        .map(|_| ())
+        .map_err(|e| {
+            let e = e.to_string();
+            let last = e.lines().last().unwrap_or_default().trim().to_string();
+            format!("not a valid regular expression {pattern:?}: {last}")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reduce::table::{parse_families, SignalKind, GENERIC};
+
+    #[test]
+    fn a_family_tries_its_own_rules_then_its_includes_then_common() {
+        let table = FilterTable::built_in();
+        let c = Classifier::new(&table, "tests").unwrap();
+        let families: Vec<&str> = c.rules.iter().map(|r| r.family.as_str()).collect();
+        let first = |name| families.iter().position(|f| *f == name).unwrap();
+        assert!(first("tests") < first("builds") && first("builds") < first(COMMON));
+        assert_eq!(
+            c.classify_alone("test a::b ... ok").0,
+            Is::Collapse("passing tests".into())
+        );
+        assert_eq!(
+            c.classify_alone("error[E0308]: mismatched types").0,
+            Is::Signal(SignalKind::Error)
+        );
+        assert_eq!(c.classify_alone("just some words").0, Is::Context);
+        let g = Classifier::new(&table, GENERIC).unwrap();
+        assert_eq!(
+            g.classify_alone("thread 'main' panicked at src/main.rs:2:5:")
+                .0,
+            Is::Signal(SignalKind::Panic),
+            "generic tries common's precise rules before the keywords catch-all"
+        );
+        assert_eq!(
+            g.classify_alone("upload failed: connection reset").0,
+            Is::Signal(SignalKind::Error)
+        );
+        assert_eq!(c.labels[..2], [REPEATED, SIMILAR]);
+    }
+
+    #[test]
+    fn a_bad_pattern_is_named_by_its_key() {
+        let doc =
+            "[[filters]]\nname = \"x\"\n[[filters.rules]]\nmatch = \"^(open\"\nis = \"context\"";
+        let user = parse_families(
+            &doc.parse().unwrap(),
+            Some(std::path::Path::new("jkz.toml")),
+        )
+        .unwrap();
+        let table = FilterTable::built_in().with_user(user);
+        let e = Classifier::new(&table, "x").unwrap_err();
+        assert_eq!(e.key, "filters[0].rules[0].match", "{e}");
+        assert!(
+            e.to_string().contains("not a valid regular expression"),
+            "{e}"
+        );
+    }
+}

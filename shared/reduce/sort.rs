@@ -1,0 +1,239 @@
+//! Sorting lines, one at a time and in order, into items the view may show
+//! and counts of what it will not: each line is classified (a protected
+//! block's line is a signal whatever the rules say), then
+//!
+//! - a collapse line is counted under its label;
+//! - a context line equal to the one before it, or a signal equal to an
+//!   earlier signal, is counted as a repeated line (the first copy is an
+//!   item);
+//! - in a run of context lines of one shape (they differ only in numbers
+//!   and ids), the first and the last are items and those between are
+//!   counted as similar lines;
+//! - everything else becomes an item: a signal, context within a signal's
+//!   `after` lines, or context.
+
+use std::collections::{HashMap, HashSet};
+
+use super::classifier::{Classifier, REPEATED, SIMILAR};
+use super::item::{units, Item, ItemClass, Tally, LABELS};
+use super::retain::Retained;
+use super::shape::{digest, kind_text, shape_into};
+use super::table::{Is, SignalKind};
+
+/// How many distinct signal lines are remembered to count repeats (past
+/// it a repeat is shown again): bounded memory.
+const SEEN_SIGNALS: usize = 1 << 16;
+/// How many kinds of warnings are counted by kind (past it, as "other").
+const WARNING_KINDS: usize = 64;
+
+/// A line of a run of similar lines, held until the run goes on (it is
+/// then counted) or ends (it is then an item: the run's last line).
+#[derive(Debug)]
+struct Held {
+    seq: u64,
+    text: Vec<u8>,
+    whole: bool,
+    class: ItemClass,
+}
+
+#[derive(Debug)]
+pub struct LineSorter {
+    pub classifier: Classifier,
+    pub tally: Tally,
+    seq: u64,
+    /// What the next non-blank line is (a rule's `next`).
+    next: Option<Is>,
+    /// Lines left in the last signal's `after`.
+    after_left: u32,
+    prev: Vec<u8>,
+    has_prev: bool,
+    /// The shape of the last context item, when it had numbers or ids.
+    run_shape: Option<Vec<u8>>,
+    shape: Vec<u8>,
+    held: Option<Held>,
+    seen_signals: HashSet<u64>,
+    /// Warning lines by kind (kind text → count), and the rest.
+    pub warning_kinds: HashMap<String, u64>,
+    pub warnings_other: u64,
+}
+
+impl LineSorter {
+    pub fn new(classifier: Classifier) -> LineSorter {
+        LineSorter {
+            tally: Tally::new(classifier.labels.len()),
+            classifier,
+            seq: 0,
+            next: None,
+            after_left: 0,
+            prev: Vec::new(),
+            has_prev: false,
+            run_shape: None,
+            shape: Vec::new(),
+            held: None,
+            seen_signals: HashSet::new(),
+            warning_kinds: HashMap::new(),
+            warnings_other: 0,
+        }
+    }
+
+    /// Lines sorted so far.
+    pub fn lines(&self) -> u64 {
+        self.seq
+    }
+
+    /// What a line is, before grouping: the rule's verdict, a block's, or
+    /// what an earlier rule's `next` says; and the rule.
+    pub fn classify(&mut self, line: &[u8], in_block: bool) -> (Is, Option<usize>) {
+        let (mut is, rule) = if in_block {
+            (Is::Signal(SignalKind::Block), None)
+        } else {
+            match self.classifier.rule_for(line) {
+                Some(r) => (self.classifier.rules[r].is.clone(), Some(r)),
+                None => (Is::Context, None),
+            }
+        };
+        if !in_block && !line.iter().all(u8::is_ascii_whitespace) {
+            if let Some(next) = self.next.take() {
+                if !matches!(is, Is::Signal(_)) {
+                    is = next;
+                }
+            }
+        }
+        if let Some(next) = rule.and_then(|r| self.classifier.rules[r].next.clone()) {
+            self.next = Some(next);
+        }
+        (is, rule)
+    }
+
+    /// Takes the next line (no `\n`; `whole` false when only its start is
+    /// given), and whether it lies in a protected block.
+    pub fn push(&mut self, text: &[u8], whole: bool, in_block: bool, out: &mut Retained) {
+        let seq = self.seq;
+        self.seq += 1;
+        let bare = text.strip_suffix(b"\r").unwrap_or(text);
+        let (is, rule) = self.classify(bare, in_block);
+        let after = rule.map_or(0, |r| self.classifier.rules[r].after);
+        let in_after = self.after_left > 0;
+        self.after_left = self.after_left.saturating_sub(1);
+        match is {
+            Is::Collapse(label) => {
+                self.flush_held(out);
+                self.run_shape = None;
+                let slot = self
+                    .classifier
+                    .labels
+                    .iter()
+                    .position(|l| *l == label)
+                    .expect("a rule's label is in the classifier's list");
+                self.tally.add(LABELS + slot);
+            }
+            Is::Signal(kind) => {
+                self.flush_held(out);
+                self.run_shape = None;
+                self.after_left = self.after_left.max(after);
+                if kind == SignalKind::Warning {
+                    // Counted by kind, repeats too: the summary's counts.
+                    let k = kind_text(bare);
+                    self.count_warning(&k);
+                }
+                let h = digest(text);
+                // Only an earlier signal counts: a context line with the
+                // same text may not be shown.
+                if self.seen_signals.contains(&h) {
+                    self.tally
+                        .add(LABELS + label_slot(&self.classifier, REPEATED));
+                } else {
+                    if self.seen_signals.len() < SEEN_SIGNALS {
+                        self.seen_signals.insert(h);
+                    }
+                    let key = match kind {
+                        // One kind each: a log's hashes and a block's lines
+                        // are all alike.
+                        SignalKind::Id | SignalKind::Block => {
+                            digest(&[kind.index() as u8, rule.unwrap_or(0) as u8])
+                        }
+                        _ => {
+                            let k = kind_text(bare);
+                            digest(&[&[kind.index() as u8][..], k.as_bytes()].concat())
+                        }
+                    };
+                    self.emit(seq, text, whole, ItemClass::Signal { kind, key }, out);
+                    self.tally.add(kind.index());
+                }
+            }
+            Is::Context => {
+                let class = if in_after {
+                    ItemClass::After
+                } else {
+                    ItemClass::Context
+                };
+                let numbered = shape_into(bare, &mut self.shape);
+                if numbered && self.run_shape.as_deref() == Some(&self.shape[..]) {
+                    if self.held.take().is_some() {
+                        self.tally
+                            .add(LABELS + label_slot(&self.classifier, SIMILAR));
+                    }
+                    self.held = Some(Held {
+                        seq,
+                        text: text.to_vec(),
+                        whole,
+                        class,
+                    });
+                } else {
+                    self.flush_held(out);
+                    if !numbered && self.has_prev && self.prev == text {
+                        self.tally
+                            .add(LABELS + label_slot(&self.classifier, REPEATED));
+                        self.run_shape = None;
+                    } else {
+                        self.emit(seq, text, whole, class, out);
+                        self.run_shape = numbered.then(|| self.shape.clone());
+                    }
+                }
+            }
+        }
+        self.prev.clear();
+        self.prev.extend_from_slice(text);
+        self.has_prev = true;
+    }
+
+    /// The input ended: the held line of a run is its last.
+    pub fn finish(&mut self, out: &mut Retained) {
+        self.flush_held(out);
+    }
+
+    fn flush_held(&mut self, out: &mut Retained) {
+        if let Some(h) = self.held.take() {
+            self.emit(h.seq, &h.text, h.whole, h.class, out);
+        }
+    }
+
+    fn emit(&mut self, seq: u64, text: &[u8], whole: bool, class: ItemClass, out: &mut Retained) {
+        out.push(Item {
+            seq,
+            text: text.into(),
+            whole,
+            units: units(text),
+            class,
+            before: self.tally.snapshot(),
+        });
+    }
+
+    fn count_warning(&mut self, kind: &str) {
+        if let Some(n) = self.warning_kinds.get_mut(kind) {
+            *n += 1;
+        } else if self.warning_kinds.len() < WARNING_KINDS {
+            self.warning_kinds.insert(kind.to_string(), 1);
+        } else {
+            self.warnings_other += 1;
+        }
+    }
+}
+
+fn label_slot(classifier: &Classifier, label: &str) -> usize {
+    classifier
+        .labels
+        .iter()
+        .position(|l| l == label)
+        .expect("every classifier has the repeated and similar labels")
+}

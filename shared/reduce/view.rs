@@ -1,0 +1,345 @@
+//! Choosing what the view shows within its budget, and writing it.
+//!
+//! The view is the chosen items in input order, one gap line wherever lines
+//! were left out (saying what they were and their line numbers), then the
+//! notes: warnings by kind, the signals that did not fit, where the whole
+//! output is. Choosing an item costs its line plus the change it makes to
+//! the gap lines around it (it may split one gap in two, or close one), so
+//! the cost is exact and the view never exceeds the budget.
+//!
+//! What is chosen, in order, while it fits:
+//! 1. every signal. When they do not all fit (or some were not held: see
+//!    [`super::retain`]), the first signal of each kind, then the others
+//!    from both ends towards the middle, and a note saying how many are not
+//!    shown;
+//! 2. the context in the `after` lines of each chosen signal;
+//! 3. other context: from the head up to its share of what is left, then
+//!    from the tail, then from the head again.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use super::item::{units, Item, ItemClass, LABELS};
+use super::notes::{
+    full_output_line, full_output_line_short, gap_line, overflow_line, quiet_gaps_line,
+    GAP_LINE_MAX, QUIET_GAP,
+};
+use super::table::SignalKind;
+
+/// What the view is built from.
+#[derive(Debug)]
+pub struct ViewInput<'a> {
+    pub candidates: BTreeMap<u64, Rc<Item>>,
+    /// The tally at the end of the input.
+    pub final_counts: &'a [u64],
+    pub total_lines: u64,
+    /// Collapse labels, by tally slot (after the signal kinds).
+    pub labels: &'a [String],
+    pub budget: usize,
+    /// The head's share of the context's room (the tail has the rest).
+    pub head_share: f64,
+    /// The warnings by kind, when they say something.
+    pub warnings: Option<String>,
+    pub full: Option<FullNote>,
+}
+
+/// The whole output, kept.
+#[derive(Clone, Debug)]
+pub struct FullNote {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub lines: u64,
+}
+
+#[derive(Debug)]
+pub struct View {
+    pub text: Vec<u8>,
+    pub units: usize,
+    pub signals: u64,
+    pub signals_shown: u64,
+    /// Whether the signals did not all fit.
+    pub overflow: bool,
+}
+
+/// The items chosen so far and what showing them (and the gap lines between
+/// them) costs.
+struct Choice<'v, 'a> {
+    input: &'v ViewInput<'a>,
+    chosen: BTreeMap<u64, Rc<Item>>,
+    cost: usize,
+    limit: usize,
+}
+
+impl<'v, 'a> Choice<'v, 'a> {
+    fn new(input: &'v ViewInput<'a>, limit: usize) -> Self {
+        let cost = gap_cost(input, None, None);
+        Choice {
+            input,
+            chosen: BTreeMap::new(),
+            cost,
+            limit,
+        }
+    }
+
+    /// Chooses `item` if it fits; true when it is (or already was) chosen.
+    fn add(&mut self, item: &Rc<Item>) -> bool {
+        if self.chosen.contains_key(&item.seq) {
+            return true;
+        }
+        if !item.whole || item.cost() > self.limit {
+            return false;
+        }
+        let prev = self.chosen.range(..item.seq).next_back().map(|(_, i)| &**i);
+        let next = self.chosen.range(item.seq + 1..).next().map(|(_, i)| &**i);
+        let added = item.cost()
+            + gap_cost(self.input, prev, Some(item))
+            + gap_cost(self.input, Some(item), next);
+        let removed = gap_cost(self.input, prev, next);
+        let cost = self.cost + added - removed;
+        if cost > self.limit {
+            return false;
+        }
+        self.cost = cost;
+        self.chosen.insert(item.seq, Rc::clone(item));
+        true
+    }
+
+    fn room(&self) -> usize {
+        self.limit.saturating_sub(self.cost)
+    }
+}
+
+/// What a gap line between `a` and `b` costs (`None`: the start or the end
+/// of the input); 0 when no line lies between them.
+fn gap_cost(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> usize {
+    gap_text(input, a, b).map_or(0, |t| units(t.as_bytes()) + 1)
+}
+
+fn gap_text(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Option<String> {
+    match gap(input, a, b) {
+        Gap::Marked(text) => Some(text),
+        Gap::None | Gap::Quiet(_) => None,
+    }
+}
+
+/// What lies between two shown lines.
+enum Gap {
+    None,
+    /// A few context lines, counted in the closing note.
+    Quiet(u64),
+    Marked(String),
+}
+
+fn gap(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Gap {
+    let first = a.map_or(0, |a| a.seq + 1);
+    let end = b.map_or(input.total_lines, |b| b.seq);
+    if first >= end {
+        return Gap::None;
+    }
+    let to: &[u64] = b.map_or(input.final_counts, |b| &b.before);
+    let from = |slot: usize| -> u64 {
+        a.map_or(0, |a| {
+            a.before[slot] + u64::from(a.own_slot() == Some(slot))
+        })
+    };
+    let signals: Vec<(SignalKind, u64)> = SignalKind::ALL
+        .iter()
+        .map(|&k| (k, to[k.index()] - from(k.index())))
+        .collect();
+    let collapsed: Vec<(&str, u64)> = input
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), to[LABELS + i] - from(LABELS + i)))
+        .collect();
+    let nothing_named =
+        signals.iter().all(|(_, n)| *n == 0) && collapsed.iter().all(|(_, n)| *n == 0);
+    // Only between shown lines: the view's start and end are always marked.
+    if nothing_named && end - first <= QUIET_GAP && a.is_some() && b.is_some() {
+        return Gap::Quiet(end - first);
+    }
+    Gap::Marked(gap_line(first, end, &signals, &collapsed))
+}
+
+/// Chooses and writes the view.
+pub fn build(input: &ViewInput) -> View {
+    let signals: Vec<&Rc<Item>> = input
+        .candidates
+        .values()
+        .filter(|i| i.is_signal())
+        .collect();
+    let total_signals: u64 = input.final_counts[..LABELS].iter().sum();
+    let all_held = signals.len() as u64 == total_signals;
+    let full_line = input.full.as_ref().map(|f| {
+        let long = full_output_line(&f.path, f.bytes, f.lines);
+        let worst = units(long.as_bytes())
+            + 1
+            + GAP_LINE_MAX
+            + 1
+            + overflow_max(total_signals, input)
+            + quiet_gaps_line(input.total_lines, input.total_lines).len()
+            + 1;
+        if worst <= input.budget {
+            long
+        } else {
+            full_output_line_short(&f.path)
+        }
+    });
+    let notes_cost = full_line.as_ref().map_or(0, |l| units(l.as_bytes()) + 1)
+        + quiet_gaps_line(input.total_lines, input.total_lines).len()
+        + 1;
+    let limit = input.budget.saturating_sub(notes_cost);
+
+    let mut overflow = !all_held;
+    let mut choice = Choice::new(input, limit);
+    if all_held {
+        overflow = !signals.iter().all(|s| choice.add(s));
+    }
+    if overflow {
+        choice = Choice::new(
+            input,
+            limit.saturating_sub(overflow_max(total_signals, input)),
+        );
+        let mut kinds = HashSet::new();
+        let mut rest = Vec::new();
+        for s in &signals {
+            let ItemClass::Signal { key, .. } = s.class else {
+                unreachable!("filtered to signals")
+            };
+            if kinds.insert(key) {
+                choice.add(s);
+            } else {
+                rest.push(*s);
+            }
+        }
+        // The others from both ends: the first errors and the last ones.
+        let (mut lo, mut hi) = (0, rest.len());
+        let (mut lo_open, mut hi_open) = (true, true);
+        while lo < hi && (lo_open || hi_open) {
+            if hi_open {
+                if choice.add(rest[hi - 1]) {
+                    hi -= 1;
+                } else {
+                    hi_open = false;
+                }
+            }
+            if lo < hi && lo_open {
+                if choice.add(rest[lo]) {
+                    lo += 1;
+                } else {
+                    lo_open = false;
+                }
+            }
+        }
+    }
+
+    // The context that belongs to the chosen signals.
+    let chosen_signals: Vec<u64> = choice
+        .chosen
+        .values()
+        .filter(|i| i.is_signal())
+        .map(|i| i.seq)
+        .collect();
+    for seq in chosen_signals {
+        for item in input.candidates.range(seq + 1..).map(|(_, i)| i) {
+            match item.class {
+                ItemClass::After => {
+                    if !choice.add(item) {
+                        break;
+                    }
+                }
+                ItemClass::Signal { .. } => {}
+                ItemClass::Context => break,
+            }
+        }
+    }
+
+    // Other context: head, tail, head.
+    let context: Vec<&Rc<Item>> = input
+        .candidates
+        .values()
+        .filter(|i| !i.is_signal() && !choice.chosen.contains_key(&i.seq))
+        .collect();
+    let head_room = (choice.room() as f64 * input.head_share) as usize;
+    let start = choice.cost;
+    let (mut lo, mut hi) = (0, context.len());
+    while lo < hi && choice.cost.saturating_sub(start) < head_room && choice.add(context[lo]) {
+        lo += 1;
+    }
+    while lo < hi && choice.add(context[hi - 1]) {
+        hi -= 1;
+    }
+    while lo < hi && choice.add(context[lo]) {
+        lo += 1;
+    }
+
+    let signals_shown = choice.chosen.values().filter(|i| i.is_signal()).count() as u64;
+    let mut notes = Vec::new();
+    if let Some(w) = &input.warnings {
+        if units(w.as_bytes()) < choice.room() {
+            notes.push(w.clone());
+        }
+    }
+    if overflow {
+        notes.push(overflow_line(
+            total_signals - signals_shown,
+            total_signals,
+            input.budget,
+            input.full.is_some(),
+        ));
+    }
+    notes.extend(full_line);
+    let (quiet_lines, quiet_gaps) = quiet(input, &choice.chosen);
+    if quiet_gaps > 0 {
+        notes.insert(0, quiet_gaps_line(quiet_lines, quiet_gaps));
+    }
+    let text = render(input, &choice.chosen, &notes);
+    let units = units(&text);
+    View {
+        text,
+        units,
+        signals: total_signals,
+        signals_shown,
+        overflow,
+    }
+}
+
+/// The most the overflow note can cost for this input.
+fn overflow_max(total: u64, input: &ViewInput) -> usize {
+    overflow_line(total, total, input.budget, input.full.is_some()).len() + 1
+}
+
+/// The quiet gaps between the chosen items: (lines, gaps).
+fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64) {
+    let items: Vec<&Item> = chosen.values().map(|i| &**i).collect();
+    items.windows(2).fold((0, 0), |(lines, gaps), w| {
+        match gap(input, Some(w[0]), Some(w[1])) {
+            Gap::Quiet(n) => (lines + n, gaps + 1),
+            _ => (lines, gaps),
+        }
+    })
+}
+
+fn render(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>, notes: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut prev: Option<&Item> = None;
+    let gap = |out: &mut Vec<u8>, a: Option<&Item>, b: Option<&Item>| {
+        if let Some(g) = gap_text(input, a, b) {
+            out.extend_from_slice(g.as_bytes());
+            out.push(b'\n');
+        }
+    };
+    for item in chosen.values() {
+        gap(&mut out, prev, Some(item));
+        out.extend_from_slice(&item.text);
+        out.push(b'\n');
+        prev = Some(item);
+    }
+    gap(&mut out, prev, None);
+    for note in notes {
+        out.extend_from_slice(note.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
