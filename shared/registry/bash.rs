@@ -309,7 +309,12 @@ impl Reader {
                     });
                 }
                 Redirect::HereDoc => {
-                    input = Some(Stream::Text(target.literal().unwrap_or_default()))
+                    let w = self.expand_one(target, scope, depth);
+                    input = Some(if w.unknown() {
+                        Stream::Unknown("a heredoc the hook cannot expand".into())
+                    } else {
+                        Stream::Text(w.text)
+                    });
                 }
                 Redirect::HereString => {
                     let w = self.expand_one(target, scope, depth);

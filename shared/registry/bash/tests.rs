@@ -207,6 +207,11 @@ fn the_shell_is_followed() {
         ("(echo 'rm state/pipeline/42.json') | sh", "remove"),
         ("busybox sh -c 'rm state/pipeline/42.json'", "remove"),
         ("echo x | tee >(cat > state/pipeline/42.json)", "write"),
+        (
+            "cat > /dev/null <<EOF\n$(rm state/pipeline/42.json)\nEOF\n",
+            "remove",
+        ),
+        ("f=state/pipeline/42.json; sh <<EOF\nrm $f\nEOF\n", "remove"),
         // xargs and find.
         ("echo state/pipeline/42.json | xargs truncate -s0", "write"),
         (
