@@ -78,6 +78,36 @@ impl Scope {
         }
     }
 
+    /// A script's `$0`, `$1`, … (`sh -c SCRIPT NAME ARG…`), and `$@`, `$*`,
+    /// `$#` from them; the enclosing script's are gone.
+    pub fn positional(&mut self, params: &[Word]) {
+        self.vars.retain(|k, _| {
+            !(k.chars().all(|c| c.is_ascii_digit()) || matches!(k.as_str(), "@" | "*" | "#"))
+        });
+        let known = |w: &Word| {
+            if w.unknown() {
+                Value::Unknown
+            } else {
+                Value::Text(w.text.clone())
+            }
+        };
+        for (k, w) in params.iter().enumerate() {
+            self.vars.insert(k.to_string(), known(w));
+        }
+        let args = params.get(1..).unwrap_or_default();
+        let all_known = !args.iter().any(Word::unknown);
+        let (at, star) = if all_known {
+            let texts: Vec<String> = args.iter().map(|w| w.text.clone()).collect();
+            (Value::Fields(texts.clone()), Value::Text(texts.join(" ")))
+        } else {
+            (Value::Unknown, Value::Unknown)
+        };
+        self.vars.insert("@".into(), at);
+        self.vars.insert("*".into(), star);
+        self.vars
+            .insert("#".into(), Value::Text(args.len().to_string()));
+    }
+
     /// The value of `name`: assigned on this command line, else the
     /// environment's (the hook runs in the client's, as the shell tool's
     /// commands do). `PWD` is where the command stands.

@@ -47,7 +47,7 @@ impl Reader {
                 }
                 if let Some(cmd) = t.strip_prefix("--command=") {
                     let script = Word::literal(cmd);
-                    return self.shell_script(&script, stdin, scope, depth);
+                    return self.shell_script(&script, &[], stdin, scope, depth);
                 }
                 continue;
             }
@@ -76,7 +76,14 @@ impl Reader {
             return Stream::Unknown("an interactive shell".into());
         }
         match (command, operand) {
-            (true, Some(script)) => self.shell_script(script, stdin, scope, depth),
+            (true, Some(script)) => {
+                let at = args
+                    .iter()
+                    .position(|w| std::ptr::eq(w, script))
+                    .map_or(args.len(), |k| k + 1);
+                let params = if name == "su" { &[][..] } else { &args[at..] };
+                self.shell_script(script, params, stdin, scope, depth)
+            }
             (true, None) => Stream::Empty,
             (false, Some(_)) if from_input => {
                 self.input_script(stdin, &mut scope.clone(), depth, "a shell")
@@ -88,9 +95,11 @@ impl Reader {
 
     /// `sh -c SCRIPT`: read in a child shell (its assignments and `cd` do
     /// not come back).
+    /// The words after the script are its `$0`, `$1`, ….
     fn shell_script(
         &mut self,
         script: &Word,
+        params: &[Word],
         stdin: &Stream,
         scope: &Scope,
         depth: usize,
@@ -99,7 +108,9 @@ impl Reader {
             self.unknown(None, format!("the script {}", script.text));
             return Stream::Unknown(format!("the script {}", script.text));
         }
-        self.script(&script.text, &mut scope.clone(), depth + 1, stdin.clone())
+        let mut child = scope.clone();
+        child.positional(params);
+        self.script(&script.text, &mut child, depth + 1, stdin.clone())
     }
 
     /// A script read from a file: `/dev/stdin` and `<(…)` are known when

@@ -206,6 +206,12 @@ fn the_shell_is_followed() {
         ("{ echo 'rm state/pipeline/42.json'; } | sh", "remove"),
         ("(echo 'rm state/pipeline/42.json') | sh", "remove"),
         ("busybox sh -c 'rm state/pipeline/42.json'", "remove"),
+        ("sh -c 'rm \"$1\"' _ state/pipeline/42.json", "remove"),
+        ("bash -c 'rm \"$@\"' x a state/pipeline/42.json", "remove"),
+        (
+            "echo state/pipeline/42.json | xargs sh -c 'rm \"$1\"' _",
+            "remove",
+        ),
         ("echo x | tee >(cat > state/pipeline/42.json)", "write"),
         (
             "cat > /dev/null <<EOF\n$(rm state/pipeline/42.json)\nEOF\n",
@@ -261,6 +267,10 @@ fn patterns_the_hook_writes() {
         (
             "find state -type f -execdir chmod 0 {} +",
             "edit /p/state/**",
+        ),
+        (
+            "find state -name 42.json -exec sh -c 'rm \"$0\"' {} \\;",
+            "remove /p/state/**/42.json",
         ),
         (
             "find state/pipeline -name 42.json | xargs rm",
