@@ -446,7 +446,7 @@ impl Reader {
                 if let [var, in_word, values @ ..] = args {
                     let known = in_word.text == "in" && !values.iter().any(Word::unknown);
                     let value = if known {
-                        Value::Fields(values.iter().map(|w| w.text.clone()).collect())
+                        Value::Fields(values.to_vec())
                     } else {
                         Value::Unknown
                     };

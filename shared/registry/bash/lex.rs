@@ -365,6 +365,18 @@ impl Lexer<'_> {
                     self.i += 1;
                 }
                 '$' | '`' => self.expansion(&mut w, false)?,
+                '~' if self.i == at_start
+                    && matches!(self.peek(1), Some('+' | '-'))
+                    && matches!(
+                        self.peek(2),
+                        None | Some('/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')')
+                    ) =>
+                {
+                    // `~+` is $PWD, `~-` $OLDPWD.
+                    let which = self.peek(1).map(String::from);
+                    self.i += 2;
+                    w.atoms.push(Atom::Tilde(which));
+                }
                 '~' if self.i == at_start => {
                     self.i += 1;
                     let start = self.i;

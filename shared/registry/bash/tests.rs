@@ -174,6 +174,7 @@ fn the_shell_is_followed() {
         ("declare -x F=state/pipeline/42.json; rm $F", "remove"),
         ("f=state/pipeline/4; f+=2.json; rm $f", "remove"),
         ("for f in state/pipeline/42.json; do rm $f; done", "remove"),
+        ("rm ~+/state/pipeline/42.json", "remove"),
         (
             "printf -v f '%s/%s.json' state/pipeline 42; rm $f",
             "remove",
@@ -279,6 +280,10 @@ fn patterns_the_hook_writes() {
         (
             "rm $(find state -name '*.json')",
             "remove /p/state/**/*.json",
+        ),
+        (
+            "for f in state/pipeline/*; do rm \"$f\"; done",
+            "remove /p/state/pipeline/*",
         ),
         (
             "tar xf /tmp/a.tar -C state/pipeline",
