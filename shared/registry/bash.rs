@@ -309,7 +309,12 @@ impl Reader {
                     });
                 }
                 Redirect::HereDoc => {
-                    input = Some(Stream::Text(target.literal().unwrap_or_default()))
+                    let w = self.expand_one(target, scope, depth);
+                    input = Some(if w.unknown() {
+                        Stream::Unknown("a heredoc the hook cannot expand".into())
+                    } else {
+                        Stream::Text(w.text)
+                    });
                 }
                 Redirect::HereString => {
                     let w = self.expand_one(target, scope, depth);
@@ -441,7 +446,7 @@ impl Reader {
                 if let [var, in_word, values @ ..] = args {
                     let known = in_word.text == "in" && !values.iter().any(Word::unknown);
                     let value = if known {
-                        Value::Fields(values.iter().map(|w| w.text.clone()).collect())
+                        Value::Fields(values.to_vec())
                     } else {
                         Value::Unknown
                     };

@@ -53,8 +53,9 @@ impl Word {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Text(String),
-    /// The values a loop variable takes (`for f in a b`): each is a word.
-    Fields(Vec<String>),
+    /// The values a loop variable takes (`for f in a b`), or `$@`: each is
+    /// a word, a pattern when it was one (`for f in state/*`).
+    Fields(Vec<Word>),
     /// Set, but to something the hook cannot know (`read x`, `x=$(date)`).
     Unknown,
     /// `unset x`: empty.
@@ -76,6 +77,36 @@ impl Scope {
             cwd,
             vars: HashMap::new(),
         }
+    }
+
+    /// A script's `$0`, `$1`, … (`sh -c SCRIPT NAME ARG…`), and `$@`, `$*`,
+    /// `$#` from them; the enclosing script's are gone.
+    pub fn positional(&mut self, params: &[Word]) {
+        self.vars.retain(|k, _| {
+            !(k.chars().all(|c| c.is_ascii_digit()) || matches!(k.as_str(), "@" | "*" | "#"))
+        });
+        let known = |w: &Word| {
+            if w.unknown() {
+                Value::Unknown
+            } else {
+                Value::Text(w.text.clone())
+            }
+        };
+        for (k, w) in params.iter().enumerate() {
+            self.vars.insert(k.to_string(), known(w));
+        }
+        let args = params.get(1..).unwrap_or_default();
+        let all_known = !args.iter().any(Word::unknown);
+        let (at, star) = if all_known {
+            let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+            (Value::Fields(args.to_vec()), Value::Text(texts.join(" ")))
+        } else {
+            (Value::Unknown, Value::Unknown)
+        };
+        self.vars.insert("@".into(), at);
+        self.vars.insert("*".into(), star);
+        self.vars
+            .insert("#".into(), Value::Text(args.len().to_string()));
     }
 
     /// The value of `name`: assigned on this command line, else the
@@ -195,9 +226,15 @@ fn fields(
                 field.text.push(*c);
                 field.solid = true;
             }
-            Atom::Tilde(user) => match (user, std::env::var("HOME")) {
+            Atom::Tilde(user) => match (user.as_deref(), std::env::var("HOME")) {
                 (None, Ok(home)) if !home.is_empty() => {
                     field.text.push_str(&home);
+                    field.solid = true;
+                }
+                // `~+`: where the command stands.
+                (Some("+"), _) if scope.cwd.is_some() => {
+                    let cwd = scope.cwd.as_deref().unwrap_or(std::path::Path::new("/"));
+                    field.text.push_str(&cwd.display().to_string());
                     field.solid = true;
                 }
                 (None, _) => field.unknown("~"),
@@ -235,7 +272,8 @@ fn fields(
                     Value::Fields(values) => {
                         let n = values.len();
                         for (k, v) in values.into_iter().enumerate() {
-                            field.text.push_str(&v);
+                            field.text.push_str(&v.text);
+                            field.glob |= v.glob;
                             field.solid = true;
                             if k + 1 < n {
                                 push(std::mem::take(&mut field), out);
@@ -466,9 +504,10 @@ mod tests {
     fn variables_split_and_quoting() {
         let mut scope = Scope::at(Some("/p".into()));
         scope.vars.insert("f".into(), Value::Text("a b".into()));
-        scope
-            .vars
-            .insert("g".into(), Value::Fields(vec!["x".into(), "y".into()]));
+        scope.vars.insert(
+            "g".into(),
+            Value::Fields(vec![Word::literal("x"), Word::literal("y")]),
+        );
         assert_eq!(
             words_of(
                 "$f \"$f\" pre$f.post ${f} $g ${nope_x9:-d} \"$PWD\"",

@@ -123,8 +123,8 @@ struct Lexer<'a> {
     i: usize,
     tokens: Vec<Token>,
     /// Heredocs whose bodies start after the current line: (token index,
-    /// delimiter, strip leading tabs).
-    heredocs: Vec<(usize, String, bool)>,
+    /// delimiter, strip leading tabs, delimiter quoted).
+    heredocs: Vec<(usize, String, bool, bool)>,
 }
 
 impl Lexer<'_> {
@@ -200,7 +200,13 @@ impl Lexer<'_> {
                         Some((Redirect::HereDoc, fd, strip)) => {
                             let index = self.tokens.len();
                             let delimiter = word_text(&word);
-                            self.heredocs.push((index, delimiter, strip));
+                            // `<<'EOF'`: the body is literal; `<<EOF`: its
+                            // `$…` and `` `…` `` are expanded.
+                            let quoted = word
+                                .atoms
+                                .iter()
+                                .any(|a| matches!(a, Atom::Char { quoted: true, .. }));
+                            self.heredocs.push((index, delimiter, strip, quoted));
                             self.tokens.push(Token::Redirect(
                                 Redirect::HereDoc,
                                 fd,
@@ -254,7 +260,7 @@ impl Lexer<'_> {
     /// After a newline: the bodies of the heredocs opened on the line just
     /// ended, each up to its delimiter line.
     fn read_heredoc_bodies(&mut self) {
-        for (index, delimiter, strip) in std::mem::take(&mut self.heredocs) {
+        for (index, delimiter, strip, quoted) in std::mem::take(&mut self.heredocs) {
             let mut body = String::new();
             loop {
                 let start = self.i;
@@ -280,8 +286,13 @@ impl Lexer<'_> {
                     break;
                 }
             }
+            let body = if quoted {
+                RawWord::quoted(&body)
+            } else {
+                expanding(&body).unwrap_or_else(|| RawWord::quoted(&body))
+            };
             if let Some(Token::Redirect(_, _, word)) = self.tokens.get_mut(index) {
-                *word = RawWord::quoted(&body);
+                *word = body;
             }
         }
     }
@@ -354,6 +365,18 @@ impl Lexer<'_> {
                     self.i += 1;
                 }
                 '$' | '`' => self.expansion(&mut w, false)?,
+                '~' if self.i == at_start
+                    && matches!(self.peek(1), Some('+' | '-'))
+                    && matches!(
+                        self.peek(2),
+                        None | Some('/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | ')')
+                    ) =>
+                {
+                    // `~+` is $PWD, `~-` $OLDPWD.
+                    let which = self.peek(1).map(String::from);
+                    self.i += 2;
+                    w.atoms.push(Atom::Tilde(which));
+                }
                 '~' if self.i == at_start => {
                     self.i += 1;
                     let start = self.i;
@@ -578,6 +601,46 @@ impl Lexer<'_> {
         }
         Some(())
     }
+}
+
+/// The body of an unquoted heredoc as a word: text as in double quotes
+/// (`$…`, `` `…` ``, `\$`, `` \` ``, `\\` and `\`-newline special), but a
+/// `"` is just a character.
+fn expanding(body: &str) -> Option<RawWord> {
+    let chars: Vec<char> = body.chars().collect();
+    let mut lexer = Lexer {
+        s: &chars,
+        i: 0,
+        tokens: Vec::new(),
+        heredocs: Vec::new(),
+    };
+    let mut w = RawWord::default();
+    while let Some(c) = lexer.peek(0) {
+        match c {
+            '\\' => {
+                match lexer.peek(1) {
+                    Some(c @ ('$' | '`' | '\\')) => w.atoms.push(Atom::Char { c, quoted: true }),
+                    Some('\n') => {}
+                    other => {
+                        w.atoms.push(Atom::Char {
+                            c: '\\',
+                            quoted: true,
+                        });
+                        if let Some(c) = other {
+                            w.atoms.push(Atom::Char { c, quoted: true });
+                        }
+                    }
+                }
+                lexer.i += 2;
+            }
+            '$' | '`' => lexer.expansion(&mut w, true)?,
+            c => {
+                w.atoms.push(Atom::Char { c, quoted: true });
+                lexer.i += 1;
+            }
+        }
+    }
+    Some(w)
 }
 
 /// `${inner}` as an atom.

@@ -230,7 +230,6 @@ pub fn printf(args: &[&str]) -> Option<String> {
         // `-v VAR` and other options: not an output.
         return None;
     }
-    let (format, _) = (format.to_string(), ());
     let mut out = String::new();
     // At most a bounded number of passes over the format.
     for _ in 0..1024 {

@@ -47,7 +47,7 @@ impl Reader {
                 }
                 if let Some(cmd) = t.strip_prefix("--command=") {
                     let script = Word::literal(cmd);
-                    return self.shell_script(&script, stdin, scope, depth);
+                    return self.shell_script(&script, &[], stdin, scope, depth);
                 }
                 continue;
             }
@@ -76,7 +76,14 @@ impl Reader {
             return Stream::Unknown("an interactive shell".into());
         }
         match (command, operand) {
-            (true, Some(script)) => self.shell_script(script, stdin, scope, depth),
+            (true, Some(script)) => {
+                let at = args
+                    .iter()
+                    .position(|w| std::ptr::eq(w, script))
+                    .map_or(args.len(), |k| k + 1);
+                let params = if name == "su" { &[][..] } else { &args[at..] };
+                self.shell_script(script, params, stdin, scope, depth)
+            }
             (true, None) => Stream::Empty,
             (false, Some(_)) if from_input => {
                 self.input_script(stdin, &mut scope.clone(), depth, "a shell")
@@ -88,9 +95,11 @@ impl Reader {
 
     /// `sh -c SCRIPT`: read in a child shell (its assignments and `cd` do
     /// not come back).
+    /// The words after the script are its `$0`, `$1`, ….
     fn shell_script(
         &mut self,
         script: &Word,
+        params: &[Word],
         stdin: &Stream,
         scope: &Scope,
         depth: usize,
@@ -99,7 +108,9 @@ impl Reader {
             self.unknown(None, format!("the script {}", script.text));
             return Stream::Unknown(format!("the script {}", script.text));
         }
-        self.script(&script.text, &mut scope.clone(), depth + 1, stdin.clone())
+        let mut child = scope.clone();
+        child.positional(params);
+        self.script(&script.text, &mut child, depth + 1, stdin.clone())
     }
 
     /// A script read from a file: `/dev/stdin` and `<(…)` are known when
@@ -204,7 +215,7 @@ impl Reader {
         }
         let mut replace: Option<String> = None;
         let mut delimiter: Option<char> = None;
-        let mut from_file: Option<&Word> = None;
+        let mut from_file: Option<String> = None;
         let mut i = 0;
         while let Some(w) = args.get(i) {
             let t = w.text.as_str();
@@ -226,16 +237,14 @@ impl Reader {
                     step = 2;
                 }
                 "-a" | "--arg-file" => {
-                    from_file = next;
+                    from_file = next.map(|f| f.text.clone());
                     step = 2;
                 }
                 "-n" | "-L" | "-P" | "-s" | "-E" | "--max-args" | "--max-lines" | "--max-procs"
                 | "--max-chars" | "--eof" | "--process-slot-var" => step = 2,
                 t if t.starts_with("--replace=") => replace = Some(t[10..].to_string()),
                 t if t.starts_with("--delimiter=") => delimiter = delimiter_of(&t[12..]),
-                t if t.starts_with("--arg-file=") => {
-                    return self.xargs_unknown(&t[11..], args, scope);
-                }
+                t if t.starts_with("--arg-file=") => from_file = Some(t[11..].to_string()),
                 t if t.starts_with("-I") => replace = Some(t[2..].to_string()),
                 t if t.starts_with("-i") => {
                     replace = Some(
@@ -246,9 +255,7 @@ impl Reader {
                     );
                 }
                 t if t.starts_with("-d") && t.len() > 2 => delimiter = delimiter_of(&t[2..]),
-                t if t.starts_with("-a") && t.len() > 2 => {
-                    return self.xargs_unknown(&t[2..], args, scope);
-                }
+                t if t.starts_with("-a") && t.len() > 2 => from_file = Some(t[2..].to_string()),
                 t if t.starts_with('-') && t.len() > 1 => {}
                 _ => break,
             }
@@ -259,8 +266,8 @@ impl Reader {
             _ => vec![Word::literal("echo")],
         };
         let input = match from_file {
-            Some(f) if matches!(f.text.as_str(), "-" | "/dev/stdin") => stdin.clone(),
-            Some(f) => Stream::Unknown(format!("the file {}", f.text)),
+            Some(f) if matches!(f.as_str(), "-" | "/dev/stdin") => stdin.clone(),
+            Some(f) => Stream::Unknown(format!("the file {f}")),
             None => stdin.clone(),
         };
         let items: Vec<Word> = match &input {
@@ -298,14 +305,6 @@ impl Reader {
                 self.run(&words, Stream::Empty, &mut scope.clone(), depth + 1);
             }
         }
-        Stream::Unknown("the output of xargs".into())
-    }
-
-    /// `xargs -a FILE COMMAND…`: arguments from a file the hook does not
-    /// read.
-    fn xargs_unknown(&mut self, file: &str, args: &[Word], scope: &mut Scope) -> Stream {
-        let _ = (args, scope);
-        self.unknown(None, format!("arguments read from the file {file}"));
         Stream::Unknown("the output of xargs".into())
     }
 }

@@ -174,6 +174,7 @@ fn the_shell_is_followed() {
         ("declare -x F=state/pipeline/42.json; rm $F", "remove"),
         ("f=state/pipeline/4; f+=2.json; rm $f", "remove"),
         ("for f in state/pipeline/42.json; do rm $f; done", "remove"),
+        ("rm ~+/state/pipeline/42.json", "remove"),
         (
             "printf -v f '%s/%s.json' state/pipeline 42; rm $f",
             "remove",
@@ -206,7 +207,18 @@ fn the_shell_is_followed() {
         ("{ echo 'rm state/pipeline/42.json'; } | sh", "remove"),
         ("(echo 'rm state/pipeline/42.json') | sh", "remove"),
         ("busybox sh -c 'rm state/pipeline/42.json'", "remove"),
+        ("sh -c 'rm \"$1\"' _ state/pipeline/42.json", "remove"),
+        ("bash -c 'rm \"$@\"' x a state/pipeline/42.json", "remove"),
+        (
+            "echo state/pipeline/42.json | xargs sh -c 'rm \"$1\"' _",
+            "remove",
+        ),
         ("echo x | tee >(cat > state/pipeline/42.json)", "write"),
+        (
+            "cat > /dev/null <<EOF\n$(rm state/pipeline/42.json)\nEOF\n",
+            "remove",
+        ),
+        ("f=state/pipeline/42.json; sh <<EOF\nrm $f\nEOF\n", "remove"),
         // xargs and find.
         ("echo state/pipeline/42.json | xargs truncate -s0", "write"),
         (
@@ -258,12 +270,20 @@ fn patterns_the_hook_writes() {
             "edit /p/state/**",
         ),
         (
+            "find state -name 42.json -exec sh -c 'rm \"$0\"' {} \\;",
+            "remove /p/state/**/42.json",
+        ),
+        (
             "find state/pipeline -name 42.json | xargs rm",
             "remove /p/state/pipeline/**/42.json",
         ),
         (
             "rm $(find state -name '*.json')",
             "remove /p/state/**/*.json",
+        ),
+        (
+            "for f in state/pipeline/*; do rm \"$f\"; done",
+            "remove /p/state/pipeline/*",
         ),
         (
             "tar xf /tmp/a.tar -C state/pipeline",
