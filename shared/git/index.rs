@@ -135,6 +135,24 @@ fn tracked_below_through(
     Ok(found.into_tracked())
 }
 
+/// [`tracked_below`] on the bytes of one index file, read whole (a split
+/// index's shared entries are not read): the fuzz target's entry.
+pub fn tracked_in_bytes(
+    bytes: &[u8],
+    format: ObjectFormat,
+    dir: &[u8],
+    keep: usize,
+) -> Result<Tracked, String> {
+    let mut found = Found::new(dir, keep);
+    read_index(
+        (bytes, bytes.len() as u64),
+        WINDOW,
+        format,
+        &mut |_, name| found.offer(name, true),
+    )?;
+    Ok(found.into_tracked())
+}
+
 /// The paths kept and counted so far, and whether the read may stop.
 struct Found<'a> {
     dir: &'a [u8],
@@ -257,8 +275,8 @@ fn hex(bytes: &[u8]) -> String {
 /// Reads one index file, giving each entry's position and path to `each`
 /// until it says stop; returns the `link` extension when the file has one
 /// (and was read to its end).
-fn read_index(
-    (file, size): (File, u64),
+fn read_index<R: Read>(
+    (file, size): (R, u64),
     window: usize,
     format: ObjectFormat,
     each: &mut dyn FnMut(usize, &[u8]) -> Step,
@@ -366,8 +384,8 @@ fn read_index(
 /// The file through one window: the bytes looked at are in memory, the
 /// rest is read as the window moves on. Memory: the window, which grows
 /// only to hold one entry (at most [`MAX_PATH`] and its header).
-struct Window {
-    file: File,
+struct Window<R> {
+    file: R,
     buf: Vec<u8>,
     /// The window is `buf[at..end]`.
     at: usize,
@@ -383,8 +401,8 @@ fn short() -> String {
     "cut short (the file ends inside an entry)".into()
 }
 
-impl Window {
-    fn new(file: File, size: u64, window: usize) -> Window {
+impl<R: Read> Window<R> {
+    fn new(file: R, size: u64, window: usize) -> Window<R> {
         Window {
             file,
             buf: vec![0; window.max(1)],
@@ -515,11 +533,11 @@ struct Bitmap {
 }
 
 impl Bitmap {
-    fn read(r: &mut Window) -> Result<Bitmap, String> {
-        let u32_at = |r: &mut Window| -> Result<u32, String> {
+    fn read<R: Read>(r: &mut Window<R>) -> Result<Bitmap, String> {
+        let u32_at = |r: &mut Window<R>| -> Result<u32, String> {
             Ok(u32::from_be_bytes(r.take(4)?.try_into().expect("4 bytes")))
         };
-        let u64_at = |r: &mut Window| -> Result<u64, String> {
+        let u64_at = |r: &mut Window<R>| -> Result<u64, String> {
             Ok(u64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes")))
         };
         u32_at(r)?; // bit count
