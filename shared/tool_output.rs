@@ -134,8 +134,9 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     let state = StateDir::resolve(None, cwd.as_deref());
     crate::hook::warn_state_problem(&state, warnings);
     // Its full output could be kept, and its ledger line written, only in
-    // a state directory git tracks: the output stands instead.
-    if crate::hook::refuse_tracked_state(&state, warnings) {
+    // a state directory git tracks: the output stands instead. (An output
+    // that fits is left alone before the index is read.)
+    if may_need_guard(&output, cap) && crate::hook::refuse_tracked_state(&state, warnings) {
         return None;
     }
     let mut notes = Vec::new();
@@ -209,11 +210,10 @@ pub fn guard(
     state: &StateDir,
     notes: &mut Vec<String>,
 ) -> Result<Option<Guarded>, String> {
-    let limit = output.kind.inline_limit().map_or(cap, |l| cap.min(l));
-    let budget = limit.saturating_sub(output.beside);
-    if budget < MIN_BUDGET {
+    if !may_need_guard(output, cap) {
         return Ok(None);
     }
+    let budget = budget_of(output, cap);
     match &output.body {
         Body::Inline(text) => {
             if text.len() as u64 <= budget {
@@ -262,6 +262,24 @@ pub fn guard(
             }))
         }
     }
+}
+
+/// The bytes of `output`'s body the model may see.
+fn budget_of(output: &ToolOutput, cap: u64) -> u64 {
+    let limit = output.kind.inline_limit().map_or(cap, |l| cap.min(l));
+    limit.saturating_sub(output.beside)
+}
+
+/// False when `output` stands as it is (it fits, or no useful budget is
+/// left): nothing to guard, nothing to read or write in the state
+/// directory.
+fn may_need_guard(output: &ToolOutput, cap: u64) -> bool {
+    let budget = budget_of(output, cap);
+    budget >= MIN_BUDGET
+        && match &output.body {
+            Body::Inline(text) => text.len() as u64 > budget,
+            Body::Persisted(_) => true,
+        }
 }
 
 /// Fills in the counts of a guarded output.

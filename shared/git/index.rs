@@ -26,7 +26,7 @@
 //! the directory asked about.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 /// The largest index read: a repository with a million files has an index
@@ -85,6 +85,17 @@ pub fn tracked_below(
     dir: &[u8],
     keep: usize,
 ) -> Result<Tracked, String> {
+    tracked_below_through(git_dir, format, dir, keep, WINDOW)
+}
+
+/// [`tracked_below`] through a window of `window` bytes (tests: tiny ones).
+fn tracked_below_through(
+    git_dir: &Path,
+    format: ObjectFormat,
+    dir: &[u8],
+    keep: usize,
+    window: usize,
+) -> Result<Tracked, String> {
     let path = git_dir.join("index");
     let shown = || path.display().to_string();
     let file = match open(&path) {
@@ -95,7 +106,7 @@ pub fn tracked_below(
     // Only a split index needs its extensions, past every entry.
     let may_be_split = has_shared_index(git_dir);
     let mut found = Found::new(dir, keep);
-    let link = read_index(file, format, &mut |_, name| {
+    let link = read_index(file, window, format, &mut |_, name| {
         found.offer(name, !may_be_split)
     })
     .map_err(|e| format!("{}: {e}", shown()))?;
@@ -113,7 +124,7 @@ pub fn tracked_below(
             Err(e) => return Err(format!("reading {}: {e}", shared.display())),
         };
         let deleted = link.deleted;
-        read_index(file, format, &mut |at, name| {
+        read_index(file, window, format, &mut |at, name| {
             if !deleted.contains(at) {
                 found.offer(name, false);
             }
@@ -124,9 +135,29 @@ pub fn tracked_below(
     Ok(found.into_tracked())
 }
 
+/// [`tracked_below`] on the bytes of one index file, read whole (a split
+/// index's shared entries are not read): the fuzz target's entry.
+pub fn tracked_in_bytes(
+    bytes: &[u8],
+    format: ObjectFormat,
+    dir: &[u8],
+    keep: usize,
+) -> Result<Tracked, String> {
+    let mut found = Found::new(dir, keep);
+    read_index(
+        (bytes, bytes.len() as u64),
+        WINDOW,
+        format,
+        &mut |_, name| found.offer(name, true),
+    )?;
+    Ok(found.into_tracked())
+}
+
 /// The paths kept and counted so far, and whether the read may stop.
 struct Found<'a> {
     dir: &'a [u8],
+    /// `dir/`: every path below it starts with this.
+    dir_slash: Vec<u8>,
     keep: usize,
     tracked: Tracked,
     /// The last path counted: an entry at several merge stages repeats it.
@@ -135,8 +166,11 @@ struct Found<'a> {
 
 impl<'a> Found<'a> {
     fn new(dir: &'a [u8], keep: usize) -> Found<'a> {
+        let mut dir_slash = dir.to_vec();
+        dir_slash.push(b'/');
         Found {
             dir,
+            dir_slash,
             keep,
             tracked: Tracked::default(),
             last: None,
@@ -161,7 +195,7 @@ impl<'a> Found<'a> {
             }
             return Step::Next;
         }
-        if may_stop && sorts_after_all_below(name, self.dir) {
+        if may_stop && sorts_after_all_below(name, &self.dir_slash) {
             return Step::Stop;
         }
         Step::Next
@@ -182,15 +216,12 @@ fn is_below(name: &[u8], dir: &[u8]) -> bool {
         || (name.len() > dir.len() && name.starts_with(dir) && name[dir.len()] == b'/')
 }
 
-/// True when `name`, not below `dir`, sorts after every path below it (git
-/// sorts paths bytewise): it is past `dir/` and does not start with it.
-fn sorts_after_all_below(name: &[u8], dir: &[u8]) -> bool {
-    if dir.is_empty() {
-        return false;
-    }
-    let mut slash = dir.to_vec();
-    slash.push(b'/');
-    name > slash.as_slice() && !name.starts_with(&slash)
+/// True when `name`, not below the directory whose path and `/` are
+/// `dir_slash`, sorts after every path below it (git sorts paths
+/// bytewise): it is past `dir/` and does not start with it. Nothing sorts
+/// after every path of the whole tree (`dir_slash` is `/`).
+fn sorts_after_all_below(name: &[u8], dir_slash: &[u8]) -> bool {
+    dir_slash != b"/" && name > dir_slash && !name.starts_with(dir_slash)
 }
 
 /// What a caller wants after an entry.
@@ -244,139 +275,232 @@ fn hex(bytes: &[u8]) -> String {
 /// Reads one index file, giving each entry's position and path to `each`
 /// until it says stop; returns the `link` extension when the file has one
 /// (and was read to its end).
-fn read_index(
-    (file, size): (File, u64),
+fn read_index<R: Read>(
+    (file, size): (R, u64),
+    window: usize,
     format: ObjectFormat,
     each: &mut dyn FnMut(usize, &[u8]) -> Step,
 ) -> Result<Option<Link>, String> {
-    let mut r = Bounded {
-        inner: BufReader::with_capacity(64 * 1024, file),
-        left: size,
-    };
-    let mut header = [0u8; 12];
-    r.exact(&mut header)?;
+    let mut r = Window::new(file, size, window);
+    let header = r.take(12)?;
     if &header[..4] != b"DIRC" {
         return Err("not a git index (no DIRC signature)".into());
     }
     let version = u32::from_be_bytes(header[4..8].try_into().expect("4 bytes"));
+    let count = u32::from_be_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
     if !(2..=4).contains(&version) {
         return Err(format!("index version {version}, jkz reads 2, 3 and 4"));
     }
-    let count = u32::from_be_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
     let hash = format.len();
     // ctime, mtime, dev, ino, mode, uid, gid, size (4 bytes each), the
     // object id, the flags.
     let fixed = 40 + hash + 2;
-    let mut stat = vec![0u8; fixed];
+    // Version 4's paths are built on the previous one; 2 and 3 are read in
+    // place.
     let mut name: Vec<u8> = Vec::new();
     for at in 0..count {
-        r.exact(&mut stat)?;
-        let flags = u16::from_be_bytes([stat[fixed - 2], stat[fixed - 1]]);
-        let mut header_len = fixed;
-        if flags & 0x4000 != 0 {
-            if version < 3 {
-                return Err(format!("entry {at}: extended flags in a version 2 index"));
-            }
-            r.skip(2)?;
-            header_len += 2;
+        let head = r.look(fixed)?;
+        let flags = u16::from_be_bytes([head[fixed - 2], head[fixed - 1]]);
+        let extended = flags & 0x4000 != 0;
+        if extended && version < 3 {
+            return Err(format!("entry {at}: extended flags in a version 2 index"));
         }
-        if version == 4 {
+        let start = fixed + if extended { 2 } else { 0 };
+        let step = if version == 4 {
+            r.skip(start)?;
             let strip = r.varint()?;
-            let keep = name
-                .len()
-                .checked_sub(usize::try_from(strip).unwrap_or(usize::MAX))
+            let keep = usize::try_from(strip)
+                .ok()
+                .and_then(|strip| name.len().checked_sub(strip))
                 .ok_or_else(|| {
                     format!("entry {at}: drops more of the previous path than it has")
                 })?;
             name.truncate(keep);
-            r.until_nul(&mut name)?;
+            let suffix = r.until_nul(0)?;
+            if name.len() + suffix.len() > MAX_PATH {
+                return Err(format!("a path longer than {MAX_PATH} bytes"));
+            }
+            name.extend_from_slice(suffix);
+            let used = suffix.len() + 1;
+            r.skip(used)?;
+            each(at, &name)
         } else {
-            name.clear();
-            r.until_nul(&mut name)?;
-            // NULs pad the entry (with its first NUL) to a multiple of 8.
-            let used = header_len + name.len() + 1;
-            r.skip((8 - used % 8) % 8)?;
-        }
-        if each(at, &name) == Step::Stop {
+            // The length in the flags is exact below 0xfff; a longer path
+            // is found by its NUL. NULs pad the entry to a multiple of 8.
+            let len = usize::from(flags & 0xfff);
+            let len = if len < 0xfff {
+                let entry = r.look(start + len + 1)?;
+                if entry[start + len] != 0 {
+                    return Err(format!(
+                        "entry {at}: its path is not the length its flags say"
+                    ));
+                }
+                len
+            } else {
+                r.until_nul(start)?.len()
+            };
+            let total = (start + len + 8) & !7;
+            let entry = r.look(total)?;
+            let step = each(at, &entry[start..start + len]);
+            r.skip(total)?;
+            step
+        };
+        if step == Step::Stop {
             return Ok(None);
         }
     }
     // Extensions, up to the trailing hash.
     let mut link = None;
-    while r.left > hash as u64 {
-        let mut head = [0u8; 8];
-        r.exact(&mut head)?;
+    while r.left() > hash as u64 {
+        let head = r.take(8)?;
+        let signature: [u8; 4] = head[..4].try_into().expect("4 bytes");
         let len = u64::from(u32::from_be_bytes(head[4..8].try_into().expect("4 bytes")));
-        if len > r.left {
+        if len > r.left() {
             return Err("an extension runs past the end of the file".into());
         }
-        if &head[..4] == b"link" {
-            let mut shared = vec![0u8; hash];
-            r.exact(&mut shared)?;
+        let len = usize::try_from(len).map_err(|_| "an extension too large")?;
+        if &signature == b"link" {
+            let shared = r.take(hash)?.to_vec();
             let rest = len
-                .checked_sub(hash as u64)
+                .checked_sub(hash)
                 .ok_or("a link extension shorter than a hash")?;
             let deleted = if rest > 0 {
-                let before = r.left;
+                let before = r.left();
                 let deleted = Bitmap::read(&mut r)?;
-                let used = before - r.left;
-                r.skip(
-                    usize::try_from(rest.checked_sub(used).ok_or("a link extension overruns")?)
-                        .map_err(|_| "a link extension too large")?,
-                )?;
+                let used = usize::try_from(before - r.left()).map_err(|_| "a bitmap too large")?;
+                r.skip(rest.checked_sub(used).ok_or("a link extension overruns")?)?;
                 deleted
             } else {
                 Bitmap::default()
             };
             link = Some(Link { shared, deleted });
         } else {
-            r.skip(usize::try_from(len).map_err(|_| "an extension too large")?)?;
+            r.skip(len)?;
         }
     }
     Ok(link)
 }
 
-/// A reader that knows how many bytes of the file are left.
-struct Bounded {
-    inner: BufReader<File>,
-    left: u64,
+/// The file through one window: the bytes looked at are in memory, the
+/// rest is read as the window moves on. Memory: the window, which grows
+/// only to hold one entry (at most [`MAX_PATH`] and its header).
+struct Window<R> {
+    file: R,
+    buf: Vec<u8>,
+    /// The window is `buf[at..end]`.
+    at: usize,
+    end: usize,
+    /// Bytes of the file not yet in `buf`.
+    unread: u64,
 }
+
+/// The window's usual size.
+const WINDOW: usize = 256 * 1024;
 
 fn short() -> String {
     "cut short (the file ends inside an entry)".into()
 }
 
-impl Bounded {
-    fn exact(&mut self, buf: &mut [u8]) -> Result<(), String> {
-        if (buf.len() as u64) > self.left {
-            return Err(short());
+impl<R: Read> Window<R> {
+    fn new(file: R, size: u64, window: usize) -> Window<R> {
+        Window {
+            file,
+            buf: vec![0; window.max(1)],
+            at: 0,
+            end: 0,
+            unread: size,
         }
-        self.inner.read_exact(buf).map_err(|e| e.to_string())?;
-        self.left -= buf.len() as u64;
-        Ok(())
+    }
+
+    /// Bytes of the file after the window's start.
+    fn left(&self) -> u64 {
+        (self.end - self.at) as u64 + self.unread
+    }
+
+    /// The next `n` bytes, without moving past them.
+    fn look(&mut self, n: usize) -> Result<&[u8], String> {
+        if self.end - self.at < n {
+            self.fill(n)?;
+        }
+        Ok(&self.buf[self.at..self.at + n])
+    }
+
+    /// The next `n` bytes, moving past them.
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        self.look(n)?;
+        let at = self.at;
+        self.at += n;
+        Ok(&self.buf[at..at + n])
     }
 
     fn skip(&mut self, mut n: usize) -> Result<(), String> {
-        if (n as u64) > self.left {
+        if n as u64 > self.left() {
             return Err(short());
         }
+        let here = n.min(self.end - self.at);
+        self.at += here;
+        n -= here;
+        // Past the window: whole windows read and dropped.
         while n > 0 {
-            let buf = self.inner.fill_buf().map_err(|e| e.to_string())?;
-            if buf.is_empty() {
-                return Err(short());
-            }
-            let take = buf.len().min(n);
-            self.inner.consume(take);
-            self.left -= take as u64;
-            n -= take;
+            self.fill(1)?;
+            let here = n.min(self.end - self.at);
+            self.at += here;
+            n -= here;
         }
         Ok(())
     }
 
+    /// Makes the window hold at least `n` bytes (the file has them).
+    fn fill(&mut self, n: usize) -> Result<(), String> {
+        if n as u64 > self.left() {
+            return Err(short());
+        }
+        self.buf.copy_within(self.at..self.end, 0);
+        self.end -= self.at;
+        self.at = 0;
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        while self.end < n {
+            let room =
+                (self.buf.len() - self.end).min(usize::try_from(self.unread).unwrap_or(usize::MAX));
+            let got = self
+                .file
+                .read(&mut self.buf[self.end..self.end + room])
+                .map_err(|e| e.to_string())?;
+            if got == 0 {
+                return Err(short());
+            }
+            self.end += got;
+            self.unread -= got as u64;
+        }
+        Ok(())
+    }
+
+    /// The bytes from `from` (after the window's start) up to the next NUL,
+    /// without moving: at most [`MAX_PATH`] of them.
+    fn until_nul(&mut self, from: usize) -> Result<&[u8], String> {
+        let mut want = from + 256;
+        loop {
+            let have = want.min(usize::try_from(self.left()).unwrap_or(usize::MAX));
+            let bytes = self.look(have)?;
+            if let Some(i) = memchr::memchr(0, &bytes[from.min(have)..]) {
+                let at = self.at;
+                return Ok(&self.buf[at + from..at + from + i]);
+            }
+            if have < want || have - from > MAX_PATH {
+                return Err(if have < want {
+                    short()
+                } else {
+                    format!("a path longer than {MAX_PATH} bytes")
+                });
+            }
+            want = want.saturating_mul(2).min(from + MAX_PATH + 1);
+        }
+    }
+
     fn byte(&mut self) -> Result<u8, String> {
-        let mut b = [0u8; 1];
-        self.exact(&mut b)?;
-        Ok(b[0])
+        Ok(self.take(1)?[0])
     }
 
     /// git's offset varint (`varint.c`): 7 bits a byte, high bit set on
@@ -395,33 +519,6 @@ impl Bounded {
         }
         Ok(value)
     }
-
-    /// Appends bytes up to the next NUL (consumed, not appended).
-    fn until_nul(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        loop {
-            let buf = self.inner.fill_buf().map_err(|e| e.to_string())?;
-            let buf = &buf[..buf
-                .len()
-                .min(usize::try_from(self.left).unwrap_or(usize::MAX))];
-            if buf.is_empty() {
-                return Err(short());
-            }
-            let (take, done) = match memchr::memchr(0, buf) {
-                Some(i) => (i, true),
-                None => (buf.len(), false),
-            };
-            if out.len() + take > MAX_PATH {
-                return Err(format!("a path longer than {MAX_PATH} bytes"));
-            }
-            out.extend_from_slice(&buf[..take]);
-            let used = take + usize::from(done);
-            self.inner.consume(used);
-            self.left -= used as u64;
-            if done {
-                return Ok(());
-            }
-        }
-    }
 }
 
 /// A set of entry positions, read from git's EWAH bitmap (`ewah/ewah_io.c`):
@@ -436,28 +533,30 @@ struct Bitmap {
 }
 
 impl Bitmap {
-    fn read(r: &mut Bounded) -> Result<Bitmap, String> {
-        let mut four = [0u8; 4];
-        r.exact(&mut four)?; // bit count
-        r.exact(&mut four)?;
-        let words = u32::from_be_bytes(four) as u64;
-        if words.saturating_mul(8) > r.left {
+    fn read<R: Read>(r: &mut Window<R>) -> Result<Bitmap, String> {
+        let u32_at = |r: &mut Window<R>| -> Result<u32, String> {
+            Ok(u32::from_be_bytes(r.take(4)?.try_into().expect("4 bytes")))
+        };
+        let u64_at = |r: &mut Window<R>| -> Result<u64, String> {
+            Ok(u64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes")))
+        };
+        u32_at(r)?; // bit count
+        let words = u64::from(u32_at(r)?);
+        if words.saturating_mul(8) > r.left() {
             return Err("a bitmap runs past the end of the file".into());
         }
-        let mut ones = Vec::new();
-        let mut bit = 0usize;
         fn push(ones: &mut Vec<(usize, usize)>, first: usize, count: usize) {
             match ones.last_mut() {
                 Some((f, c)) if *f + *c == first => *c += count,
                 _ => ones.push((first, count)),
             }
         }
+        let mut ones = Vec::new();
+        let mut bit = 0usize;
         let mut left = words;
-        let mut eight = [0u8; 8];
         while left > 0 {
-            r.exact(&mut eight)?;
+            let run = u64_at(r)?;
             left -= 1;
-            let run = u64::from_be_bytes(eight);
             let run_bit = run & 1 == 1;
             let run_words = ((run >> 1) & 0xffff_ffff) as usize;
             let literals = run >> 33;
@@ -470,9 +569,8 @@ impl Bitmap {
                 return Err("a bitmap's literal words run past its end".into());
             }
             for _ in 0..literals {
-                r.exact(&mut eight)?;
+                let word = u64_at(r)?;
                 left -= 1;
-                let word = u64::from_be_bytes(eight);
                 for b in 0..64 {
                     if word >> b & 1 == 1 {
                         push(&mut ones, bit + b, 1);
@@ -481,7 +579,7 @@ impl Bitmap {
                 bit += 64;
             }
         }
-        r.exact(&mut four)?; // the last run word's position
+        u32_at(r)?; // the last run word's position
         Ok(Bitmap { ones })
     }
 
@@ -578,9 +676,21 @@ mod tests {
         dir: &[u8],
         keep: usize,
     ) -> Result<Tracked, String> {
+        read_through(bytes, format, dir, keep, WINDOW)
+    }
+
+    /// The same through a window of `window` bytes: tiny ones cross every
+    /// edge of the window code.
+    fn read_through(
+        bytes: &[u8],
+        format: ObjectFormat,
+        dir: &[u8],
+        keep: usize,
+        window: usize,
+    ) -> Result<Tracked, String> {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("index"), bytes).unwrap();
-        tracked_below(tmp.path(), format, dir, keep)
+        tracked_below_through(tmp.path(), format, dir, keep, window)
     }
 
     fn path_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -593,6 +703,8 @@ mod tests {
             Just(b"a".to_vec()),
             Just(b"pipeline".to_vec()),
             Just(b"1.json".to_vec()),
+            // Longer than the 12 bits of a v2/v3 entry's length.
+            Just(vec![b'x'; 0x1003]),
             proptest::collection::vec(1u8..=255, 1..6).prop_map(|v| v
                 .into_iter()
                 .map(|b| if b == b'/' { b'_' } else { b })
@@ -610,6 +722,7 @@ mod tests {
             extended in proptest::collection::vec(any::<bool>(), 40),
             dir in prop_oneof![Just(b"state".to_vec()), Just(b"a/state".to_vec()), Just(Vec::new()), path_strategy()],
             keep in 0usize..6,
+            window in prop_oneof![Just(1usize), 2usize..80, Just(WINDOW)],
         ) {
             paths.sort();
             // An entry at two merge stages repeats its path.
@@ -618,7 +731,7 @@ mod tests {
             }
             let format = if sha256 { ObjectFormat::Sha256 } else { ObjectFormat::Sha1 };
             let bytes = write_index(version, format, &paths, &extended);
-            let got = read_bytes(&bytes, format, &dir, keep).unwrap();
+            let got = read_through(&bytes, format, &dir, keep, window).unwrap();
             let want = naive(&paths, &dir);
             prop_assert_eq!(got.count, want.len());
             prop_assert_eq!(got.first, want.into_iter().take(keep).collect::<Vec<_>>());

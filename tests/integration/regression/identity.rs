@@ -53,7 +53,11 @@ impl Client {
 /// A project where live chat `chat-a` holds issue 42 (its pipeline file
 /// says `building`).
 fn claimed_by_a() -> Project {
-    let p = Project::new();
+    claimed_by_a_in(Project::new())
+}
+
+/// The same in `p` (with its environment: a team registry).
+fn claimed_by_a_in(p: Project) -> Project {
     p.hook("SessionStart", "chat-a", json!({"source": "startup"}), T);
     p.jkz(&["claim", "42", "--session", "chat-a"], T).success();
     p.dir.write(
@@ -79,6 +83,7 @@ fn in_chat_b(p: &Project, client: Client, command: &str) -> Output {
     )
     .unwrap();
     let out = scrubbed(&program, p.dir.path())
+        .envs(p.env.iter().map(|(k, v)| (k, v)))
         .arg(&script)
         .env("JKZ_CHAT", bin("jkz-chat"))
         .env("JKZ", bin("jkz"))
@@ -124,32 +129,59 @@ fn env_u_session_variable_released_another_chats_claim() {
         return;
     }
     for client in CLIENTS {
-        let p = claimed_by_a();
-        let out = in_chat_b(
-            &p,
-            client,
-            "env -u CLAUDE_CODE_SESSION_ID \"$JKZ\" release 42 --session chat-a",
-        );
-        assert_eq!(out.status.code(), Some(3), "{client:?}: {out:?}");
-        let err = stderr(&out);
+        release_as_another_chat_is_refused(&claimed_by_a(), client);
+    }
+}
+
+/// The same with the registry in PostgreSQL (team mode): the chats and
+/// their clients are read from the server.
+#[test]
+fn env_u_session_variable_released_another_chats_claim_in_team_mode() {
+    if !needs_proc() {
+        return;
+    }
+    let Some(server) = crate::postgres::shared() else {
+        return;
+    };
+    for client in CLIENTS {
+        let mut p = Project::new();
+        p.env = vec![
+            ("JKZ_REGISTRY_URL".into(), server.url(&server.database())),
+            ("PGPASSWORD".into(), crate::postgres::PASSWORD.into()),
+            ("PGSSLMODE".into(), "prefer".into()),
+        ];
+        let p = claimed_by_a_in(p);
+        release_as_another_chat_is_refused(&p, client);
         assert!(
-            err.contains("run inside chat chat-b (its client, pid")
-                && err.contains("--session may name only that chat, not chat-a"),
-            "{client:?}: {err}"
-        );
-        assert_eq!(claims_of(&p, "chat-a")[0]["issue"], 42, "{client:?}");
-        // The chat's own commands need no variable: the tree names it.
-        let out = in_chat_b(
-            &p,
-            client,
-            "env -u CLAUDE_CODE_SESSION_ID \"$JKZ\" claim 43",
-        );
-        assert!(out.status.success(), "{client:?}: {out:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("claimed issue 43 for chat chat-b"),
-            "{client:?}: {out:?}"
+            !p.dir.join("state/chat.db").exists(),
+            "the team registry was used"
         );
     }
+}
+
+/// Inside chat B, `env -u CLAUDE_CODE_SESSION_ID jkz release 42 --session
+/// chat-a` is refused, and B's own commands need no variable.
+fn release_as_another_chat_is_refused(p: &Project, client: Client) {
+    let out = in_chat_b(
+        p,
+        client,
+        "env -u CLAUDE_CODE_SESSION_ID \"$JKZ\" release 42 --session chat-a",
+    );
+    assert_eq!(out.status.code(), Some(3), "{client:?}: {out:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("run inside chat chat-b (its client, pid")
+            && err.contains("--session may name only that chat, not chat-a"),
+        "{client:?}: {err}"
+    );
+    assert_eq!(claims_of(p, "chat-a")[0]["issue"], 42, "{client:?}");
+    // The chat's own commands need no variable: the tree names it.
+    let out = in_chat_b(p, client, "env -u CLAUDE_CODE_SESSION_ID \"$JKZ\" claim 43");
+    assert!(out.status.success(), "{client:?}: {out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("claimed issue 43 for chat chat-b"),
+        "{client:?}: {out:?}"
+    );
 }
 
 #[test]
