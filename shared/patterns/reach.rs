@@ -34,6 +34,11 @@ pub const NAMED_ISSUES: usize = 3;
 /// The record ids a bullet names (the rest are counted).
 pub const NAMED_RECORDS: usize = 2;
 
+/// No provenance is shorter: a pattern a prompt may get was seen in an
+/// issue, or approved (`(approved; seen in no issue; records …)`), and has
+/// a record.
+pub const SHORTEST_PROVENANCE: &str = "(seen in #0; records x)";
+
 /// The longest role and record id a bullet quotes, in bytes (a longer one
 /// is cut, with `…`).
 const MAX_NAME: usize = 48;
@@ -218,6 +223,18 @@ mod tests {
             provenance(&stats(0, None, true), &SeenIn::default()),
             "(approved; seen in no issue)"
         );
+        let shortest = SeenIn {
+            issues: vec![(0, vec![])],
+            records: vec!["x".into()],
+        };
+        let mut one = stats(1, Some(0), false);
+        one.occurrences = 1;
+        assert_eq!(provenance(&one, &shortest), SHORTEST_PROVENANCE);
+        let approved = SeenIn {
+            issues: vec![],
+            records: vec!["x".into()],
+        };
+        assert!(provenance(&stats(0, None, true), &approved).len() > SHORTEST_PROVENANCE.len());
     }
 
     #[test]
