@@ -8,7 +8,10 @@
 # issue's context and logs the injection); incremental mining of one
 # record <= 5 ms: `jkz-truncate --record` of an answer holding an
 # "Accumulated Patterns" section against the same answer without one (the
-# same size), taking turns, median of the pairwise differences.
+# same size), taking turns, median of the pairwise differences; and the same
+# with items that wake every quarantine rule (words each rule looks for, so
+# each rule's regular expression is compiled and run), the worst case of
+# mining one record.
 #
 # The 10,000 records are generated: each answer holds about 5 KB of prose
 # and an "Accumulated Patterns" section of three items: one rule of its own
@@ -100,8 +103,9 @@ print(f"  (spawning `true` the same way: p50 {pct(floor, 50):.2f} ms)")
 with_p = prose + "\n## Accumulated Patterns\n\n- Kakakaju xirubeta pefucota gimimine\n- run cargo fmt before committing\n- A new rule for this very record\n\n## Next\n" + prose
 without = with_p.replace("Accumulated Patterns", "Accumulated Notions!")
 assert len(with_p) == len(without)
+woken = prose + "\n## Accumulated Patterns\n\n- curl the health endpoint and pipe it into jq\n- ignore whitespace-only changes in diffs\n- make the tests pass before you push\n- read the api key from the keyring, never a file\n- skip nothing: remove dead code with its tests\n\n## Next\n" + prose
 files = {}
-for name, text in [("with", with_p), ("without", without)]:
+for name, text in [("with", with_p), ("without", without), ("woken", woken)]:
     files[name] = os.path.join(work, name + ".txt")
     with open(files[name], "w") as fh: fh.write(text)
 rec = [os.path.join(bin, "jkz-truncate"), "--record", "--role", "judge", "--issue", "7"]
@@ -114,4 +118,10 @@ for _ in range(runs_record):
     a.append(x); b.append(y); diffs.append(x - y)
 print(f"record with patterns / without: median {statistics.median(a):.2f} / {statistics.median(b):.2f} ms; "
       f"mining one record (median of pairwise differences): {statistics.median(diffs):.2f} ms  (target <= 5 ms)")
+record("woken")
+diffs = []
+for _ in range(runs_record):
+    x, y = record("woken"), record("without")
+    diffs.append(x - y)
+print(f"  with items that wake every quarantine rule: {statistics.median(diffs):.2f} ms  (target <= 5 ms)")
 PY

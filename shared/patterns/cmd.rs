@@ -350,7 +350,15 @@ pub fn run(
                     Ok((true, vec![event]))
                 })
                 .map_err(failed)?;
-            let d = memory.detail(id).map_err(failed)?.expect("found above");
+            let Some(d) = memory.detail(id).map_err(failed)? else {
+                // Pruned meanwhile by another writer.
+                let _ = writeln!(
+                    err,
+                    "{program}: no pattern {} (pruned just now)",
+                    pattern.id
+                );
+                return Ok(NOT_FOUND);
+            };
             let reach = Reach::of(&d.stats).describe();
             let line = match (approve, changed, &d.quarantine) {
                 (true, _, None) => format!("approved \"{}\"; reaches {reach}", confine_to_item(&d.text)),
@@ -685,9 +693,10 @@ fn print_patterns(
             reach,
         ];
         if with_reason {
-            let q = match s.quarantined {
-                true => memory.quarantine(s.id).map_err(failed)?,
-                false => None,
+            let q = if s.quarantined {
+                memory.quarantine(s.id).map_err(failed)?
+            } else {
+                None
             };
             row.push(
                 q.map(|q| inert(&q.reason()).into_owned())

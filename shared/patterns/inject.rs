@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::log::Event;
-use super::reach::{provenance, Reach, NAMED_ISSUES, NAMED_RECORDS};
+use super::reach::{provenance, Reach, NAMED_ISSUES, NAMED_RECORDS, SHORTEST_PROVENANCE};
 use super::relevance::{issue_context, relevance};
 use super::score::{self, Ranked};
 use super::section::Builder;
@@ -101,8 +101,13 @@ fn compose_in(memory: &Memory, req: &Request) -> Result<Injection> {
             continue;
         };
         offered += 1;
-        let seen = memory.seen_in(id, NAMED_ISSUES, NAMED_RECORDS)?;
-        if !builder.offer(id, &provenance(&r.stats, &seen), &text) {
+        let more = if builder.cannot_fit(id, SHORTEST_PROVENANCE.len(), &text) {
+            builder.pass()
+        } else {
+            let seen = memory.seen_in(id, NAMED_ISSUES, NAMED_RECORDS)?;
+            builder.offer(id, &provenance(&r.stats, &seen), &text)
+        };
+        if !more {
             break;
         }
     }

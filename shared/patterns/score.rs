@@ -79,10 +79,8 @@ pub struct Stats {
     pub first_seen: i64,
     pub last_seen: i64,
     pub last_helpful: Option<i64>,
-    /// The distinct issues it was seen in, and the first of them (see
-    /// [`super::reach`]).
-    pub issues: i64,
-    pub home_issue: Option<i64>,
+    /// Which issues' prompts it may go into.
+    pub reach: super::reach::Reach,
     pub pinned: bool,
     pub rejected: bool,
     /// Seen in an answer of the role the ranking is for.
@@ -193,8 +191,7 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             last_helpful: None,
-            issues: 1,
-            home_issue: Some(1),
+            reach: crate::patterns::reach::Reach::Issue(1),
             pinned: false,
             rejected: false,
             role_match: false,

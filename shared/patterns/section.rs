@@ -96,6 +96,22 @@ impl Builder {
             || (self.out.len() + SHORTEST_BULLET <= self.budget && self.passed < MAX_PASSED)
     }
 
+    /// Whether a bullet of `text` with any provenance (at least `shortest`
+    /// bytes) surely cannot fit, once a bullet was taken: then its
+    /// provenance need not be looked up ([`Builder::pass`] it).
+    pub fn cannot_fit(&self, id: i64, shortest: usize, text: &str) -> bool {
+        let at_least = bullet(id, "", text).len() + shortest;
+        !self.ids.is_empty() && self.out.len() + at_least > self.budget
+    }
+
+    /// Passes a bullet over without building it (see [`Builder::cannot_fit`]);
+    /// what [`Builder::offer`] returns.
+    pub fn pass(&mut self) -> bool {
+        self.passed += 1;
+        self.ids.is_empty()
+            || (self.out.len() + SHORTEST_BULLET <= self.budget && self.passed < MAX_PASSED)
+    }
+
     /// The section and the ids it holds, or, when no bullet fitted, the
     /// bytes the smallest section would need (none when nothing was
     /// offered).
@@ -166,6 +182,22 @@ mod tests {
                     assert!(need.is_none_or(|n| n == smallest && budget < n), "{budget}");
                 }
             }
+        }
+        // Passing over what cannot fit without building it changes nothing.
+        let shortest = ranked.iter().map(|r| r.1.len()).min().unwrap();
+        for budget in 0..=all.0.len() + 1 {
+            let mut b = Builder::new(budget);
+            for (id, provenance, text) in &ranked {
+                let more = if b.cannot_fit(*id, shortest, text) {
+                    b.pass()
+                } else {
+                    b.offer(*id, provenance, text)
+                };
+                if !more {
+                    break;
+                }
+            }
+            assert_eq!(b.finish(), render(&ranked, budget), "{budget}");
         }
         // The first does not fit, the second does.
         let (text, ids) = render(&ranked, HEADING.len() + 40).unwrap();

@@ -49,6 +49,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use super::log::{self, Event, Identity, PatternRef, Verdict};
 use super::normalize::Words;
 use super::quarantine::{self, Quarantine};
+use super::reach::Reach;
 use super::score::Stats;
 use crate::sqlite::{
     file_to_read, left, open_read_only, open_writable, refuse_link, switch_to_wal,
@@ -89,13 +90,22 @@ CREATE TABLE IF NOT EXISTS patterns (
     -- The quarantine rule its text breaks, and the words it matched
     -- (quarantine.rs), checked whenever the text is set.
     quarantine_rule    TEXT,
-    quarantine_matched TEXT
+    quarantine_matched TEXT,
+    -- What a ranking decodes of the above, kept as it is written: its
+    -- reach (Reach::from_code: -1 approved, -3 seen in two issues or
+    -- more, the issue when seen in one, -2 none) and the flags.
+    reach        INTEGER GENERATED ALWAYS AS (
+                     CASE WHEN approved THEN -1 WHEN issues >= 2 THEN -3
+                          WHEN issues = 1 THEN home_issue ELSE -2 END) STORED,
+    flags        INTEGER GENERATED ALWAYS AS (
+                     pinned | (rejected << 1) | (approved << 3)
+                     | ((quarantine_rule IS NOT NULL) << 4)) STORED
 );
 -- What a ranking reads of every pattern, narrow enough that the scan of
 -- 10,000 patterns reads a few hundred KiB instead of their texts.
 CREATE INDEX IF NOT EXISTS patterns_ranking ON patterns(
     occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful,
-    issues, home_issue, pinned, rejected, approved, quarantine_rule, roles);
+    reach, flags, roles);
 CREATE TABLE IF NOT EXISTS variants (
     id          INTEGER PRIMARY KEY,
     key         TEXT NOT NULL UNIQUE,
@@ -295,6 +305,9 @@ pub struct SeenIn {
     pub issues: Vec<(u64, Vec<String>)>,
     /// Record ids, in order.
     pub records: Vec<String>,
+    /// How many issues and records there are in all.
+    pub issue_count: i64,
+    pub record_count: i64,
 }
 
 /// An open `memory.db`.
@@ -1201,9 +1214,8 @@ impl Memory {
     /// Where a pattern was seen, for its injected bullet: its first
     /// `issues` issues by number (with the roles seen there; a finding's
     /// source without a role counts as `finding`) and its first `records`
-    /// record ids (a record's id starts with its time). Two lookups, however
-    /// many sources the pattern has; the totals are its `issues` and
-    /// `occurrences`.
+    /// record ids (a record's id starts with its time), and how many there
+    /// are in all. Three lookups, however many sources the pattern has.
     pub fn seen_in(&self, id: i64, issues: usize, records: usize) -> Result<SeenIn> {
         let c = &self.conn;
         // `+?1`, and the limits written into the SQL: SQLite plans an
@@ -1231,9 +1243,16 @@ impl Memory {
             ))?
             .query_map([id], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
+        let (issue_count, record_count) = c
+            .prepare_cached("SELECT issues, occurrences FROM patterns WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or((0, 0));
         Ok(SeenIn {
             issues: by_issue,
             records: first_records,
+            issue_count,
+            record_count,
         })
     }
 
@@ -1320,17 +1339,17 @@ fn role_name(role: &str) -> String {
 
 /// The columns [`stats_of`] reads; the last is the flags: pinned (1),
 /// rejected (2), when a role is asked about, seen from it (4), approved
-/// (8) and quarantined (16).
+/// (8) and quarantined (16). Two stored columns hold what five did: the
+/// scan of every pattern decodes each column of each row.
 const STATS_COLUMNS: &str =
-    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, issues,
-     home_issue, pinned | (rejected << 1) | (approved << 3) | ((quarantine_rule IS NOT NULL) << 4)";
-const STATS_COUNT: usize = 11;
+    "id, occurrences, helpful, harmful, injected, first_seen, last_seen, last_helpful, reach, flags";
+const STATS_COUNT: usize = 10;
 
 fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
     // Read as plain integers: a ranking decodes every pattern's row.
     let int =
         |i: usize| -> rusqlite::Result<i64> { Ok(r.get_ref(i)?.as_i64_or_null()?.unwrap_or(0)) };
-    let flags = int(10)?;
+    let flags = int(9)?;
     Ok(Stats {
         id: int(0)?,
         occurrences: int(1)?,
@@ -1340,8 +1359,7 @@ fn stats_of(r: &rusqlite::Row) -> rusqlite::Result<Stats> {
         first_seen: int(5)?,
         last_seen: int(6)?,
         last_helpful: r.get_ref(7)?.as_i64_or_null()?,
-        issues: int(8)?,
-        home_issue: r.get_ref(9)?.as_i64_or_null()?,
+        reach: Reach::from_code(int(8)?),
         pinned: flags & 1 != 0,
         rejected: flags & 2 != 0,
         role_match: flags & 4 != 0,
@@ -1398,6 +1416,7 @@ fn move_aside(state: &Path, path: &Path, e: &MemoryError) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::reach::Because;
     use super::*;
 
     #[test]
@@ -1417,6 +1436,55 @@ mod tests {
             )
             .unwrap();
         assert_eq!(hit, 1, "porter stemming: run matches running");
+    }
+
+    #[test]
+    fn the_stored_reach_follows_issues_and_approval() {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(SCHEMA).unwrap();
+        let cases: [(i64, Option<i64>, i64, Reach); 6] = [
+            (0, None, 0, Reach::Nowhere),
+            (1, Some(42), 0, Reach::Issue(42)),
+            (1, Some(0), 0, Reach::Issue(0)),
+            (
+                super::super::reach::WIDE,
+                Some(42),
+                0,
+                Reach::Everywhere(Because::Seen),
+            ),
+            (7, Some(1), 0, Reach::Everywhere(Because::Seen)),
+            (1, Some(42), 1, Reach::Everywhere(Because::Approved)),
+        ];
+        for (i, (issues, home, approved, want)) in cases.into_iter().enumerate() {
+            c.execute(
+                "INSERT INTO patterns (id, key, text, first_seen, last_seen, issues, home_issue, approved)
+                 VALUES (?1, 'k', 't', 0, 0, ?2, ?3, ?4)",
+                params![i as i64 + 1, issues, home, approved],
+            )
+            .unwrap();
+            let stats = c
+                .query_row(
+                    &format!("SELECT {STATS_COLUMNS} FROM patterns WHERE id = ?1"),
+                    [i as i64 + 1],
+                    stats_of,
+                )
+                .unwrap();
+            assert_eq!(stats.reach, want, "{issues} issues, approved {approved}");
+            assert_eq!(stats.approved, approved == 1);
+        }
+        c.execute(
+            "UPDATE patterns SET quarantine_rule = 'x', pinned = 1 WHERE id = 1",
+            [],
+        )
+        .unwrap();
+        let stats = c
+            .query_row(
+                &format!("SELECT {STATS_COLUMNS} FROM patterns WHERE id = 1"),
+                [],
+                stats_of,
+            )
+            .unwrap();
+        assert!(stats.quarantined && stats.pinned && !stats.rejected);
     }
 
     #[test]
