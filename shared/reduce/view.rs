@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 
+use super::classifier::REPEATED;
 use super::item::{units, Item, ItemClass, LABELS};
 use super::notes::{
     full_output_line, full_output_line_short, gap_line, overflow_line, quiet_gaps_line,
@@ -119,15 +120,16 @@ fn gap_cost(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> usize {
 fn gap_text(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Option<String> {
     match gap(input, a, b) {
         Gap::Marked(text) => Some(text),
-        Gap::None | Gap::Quiet(_) => None,
+        Gap::None | Gap::Quiet(..) => None,
     }
 }
 
 /// What lies between two shown lines.
 enum Gap {
     None,
-    /// A few context lines, counted in the closing note.
-    Quiet(u64),
+    /// A few context lines, counted in the closing note (or marked after
+    /// all, when that is shorter): how many, and the line that marks them.
+    Quiet(u64, String),
     Marked(String),
 }
 
@@ -153,13 +155,18 @@ fn gap(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Gap {
         .enumerate()
         .map(|(i, l)| (l.as_str(), to[LABELS + i] - from(LABELS + i)))
         .collect();
-    let nothing_named =
-        signals.iter().all(|(_, n)| *n == 0) && collapsed.iter().all(|(_, n)| *n == 0);
+    // Lines equal to the one before them say nothing either (a second
+    // blank line).
+    let nothing_named = signals.iter().all(|(_, n)| *n == 0)
+        && collapsed
+            .iter()
+            .all(|(label, n)| *n == 0 || *label == REPEATED);
     // Only between shown lines: the view's start and end are always marked.
+    let text = gap_line(first, end, &signals, &collapsed);
     if nothing_named && end - first <= QUIET_GAP && a.is_some() && b.is_some() {
-        return Gap::Quiet(end - first);
+        return Gap::Quiet(end - first, text);
     }
-    Gap::Marked(gap_line(first, end, &signals, &collapsed))
+    Gap::Marked(text)
 }
 
 /// Chooses and writes the view.
@@ -290,11 +297,15 @@ pub fn build(input: &ViewInput) -> View {
         ));
     }
     notes.extend(full_line);
-    let (quiet_lines, quiet_gaps) = quiet(input, &choice.chosen);
-    if quiet_gaps > 0 {
-        notes.insert(0, quiet_gaps_line(quiet_lines, quiet_gaps));
+    // The quiet gaps: one note, or their own lines when those are shorter
+    // (a single blank line left out).
+    let (quiet_lines, quiet_gaps, quiet_marked) = quiet(input, &choice.chosen);
+    let note = quiet_gaps_line(quiet_lines, quiet_gaps);
+    let mark_quiet = quiet_marked <= note.len() + 1;
+    if quiet_gaps > 0 && !mark_quiet {
+        notes.insert(0, note);
     }
-    let text = render(input, &choice.chosen, &notes);
+    let text = render(input, &choice.chosen, &notes, mark_quiet);
     let units = units(&text);
     View {
         text,
@@ -310,33 +321,42 @@ fn overflow_max(total: u64, input: &ViewInput) -> usize {
     overflow_line(total, total, input.budget, input.full.is_some()).len() + 1
 }
 
-/// The quiet gaps between the chosen items: (lines, gaps).
-fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64) {
+/// The quiet gaps between the chosen items: (lines, gaps, what marking
+/// each where it is would cost).
+fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64, usize) {
     let items: Vec<&Item> = chosen.values().map(|i| &**i).collect();
-    items.windows(2).fold((0, 0), |(lines, gaps), w| {
+    items.windows(2).fold((0, 0, 0), |(lines, gaps, cost), w| {
         match gap(input, Some(w[0]), Some(w[1])) {
-            Gap::Quiet(n) => (lines + n, gaps + 1),
-            _ => (lines, gaps),
+            Gap::Quiet(n, text) => (lines + n, gaps + 1, cost + text.len() + 1),
+            _ => (lines, gaps, cost),
         }
     })
 }
 
-fn render(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>, notes: &[String]) -> Vec<u8> {
+fn render(
+    input: &ViewInput,
+    chosen: &BTreeMap<u64, Rc<Item>>,
+    notes: &[String],
+    mark_quiet: bool,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let mut prev: Option<&Item> = None;
-    let gap = |out: &mut Vec<u8>, a: Option<&Item>, b: Option<&Item>| {
-        if let Some(g) = gap_text(input, a, b) {
-            out.extend_from_slice(g.as_bytes());
-            out.push(b'\n');
-        }
+    let gap_line = |out: &mut Vec<u8>, a: Option<&Item>, b: Option<&Item>| {
+        let text = match gap(input, a, b) {
+            Gap::Marked(text) => text,
+            Gap::Quiet(_, text) if mark_quiet => text,
+            Gap::Quiet(..) | Gap::None => return,
+        };
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'\n');
     };
     for item in chosen.values() {
-        gap(&mut out, prev, Some(item));
+        gap_line(&mut out, prev, Some(item));
         out.extend_from_slice(&item.text);
         out.push(b'\n');
         prev = Some(item);
     }
-    gap(&mut out, prev, None);
+    gap_line(&mut out, prev, None);
     for note in notes {
         out.extend_from_slice(note.as_bytes());
         out.push(b'\n');
