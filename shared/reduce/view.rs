@@ -40,6 +40,8 @@ pub struct ViewInput<'a> {
     pub budget: usize,
     /// The head's share of the context's room (the tail has the rest).
     pub head_share: f64,
+    /// The most characters of context shown (`None`: what the budget leaves).
+    pub context: Option<usize>,
     /// The warnings by kind, when they say something.
     pub warnings: Option<String>,
     pub full: Option<FullNote>,
@@ -70,6 +72,9 @@ struct Choice<'v, 'a> {
     chosen: BTreeMap<u64, Rc<Item>>,
     cost: usize,
     limit: usize,
+    /// The context lines chosen, by their own cost, against the family's
+    /// `context`.
+    context: usize,
 }
 
 impl<'v, 'a> Choice<'v, 'a> {
@@ -80,6 +85,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             chosen: BTreeMap::new(),
             cost,
             limit,
+            context: 0,
         }
     }
 
@@ -89,6 +95,10 @@ impl<'v, 'a> Choice<'v, 'a> {
             return true;
         }
         if !item.whole || item.cost() > self.limit {
+            return false;
+        }
+        let context = if item.is_signal() { 0 } else { item.cost() };
+        if self.context + context > self.input.context.unwrap_or(usize::MAX) {
             return false;
         }
         let prev = self.chosen.range(..item.seq).next_back().map(|(_, i)| &**i);
@@ -102,6 +112,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             return false;
         }
         self.cost = cost;
+        self.context += context;
         self.chosen.insert(item.seq, Rc::clone(item));
         true
     }
@@ -196,6 +207,16 @@ pub fn build(input: &ViewInput) -> View {
     let notes_cost = full_line.as_ref().map_or(0, |l| units(l.as_bytes()) + 1)
         + quiet_gaps_line(input.total_lines, input.total_lines).len()
         + 1;
+    // The warnings by kind are what groups them when they do not all fit:
+    // kept whenever the budget can spare their line.
+    let warnings_cost = input
+        .warnings
+        .as_ref()
+        .map_or(0, |w| units(w.as_bytes()) + 1);
+    let reserve_warnings =
+        notes_cost + warnings_cost + GAP_LINE_MAX + 1 + overflow_max(total_signals, input)
+            <= input.budget;
+    let notes_cost = notes_cost + if reserve_warnings { warnings_cost } else { 0 };
     let limit = input.budget.saturating_sub(notes_cost);
 
     let mut overflow = !all_held;
@@ -208,59 +229,11 @@ pub fn build(input: &ViewInput) -> View {
             input,
             limit.saturating_sub(overflow_max(total_signals, input)),
         );
-        let mut kinds = HashSet::new();
-        let mut rest = Vec::new();
-        for s in &signals {
-            let ItemClass::Signal { key, .. } = s.class else {
-                unreachable!("filtered to signals")
-            };
-            if kinds.insert(key) {
-                choice.add(s);
-            } else {
-                rest.push(*s);
-            }
-        }
-        // The others from both ends: the first errors and the last ones.
-        let (mut lo, mut hi) = (0, rest.len());
-        let (mut lo_open, mut hi_open) = (true, true);
-        while lo < hi && (lo_open || hi_open) {
-            if hi_open {
-                if choice.add(rest[hi - 1]) {
-                    hi -= 1;
-                } else {
-                    hi_open = false;
-                }
-            }
-            if lo < hi && lo_open {
-                if choice.add(rest[lo]) {
-                    lo += 1;
-                } else {
-                    lo_open = false;
-                }
-            }
-        }
+        fill_signals(&mut choice, &signals);
     }
 
     // The context that belongs to the chosen signals.
-    let chosen_signals: Vec<u64> = choice
-        .chosen
-        .values()
-        .filter(|i| i.is_signal())
-        .map(|i| i.seq)
-        .collect();
-    for seq in chosen_signals {
-        for item in input.candidates.range(seq + 1..).map(|(_, i)| i) {
-            match item.class {
-                ItemClass::After => {
-                    if !choice.add(item) {
-                        break;
-                    }
-                }
-                ItemClass::Signal { .. } => {}
-                ItemClass::Context => break,
-            }
-        }
-    }
+    add_after(&mut choice, |_| true);
 
     // Other context: head, tail, head.
     let context: Vec<&Rc<Item>> = input
@@ -268,7 +241,10 @@ pub fn build(input: &ViewInput) -> View {
         .values()
         .filter(|i| !i.is_signal() && !choice.chosen.contains_key(&i.seq))
         .collect();
-    let head_room = (choice.room() as f64 * input.head_share) as usize;
+    let context_left = input
+        .context
+        .map_or(usize::MAX, |c| c.saturating_sub(choice.context));
+    let head_room = (choice.room().min(context_left) as f64 * input.head_share) as usize;
     let start = choice.cost;
     let (mut lo, mut hi) = (0, context.len());
     while lo < hi && choice.cost.saturating_sub(start) < head_room && choice.add(context[lo]) {
@@ -284,7 +260,7 @@ pub fn build(input: &ViewInput) -> View {
     let signals_shown = choice.chosen.values().filter(|i| i.is_signal()).count() as u64;
     let mut notes = Vec::new();
     if let Some(w) = &input.warnings {
-        if units(w.as_bytes()) < choice.room() {
+        if reserve_warnings || units(w.as_bytes()) < choice.room() {
             notes.push(w.clone());
         }
     }
@@ -313,6 +289,128 @@ pub fn build(input: &ViewInput) -> View {
         signals: total_signals,
         signals_shown,
         overflow,
+    }
+}
+
+/// Which signals go first when not all of them fit: a protected block, then
+/// what failed, then what it printed on its way out, then the rest.
+fn rank(kind: SignalKind) -> u8 {
+    match kind {
+        SignalKind::Block => 0,
+        SignalKind::Error => 1,
+        SignalKind::Failure => 2,
+        SignalKind::Panic => 3,
+        SignalKind::Exit => 4,
+        SignalKind::Summary => 5,
+        SignalKind::Traceback => 6,
+        SignalKind::Id => 7,
+        SignalKind::Warning => 8,
+        SignalKind::Anchor => 9,
+    }
+}
+
+fn kind_and_key(item: &Item) -> (SignalKind, u64) {
+    match item.class {
+        ItemClass::Signal { kind, key } => (kind, key),
+        _ => unreachable!("only signals are ranked"),
+    }
+}
+
+/// A signal and the `file:line` anchors that follow it, shown together: an
+/// anchor without its message says nothing.
+struct Unit<'i> {
+    lead: &'i Rc<Item>,
+    anchors: Vec<&'i Rc<Item>>,
+}
+
+impl Unit<'_> {
+    fn add(&self, choice: &mut Choice) -> bool {
+        if !choice.add(self.lead) {
+            return false;
+        }
+        for a in &self.anchors {
+            if !choice.add(a) {
+                break;
+            }
+        }
+        true
+    }
+}
+
+/// The signals do not all fit: the first of each kind, highest rank first;
+/// then the context after the chosen errors, failures and panics; then the
+/// others, rank by rank, from both ends towards the middle.
+fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>]) {
+    let mut units: Vec<Unit> = Vec::new();
+    for s in signals {
+        let is_anchor = kind_and_key(s).0 == SignalKind::Anchor;
+        match units.last_mut() {
+            Some(u) if is_anchor && kind_and_key(u.lead).0 != SignalKind::Anchor => {
+                u.anchors.push(s)
+            }
+            _ => units.push(Unit {
+                lead: s,
+                anchors: Vec::new(),
+            }),
+        }
+    }
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| (rank(kind_and_key(units[i].lead).0), units[i].lead.seq));
+    let mut keys = HashSet::new();
+    let mut rest: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+    for i in order {
+        let (kind, key) = kind_and_key(units[i].lead);
+        if keys.insert(key) {
+            units[i].add(choice);
+        } else {
+            rest.entry(rank(kind)).or_default().push(i);
+        }
+    }
+    add_after(choice, |kind| rank(kind) <= rank(SignalKind::Panic));
+    for list in rest.values() {
+        let (mut lo, mut hi) = (0, list.len());
+        let (mut lo_open, mut hi_open) = (true, true);
+        while lo < hi && (lo_open || hi_open) {
+            if hi_open {
+                if units[list[hi - 1]].add(choice) {
+                    hi -= 1;
+                } else {
+                    hi_open = false;
+                }
+            }
+            if lo < hi && lo_open {
+                if units[list[lo]].add(choice) {
+                    lo += 1;
+                } else {
+                    lo_open = false;
+                }
+            }
+        }
+    }
+}
+
+/// Adds the `after` context of the chosen signals of the kinds `which`
+/// picks, each signal's in order, while it fits.
+fn add_after(choice: &mut Choice, which: impl Fn(SignalKind) -> bool) {
+    let chosen: Vec<u64> = choice
+        .chosen
+        .values()
+        .filter(|i| matches!(i.class, ItemClass::Signal { kind, .. } if which(kind)))
+        .map(|i| i.seq)
+        .collect();
+    let candidates = &choice.input.candidates;
+    for seq in chosen {
+        for item in candidates.range(seq + 1..).map(|(_, i)| i) {
+            match item.class {
+                ItemClass::After => {
+                    if !choice.add(item) {
+                        break;
+                    }
+                }
+                ItemClass::Signal { .. } => {}
+                ItemClass::Context => break,
+            }
+        }
     }
 }
 
