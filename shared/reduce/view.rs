@@ -9,12 +9,24 @@
 //!
 //! What is chosen, in order, while it fits:
 //! 1. every signal. When they do not all fit (or some were not held: see
-//!    [`super::retain`]), the first signal of each kind, then the others
-//!    from both ends towards the middle, and a note saying how many are not
-//!    shown;
+//!    [`super::retain`]), a note says how many are not shown, and they are
+//!    chosen by rank (a protected block's lines, errors, failures, panics,
+//!    exit statuses, summaries, traceback frames, identifiers, warnings):
+//!    the first of each kind, then the context after the chosen errors,
+//!    failures and panics, then the others rank by rank from both ends
+//!    towards the middle. A `file:line` anchor goes with the message before
+//!    it;
 //! 2. the context in the `after` lines of each chosen signal;
-//! 3. other context: from the head up to its share of what is left, then
-//!    from the tail, then from the head again.
+//! 3. other context: from the head up to its share, then from the tail,
+//!    then from the head again.
+//!
+//! Context (2 and 3) stops at the family's `context` characters, when it
+//! has one: in a test run or a build the context is mostly noise; in a diff
+//! or a listing it is what was asked for.
+//!
+//! A gap of a few context lines between two shown lines is not marked where
+//! it is; one note counts them all (a hash and its subject, with the author
+//! and date between them, read better without a line saying so).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
