@@ -60,6 +60,8 @@ pub mod user_filters;
 mod view;
 
 #[cfg(test)]
+mod family_tests;
+#[cfg(test)]
 mod prop_tests;
 
 use std::io::{self, Read, Write};

@@ -40,6 +40,8 @@ pub struct Classifier {
     /// Collapse labels: [`REPEATED`], [`SIMILAR`], then the rules' own in
     /// the order they first appear.
     pub labels: Vec<String>,
+    /// The family's `context`: the most characters of context a view keeps.
+    pub context: Option<usize>,
 }
 
 impl Classifier {
@@ -68,6 +70,7 @@ impl Classifier {
             set,
             rules,
             labels,
+            context: table.family(family).and_then(|f| f.context),
         })
     }
 

@@ -245,7 +245,8 @@ mod tests {
             family("python -m pip install x").as_deref(),
             Some("installs")
         );
-        assert_eq!(family("git log -n 200").as_deref(), Some("git"));
+        assert_eq!(family("git log -n 200").as_deref(), Some("git-log"));
+        assert_eq!(family("git diff HEAD~1").as_deref(), Some("git"));
         assert_eq!(
             family("cat build.log | grep -n error").as_deref(),
             Some("listings")

@@ -82,7 +82,8 @@ pub fn gap_line(
     format!("[jkz: {range}: {}]", parts.join("; "))
 }
 
-/// A gap of at most this many lines, all of them context, is not marked
+/// A gap of at most this many lines, all of them context or repeats of the
+/// line before, is not marked
 /// where it is: between a commit's hash and its subject, or an error and its
 /// anchor, a line saying "3 lines omitted" would cost more than it tells.
 /// One note after the view counts them all ([`quiet_gaps_line`]).
@@ -91,7 +92,7 @@ pub const QUIET_GAP: u64 = 3;
 /// The short gaps left unmarked: how many lines in how many places.
 pub fn quiet_gaps_line(lines: u64, gaps: u64) -> String {
     format!(
-        "[jkz: {} omitted in {} between the lines above, none of them a signal; the full output has them]",
+        "[jkz: {} omitted in {} between the lines above (context, or repeats of the line before); the full output has them]",
         counted(lines, "more lines"),
         counted(gaps, "short gaps"),
     )

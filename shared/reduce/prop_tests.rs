@@ -44,6 +44,12 @@ is = "collapse:passing tests"
 match = '^D: '
 is = "context"
 next = "signal:id"
+
+[[filters]]
+name = "probe-tight"
+commands = ["probe-tight"]
+include = ["probe"]
+context = 300
 "#;
 
 fn table() -> FilterTable {
@@ -110,6 +116,7 @@ fn lines_of(input: &[u8]) -> Vec<&[u8]> {
 
 /// The signal lines, whole (`None`: longer than what is kept of a line).
 fn signals(input: &[u8], table: &FilterTable, max_line: usize) -> Vec<Option<Vec<u8>>> {
+    // Both families have the same rules: `probe-tight` only keeps less context.
     let classifier = Classifier::new(table, "probe").unwrap();
     let mut scanner = BlockScanner::with_max_line(max_line);
     let mut events = Vec::new();
@@ -165,9 +172,10 @@ fn run(
     tuning: Tuning,
     read: usize,
     keep: Option<&StateDir>,
+    command: &str,
 ) -> super::Reduced {
     let ctx = Context {
-        command: Some("probe --all"),
+        command: Some(command),
         exit_code: None,
         budget_chars: budget,
         keep,
@@ -193,11 +201,12 @@ proptest! {
         max_line in prop::sample::select(vec![16usize, 64, 4096]),
         chunk_extra in 0usize..300,
         read in 1usize..3000,
+        command in prop::sample::select(vec!["probe --all", "probe-tight"]),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::at(dir.path());
         let tuning = Tuning { chunk: max_line + chunk_extra, max_line };
-        let r = run(&input, budget, tuning, read, Some(&state));
+        let r = run(&input, budget, tuning, read, Some(&state), command);
         let view = &r.view;
         if !r.stats.reduced {
             prop_assert_eq!(view, &input);
@@ -249,9 +258,10 @@ proptest! {
         max_line in prop::sample::select(vec![16usize, 64]),
         chunk_extra in 0usize..40,
         read in 1usize..40,
+        command in prop::sample::select(vec!["probe", "probe-tight", "unknown"]),
     ) {
-        let tiny = run(&input, budget, Tuning { chunk: max_line + chunk_extra, max_line }, read, None);
-        let whole = run(&input, budget, Tuning { chunk: 1 << 20, max_line }, usize::MAX, None);
+        let tiny = run(&input, budget, Tuning { chunk: max_line + chunk_extra, max_line }, read, None, command);
+        let whole = run(&input, budget, Tuning { chunk: 1 << 20, max_line }, usize::MAX, None, command);
         prop_assert_eq!(&tiny.view, &whole.view);
         prop_assert_eq!(tiny.stats, whole.stats);
     }
@@ -271,7 +281,14 @@ fn three_hundred_errors_in_a_small_budget_keep_the_first_of_each_kind_and_the_la
         input.push_str(&format!("E{} {kind} `v{i}`\n  ctx {i}\n", i % 10));
     }
     input.push_str("W1 the last warning\n");
-    let r = run(input.as_bytes(), 2000, Tuning::default(), usize::MAX, None);
+    let r = run(
+        input.as_bytes(),
+        2000,
+        Tuning::default(),
+        usize::MAX,
+        None,
+        "probe",
+    );
     let view = String::from_utf8(r.view).unwrap();
     assert!(units(view.as_bytes()) <= 2000);
     for first in [

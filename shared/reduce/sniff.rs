@@ -68,7 +68,7 @@ mod tests {
         assert_eq!(
             sniffed("commit 4820cf0c1d9e8b7a6f5e4d3c2b1a09f8e7d6c5b4\nAuthor: A <a@b>\n")
                 .as_deref(),
-            Some("git")
+            Some("git-log")
         );
         assert_eq!(
             sniffed("2025-03-04T12:00:01Z INFO up\n2025-03-04T12:00:02Z INFO still up\n")

@@ -346,6 +346,7 @@ pub fn reduce_with(
     let warnings = warnings_line(&sorter.warning_kinds, sorter.warnings_other);
     let counts = sorter.tally.counts().to_vec();
     let labels = sorter.classifier.labels.clone();
+    let context = sorter.classifier.context;
     let family = sink.family.clone();
     let candidates = sink.retained.candidates();
     let head_share = if ctx.exit_code.is_some_and(|c| c != 0) {
@@ -361,6 +362,7 @@ pub fn reduce_with(
             labels: &labels,
             budget,
             head_share,
+            context,
             warnings: warnings.clone(),
             full,
         })

@@ -213,6 +213,9 @@ pub struct Family {
     pub sniff: Vec<String>,
     /// Families whose rules follow this one's.
     pub include: Vec<String>,
+    /// The most client characters of context (lines that are neither
+    /// signals nor collapsed) its view keeps; `None`: as the budget allows.
+    pub context: Option<usize>,
     pub rules: Vec<Rule>,
     pub source: Source,
 }
@@ -279,6 +282,9 @@ impl FilterTable {
                     }
                     if !family.description.is_empty() {
                         ours.description = family.description;
+                    }
+                    if family.context.is_some() {
+                        ours.context = family.context;
                     }
                     ours.source = family.source;
                 }
@@ -354,6 +360,7 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
         commands: Vec::new(),
         sniff: Vec::new(),
         include: Vec::new(),
+        context: None,
         rules: Vec::new(),
         source: Source {
             file: file.map(Path::to_path_buf),
@@ -368,6 +375,18 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
             "commands" => family.commands = strings(v, &name)?,
             "sniff" => family.sniff = strings(v, &name)?,
             "include" => family.include = strings(v, &name)?,
+            "context" => match v {
+                Value::Integer(n) if *n >= 0 => family.context = Some(*n as usize),
+                other => {
+                    return Err((
+                        name,
+                        format!(
+                            "expected a number of characters (0 or more), found {}",
+                            other.type_str()
+                        ),
+                    ))
+                }
+            },
             "rules" => {
                 let Value::Array(rules) = v else {
                     return Err((
@@ -387,7 +406,7 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
             _ => {
                 return Err((
                     name,
-                    "unknown key: expected name, description, commands, sniff, include or rules"
+                    "unknown key: expected name, description, commands, sniff, include, context or rules"
                         .into(),
                 ))
             }

@@ -21,6 +21,7 @@ mod post_compact;
 mod postgres;
 mod races;
 mod readers;
+mod reduce;
 mod registry;
 mod regression;
 mod session;
