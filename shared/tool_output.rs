@@ -169,6 +169,8 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         jkz: guarded.jkz,
         blocks: guarded.blocks,
         ms: started.elapsed().as_millis() as u64,
+        via: Some("post-tool-use".into()),
+        ..Entry::default()
     };
     if let Err(e) = ledger::append(&state, &entry) {
         warnings.warn(format!(

@@ -15,6 +15,14 @@
 //! | `jkz` | bytes jkz put there |
 //! | `blocks` | protected blocks in what jkz put there |
 //! | `ms` | the hook's time, from reading its input to answering |
+//! | `via` | the path the output took: `post-tool-use` (the guard after the call), `wrap` (the command ran through jkz, `jkz-truncate --run`), `after-tool` (Gemini CLI) |
+//! | `family` | the reduction engine's family (`test`, `build`, `git`, …), when it reduced the output |
+//! | `exit` | the command's exit code, when known |
+//! | `signals`, `signals_shown` | distinct signal lines in the output, and how many the view shows |
+//! | `repeat` | true when the output was identical to an earlier call's and became a pointer to it |
+//!
+//! The last six are absent from lines written before they existed, and
+//! each is absent when it does not apply; readers take them as unknown.
 //!
 //! Each line is appended with one `write` to a file opened `O_APPEND`, so
 //! concurrent hooks never interleave within a line, and a line is never
@@ -45,7 +53,7 @@ pub const CALL_CHARS: usize = 200;
 const ROTATE_WAIT: Duration = Duration::from_millis(500);
 
 /// One guarded call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub ts: String,
     pub tool: String,
@@ -55,6 +63,18 @@ pub struct Entry {
     pub jkz: u64,
     pub blocks: u64,
     pub ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals_shown: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat: bool,
 }
 
 /// `call` shortened to [`CALL_CHARS`] characters.
@@ -118,6 +138,7 @@ mod tests {
             jkz: 100,
             blocks: 1,
             ms: 3,
+            ..Entry::default()
         }
     }
 

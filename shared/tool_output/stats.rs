@@ -253,6 +253,7 @@ mod tests {
             jkz,
             blocks: 1,
             ms: 2,
+            ..Entry::default()
         }
     }
 
