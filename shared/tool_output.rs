@@ -34,6 +34,8 @@ pub mod client;
 pub mod help;
 pub mod ledger;
 pub mod persisted;
+pub mod recent;
+pub mod reduce_call;
 pub mod response;
 pub mod roles;
 pub mod stats;
