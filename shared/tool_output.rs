@@ -39,6 +39,7 @@ pub mod reduce_call;
 pub mod response;
 pub mod roles;
 pub mod stats;
+pub mod wrap;
 
 use std::ffi::OsStr;
 use std::io::{self, Read};

@@ -33,7 +33,7 @@ use super::decision::{decide, Verdict};
 use super::identity::{lineage, may_not_speak_for};
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
-use crate::client::{codex, gemini, Client};
+use crate::client::{gemini, Client};
 use crate::clock::now;
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
@@ -115,15 +115,16 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         }
     };
     let answer = answer(&event, deadline, warnings);
-    // Codex CLI: a shell call nobody refused runs through jkz's output
-    // guard (`client::codex::guard`); the refusal always comes first.
-    if answer.is_none()
-        && event.event_name() == Some("PreToolUse")
-        && Client::detect(&event) == Client::Codex
-    {
-        return codex::guard::answer(&event, |command| {
-            crate::tool_output::roles::head_share(command, &crate::tool_output::roles::built_in())
-        });
+    // A shell call nobody refused runs through jkz's reduction (the Bash
+    // wrap): one answer per call, the refusal always first.
+    let client = Client::detect(&event);
+    let before_tool = match client {
+        Client::Gemini => "BeforeTool",
+        Client::Claude | Client::Codex => "PreToolUse",
+    };
+    if answer.is_none() && event.event_name() == Some(before_tool) {
+        let session = resolve_raw(event.text("session_id"), process_env).map(|(raw, _)| raw);
+        return crate::tool_output::wrap::answer(&event, client, session.as_deref());
     }
     answer
 }

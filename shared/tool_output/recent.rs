@@ -3,7 +3,6 @@
 //! (each line carries its session, the output's hash and the file keeping
 //! it, [`super::ledger`]). No store of its own: the ledger is the record.
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -100,6 +99,7 @@ the whole output: {} (Read it, or a range with offset and limit)]\n",
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::io::Write;
 
     #[test]
