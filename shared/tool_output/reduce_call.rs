@@ -56,6 +56,13 @@ pub enum Viewer {
     Claude,
     Codex,
     Gemini,
+    /// Claude Code's view of an MCP tool's output (inline up to 50,000
+    /// characters).
+    #[value(skip)]
+    ClaudeMcp,
+    /// Claude Code's view of an output it always shows whole (Grep).
+    #[value(skip)]
+    ClaudeWhole,
 }
 
 impl Viewer {
@@ -75,6 +82,8 @@ impl Viewer {
             (Viewer::Claude, false) => Some(BASH_INLINE_CHARS as usize),
             (Viewer::Codex, _) => Some(CODEX_KEEPS as usize),
             (Viewer::Gemini, _) => Some(GEMINI_KEEPS as usize),
+            (Viewer::ClaudeMcp, _) => Some(super::client::MCP_INLINE_CHARS as usize),
+            (Viewer::ClaudeWhole, _) => None,
         }
     }
 
@@ -91,6 +100,13 @@ impl Viewer {
                 head,
                 path: None,
             }),
+            Viewer::ClaudeMcp => super::client::shown_bytes(&FullOutput {
+                bytes,
+                over_limit: chars > super::client::MCP_INLINE_CHARS,
+                head,
+                path: None,
+            }),
+            Viewer::ClaudeWhole => bytes,
             Viewer::Codex if bytes > CODEX_KEEPS => CODEX_SHOWN,
             Viewer::Gemini if chars > GEMINI_KEEPS => GEMINI_KEEPS + GEMINI_NOTE,
             Viewer::Codex | Viewer::Gemini => bytes,

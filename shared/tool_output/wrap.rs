@@ -25,7 +25,8 @@
 //!
 //! Left alone ([`leave_alone`]): what `crate::client::codex::guard::leave_alone`
 //! leaves alone (jkz's own commands, interactive programs, background
-//! jobs, `exec`), a command that ends the shell (`exit`, `logout`), a
+//! jobs, `exec`), in Claude Code a command that ends the shell (`exit`,
+//! `logout`, `return`: jkz would never read its output), a
 //! command whose first word sets `JKZ_RAW=1` (the raw request, documented
 //! in docs/tool-output-guard.md and nowhere in any output), a call the
 //! client runs in the background (`run_in_background`), the client's plan
@@ -52,13 +53,17 @@ pub const RAW_REQUEST: &str = "JKZ_RAW=1";
 /// The program the wrap runs, beside the hook's own binary.
 pub const PROGRAM: &str = "jkz-truncate";
 
-/// Why `command` is left as it is, or `None` to wrap it.
-pub fn leave_alone(command: &str) -> Option<&'static str> {
+/// Why `command` is left as it is for `client`, or `None` to wrap it.
+pub fn leave_alone(command: &str, client: Client) -> Option<&'static str> {
     if command.trim_start().starts_with(RAW_REQUEST) {
         return Some("the raw output was asked for");
     }
     if let Some(why) = codex_guard::leave_alone(command) {
         return Some(why);
+    }
+    if client != Client::Claude {
+        // A fresh shell of its own: an `exit` ends only that.
+        return None;
     }
     let ends_the_shell = command
         .split(['\n', ';', '|', '&', '(', ')', '{', '}'])
@@ -128,7 +133,7 @@ pub fn answer(event: &HookInput, client: Client, session: Option<&str>) -> Optio
     }
     let input = event.raw.get("tool_input")?.as_object()?;
     let command = input.get("command")?.as_str()?;
-    if leave_alone(command).is_some()
+    if leave_alone(command, client).is_some()
         || input.get("run_in_background").and_then(Value::as_bool) == Some(true)
         || input.get("is_background").and_then(Value::as_bool) == Some(true)
     {
@@ -212,8 +217,9 @@ mod tests {
             ("./server &", true),
             ("echo exit", false),
         ] {
-            assert_eq!(leave_alone(c).is_some(), left, "{c}");
+            assert_eq!(leave_alone(c, Client::Claude).is_some(), left, "{c}");
         }
+        assert_eq!(leave_alone("make; exit 3", Client::Codex), None);
     }
 
     /// Runs `command` through the Claude rewrite in one `bash`, with a
