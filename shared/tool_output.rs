@@ -152,6 +152,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
             &tool_results,
             &state,
             &input_meta,
+            cap,
             started,
             warnings,
         );
@@ -216,6 +217,7 @@ fn reduce_output(
     tool_results: &Result<PathBuf, String>,
     state: &StateDir,
     meta: &Meta,
+    cap: u64,
     started: Instant,
     warnings: &mut Warnings,
 ) -> Option<String> {
@@ -234,6 +236,7 @@ fn reduce_output(
     };
     let budget = viewer
         .budget(exit_code)
+        .min(usize::try_from(cap).unwrap_or(usize::MAX))
         .saturating_sub(output.beside as usize)
         .max(crate::reduce::MIN_BUDGET);
     if let Body::Inline(text) = &output.body {
@@ -246,6 +249,12 @@ fn reduce_output(
     if crate::hook::refuse_tracked_state(state, warnings) {
         return None;
     }
+    // Nothing can be kept under state/: the client's own copy is the
+    // whole output the view names.
+    let client_copy = match &output.body {
+        Body::Persisted(path) if state.check().is_err() || !state.exists() => Some(path.as_path()),
+        _ => None,
+    };
     let call = reduce_call::Call {
         tool: &output.tool,
         command,
@@ -254,7 +263,7 @@ fn reduce_output(
         viewer,
         session: meta.session.as_deref(),
         state,
-        kept_at: None,
+        kept_at: client_copy,
         budget: Some(budget),
         started,
     };
