@@ -13,7 +13,7 @@
 //!
 //!   ```text
 //!   { eval 'CMD'; } >'STATE/context-offload/run-ID.txt' 2>&1; __jkz_status=$?;
-//!   'BIN/jkz-truncate' --for claude --session 'S' --exit-code "$__jkz_status" --ran 'CMD' 'FILE' || cat 'FILE';
+//!   'BIN/jkz-truncate' --for claude --state-dir 'STATE' --session 'S' --exit-code "$__jkz_status" --ran 'CMD' 'FILE' || cat 'FILE';
 //!   (exit "$__jkz_status")
 //!   ```
 //!
@@ -74,13 +74,24 @@ pub fn leave_alone(command: &str, client: Client) -> Option<&'static str> {
 
 /// The command Claude Code runs instead of `command`: `command` in the
 /// client's own shell, its output into `file`, then reduced by `program`.
-pub fn claude_command(command: &str, program: &Path, file: &Path, session: Option<&str>) -> String {
+pub fn claude_command(
+    command: &str,
+    program: &Path,
+    file: &Path,
+    state: Option<&Path>,
+    session: Option<&str>,
+) -> String {
     let file = quote(&file.to_string_lossy());
+    // The state directory as the hook found it: a `cd` in the command does
+    // not move it.
+    let state = state
+        .map(|s| format!(" --state-dir {}", quote(&s.to_string_lossy())))
+        .unwrap_or_default();
     let session = session
         .map(|s| format!(" --session {}", quote(s)))
         .unwrap_or_default();
     format!(
-        "{{ eval {cmd}; }} >{file} 2>&1; __jkz_status=$?; {prog} --for claude{session} --exit-code \"$__jkz_status\" --ran {cmd} {file} || cat {file}; (exit \"$__jkz_status\")",
+        "{{ eval {cmd}; }} >{file} 2>&1; __jkz_status=$?; {prog} --for claude{state}{session} --exit-code \"$__jkz_status\" --ran {cmd} {file} || cat {file}; (exit \"$__jkz_status\")",
         cmd = quote(command),
         prog = quote(&program.to_string_lossy()),
     )
@@ -149,7 +160,8 @@ pub fn answer(event: &HookInput, client: Client, session: Option<&str>) -> Optio
             let cwd = event.cwd();
             let state = StateDir::resolve(None, cwd.as_deref());
             let file = run_file(&state, event.text("tool_use_id"))?;
-            claude_command(command, &program, &file, session)
+            let root = std::path::absolute(state.path()).ok();
+            claude_command(command, &program, &file, root.as_deref(), session)
         }
         Client::Codex => fresh_shell_command(command, &program, "codex", session),
         Client::Gemini => fresh_shell_command(command, &program, "gemini", session),
@@ -237,7 +249,7 @@ mod tests {
         let file = dir.join("out file.txt");
         let script = format!(
             "{} && pwd -P >&2",
-            claude_command(command, &program, &file, Some("s'1"))
+            claude_command(command, &program, &file, None, Some("s'1"))
         );
         let out = Command::new("bash")
             .arg("-c")
@@ -279,6 +291,7 @@ mod tests {
             "echo kept; exit_status_7() { return 7; }; exit_status_7",
             Path::new("/nonexistent/jkz-truncate"),
             &file,
+            None,
             None,
         );
         let out = Command::new("bash")
