@@ -299,7 +299,7 @@ fn reduce_output(
         }
     };
     for line in String::from_utf8_lossy(&notes).lines() {
-        warnings.warn(line.strip_prefix("jkz: ").unwrap_or(line).to_string());
+        warnings.warn(line.strip_prefix("jkz: ").unwrap_or(line));
     }
     let outcome = match outcome {
         Ok(o) => o,
