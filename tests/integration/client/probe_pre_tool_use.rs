@@ -323,6 +323,7 @@ fn one_bash(
     p.marking("orig");
     p.marking("new");
     p.filter();
+    p.program("fail.sh", "printf FAIL; exit 3");
     let hooks = json!({
         "PreToolUse": [{"matcher": "Bash", "hooks": [p.hook("pre", &[answer(&p)], true, 0)]}],
         "PostToolUse": [{"matcher": "", "hooks": [p.hook("post", &[], false, 0)]}],
@@ -415,6 +416,29 @@ fn measure_a_rewritten_bash_command_and_its_permission() {
         o.report
     );
 
+    // Nothing allows the original: without a hook it is refused …
+    let o = one_bash(none, orig, |_| None, DEFAULT);
+    row("default, no rule; no answer", &o);
+    assert!(!o.orig, "{}", o.report);
+    assert_eq!(
+        o.shown.text, "This command requires approval",
+        "{}",
+        o.report
+    );
+    // … rewritten without a decision to a command the client allows by
+    // itself (read-only `printf`), it runs: only NEW is judged.
+    let o = one_bash(
+        none,
+        orig,
+        |_| Some(rewrite("printf read-only", None)),
+        DEFAULT,
+    );
+    row(
+        "default, no rule; updatedInput `printf read-only`, no decision",
+        &o,
+    );
+    assert!(!o.orig && o.shown.text == "read-only", "{}", o.report);
+
     // … with "allow": NEW runs.
     let allow_new = |p: &Probe| Some(rewrite(&p.path("new.sh"), Some("allow")));
     let o = one_bash(allow_orig, orig, allow_new, DEFAULT);
@@ -460,6 +484,31 @@ fn measure_a_rewritten_bash_command_and_its_permission() {
     );
     assert!(o.orig && o.filter && !o.shown.is_error, "{}", o.report);
     assert_eq!(o.shown.text, "orig", "{}", o.report);
+
+    // A pipe loses the original's exit status: a failing original reads
+    // as a success (no "Exit code", PostToolUse rather than
+    // PostToolUseFailure).
+    let o = one_bash(
+        none,
+        |p| p.path("fail.sh"),
+        |p| {
+            Some(rewrite(
+                &format!("{} |& {}", p.path("fail.sh"), p.path("filter.sh")),
+                None,
+            ))
+        },
+        HARNESS,
+    );
+    row(
+        "--allowedTools Bash; `FAILING |& FILTER` (exit 3), no decision",
+        &o,
+    );
+    assert!(
+        o.filter && !o.shown.is_error && o.shown.text == "FAIL",
+        "{}",
+        o.report
+    );
+    assert_eq!(o.post.len(), 1, "{}", o.report);
 
     // The same pipe without a rule for the filter: refused.
     let o = one_bash(
