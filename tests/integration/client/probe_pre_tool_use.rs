@@ -367,6 +367,13 @@ fn measure_a_rewritten_bash_command_and_its_permission() {
     let brace = |p: &Probe| wrapped(Shape::BraceEval, &p.path("orig.sh"), &p.path("orig.out"));
     let exec = |p: &Probe| wrapped(Shape::Exec, &p.path("orig.sh"), &p.path("orig.out"));
     let exec_trap = |p: &Probe| wrapped(Shape::ExecTrap, &p.path("orig.sh"), &p.path("orig.out"));
+    let brace_trap = |p: &Probe| {
+        wrapped(
+            Shape::BraceEvalTrap,
+            &p.path("orig.sh"),
+            &p.path("orig.out"),
+        )
+    };
 
     let mut rows = Vec::new();
     let mut row = |what: &str, o: &Outcome| {
@@ -553,6 +560,40 @@ fn measure_a_rewritten_bash_command_and_its_permission() {
         o.report
     );
 
+    // The trap variants: refused the same way.
+    let o = one_bash(
+        allow_orig,
+        orig,
+        |p| Some(rewrite(&brace_trap(p), None)),
+        DEFAULT,
+    );
+    row(
+        "default, allow rule for ORIG; brace-eval+trap wrap, no decision",
+        &o,
+    );
+    assert!(!o.orig, "{}", o.report);
+    assert_eq!(
+        o.shown.text, "Contains brace with quote character (expansion obfuscation)",
+        "{}",
+        o.report
+    );
+    let o = one_bash(
+        allow_orig,
+        orig,
+        |p| Some(rewrite(&exec_trap(p), None)),
+        DEFAULT,
+    );
+    row(
+        "default, allow rule for ORIG; exec+trap wrap, no decision",
+        &o,
+    );
+    assert!(!o.orig, "{}", o.report);
+    assert_eq!(
+        o.shown.text, "This command can't be checked before it runs",
+        "{}",
+        o.report
+    );
+
     // A deny rule for the original, Bash otherwise allowed: without a hook
     // it is refused …
     let o = one_bash(deny_orig, orig, |_| None, HARNESS);
@@ -567,6 +608,18 @@ fn measure_a_rewritten_bash_command_and_its_permission() {
     let o = one_bash(deny_orig, orig, |p| Some(rewrite(&brace(p), None)), HARNESS);
     row(
         "--allowedTools Bash, deny rule for ORIG; brace-eval wrap, no decision",
+        &o,
+    );
+    assert!(o.orig && !o.shown.is_error, "{}", o.report);
+
+    let o = one_bash(
+        deny_orig,
+        orig,
+        |p| Some(rewrite(&brace_trap(p), None)),
+        HARNESS,
+    );
+    row(
+        "--allowedTools Bash, deny rule for ORIG; brace-eval+trap wrap, no decision",
         &o,
     );
     assert!(o.orig && !o.shown.is_error, "{}", o.report);
