@@ -24,6 +24,7 @@ mod compaction;
 mod gemini;
 mod plugin;
 mod post_compact;
+mod probe_pre_tool_use;
 mod registry;
 mod session;
 mod tool_output;
