@@ -91,14 +91,16 @@ question is a refusal (Codex's hooks cannot ask).
 The Bash wrap: a shell call it does not refuse (Claude Code's Bash, Codex's
 Bash, Gemini's run_shell_command) comes back with its command rewritten so
 the output reaches the model reduced by jkz's engine, with the command's
-exit status: in Claude Code the command stays in the client's own shell,
-its output into STATE/context-offload/run-….txt, then jkz-truncate --ran
-reduces it (only updatedInput: the user's permissions apply as before);
+exit status: in Claude Code (only where every Bash command is
+pre-approved: bypassPermissions, --allowedTools Bash, an allow rule Bash)
+the command stays inline in the client's own shell, its output into
+STATE/context-offload/run-….txt, then jkz-truncate --command-file reduces
+it (only updatedInput: the client still checks the command's words);
 Codex (permissionDecision \"allow\" with updatedInput) and Gemini
 (hookSpecificOutput.tool_input) run it through jkz-truncate --run. Left
 alone: jkz's own commands, interactive programs, background jobs, exec,
-in Claude Code a command that could end the shell, a command starting
-JKZ_RAW=1, plan mode, a project without a state directory.
+a command starting JKZ_RAW=1, plan mode, a project without a state
+directory.
 JKZ_BASH_WRAP=0 turns it off (docs/tool-output-guard.md).
 
 The session is the event's session_id, else CLAUDE_SESSION_ID, else

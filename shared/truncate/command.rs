@@ -156,13 +156,15 @@ pub struct TruncateCli {
     #[arg(long, value_name = "COMMAND", conflicts_with_all = ["run", "record"])]
     pub ran: Option<String>,
 
-    /// With --ran: the command's exit code.
-    #[arg(
-        long,
-        value_name = "N",
-        requires = "ran",
-        allow_negative_numbers = true
-    )]
+    /// As --ran, the command (and the session) read from PATH, a JSON
+    /// note `{"command": …, "session": …}` the Bash wrap writes beside the
+    /// output file (removed once read), so the command is never a quoted
+    /// argument of the rewritten call.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["run", "ran", "record"])]
+    pub command_file: Option<PathBuf>,
+
+    /// With --ran or --command-file: the command's exit code.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
 
     /// With --run or --ran: the client whose view the output replaces
@@ -251,7 +253,7 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             record::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
-    if cli.run.is_some() || cli.ran.is_some() {
+    if cli.run.is_some() || cli.ran.is_some() || cli.command_file.is_some() {
         return reduced(&cli, &state, &mut stderr);
     }
     // A closed stdout stops the reading (see `crate::closed_stdout`).
@@ -280,13 +282,26 @@ fn reduced(
 ) -> Result<u8, Failure> {
     let started = std::time::Instant::now();
     let table = crate::reduce::cmd::project_table(state, stderr);
+    let note = cli
+        .command_file
+        .as_deref()
+        .and_then(|p| command_note(p, stderr));
+    let command = cli
+        .run
+        .as_deref()
+        .or(cli.ran.as_deref())
+        .or(note.as_ref().map(|n| n.0.as_str()));
+    let session = cli
+        .session
+        .as_deref()
+        .or(note.as_ref().and_then(|n| n.1.as_deref()));
     let mut call = Call {
         tool: "Bash",
-        command: cli.run.as_deref().or(cli.ran.as_deref()),
+        command,
         exit_code: cli.exit_code,
         via: "wrap",
         viewer: cli.viewer,
-        session: cli.session.as_deref(),
+        session,
         state,
         kept_at: None,
         budget: cli.max_bytes.filter(|&b| b > 0).map(|b| b as usize),
@@ -358,6 +373,29 @@ fn reduced(
         }
     }
     Ok(crate::exit::EXIT_OK)
+}
+
+/// The command and session of a `--command-file` note, which is removed
+/// once read (a note that does not read is a warning: the output is still
+/// reduced, by what it looks like).
+fn command_note(
+    path: &std::path::Path,
+    stderr: &mut dyn Write,
+) -> Option<(String, Option<String>)> {
+    let read = std::fs::read(path);
+    let _ = std::fs::remove_file(path);
+    let parsed = read.map_err(|e| e.to_string()).and_then(|bytes| {
+        serde_json::from_slice::<crate::tool_output::wrap::CommandNote>(&bytes)
+            .map(|n| (n.command.to_string(), n.session.map(str::to_string)))
+            .map_err(|e| e.to_string())
+    });
+    match parsed {
+        Ok(n) => Some(n),
+        Err(e) => {
+            let _ = writeln!(stderr, "{PROGRAM}: {}: {e}", path.display());
+            None
+        }
+    }
 }
 
 /// `path`, absolute, when it is a file in `state`'s offload directory.

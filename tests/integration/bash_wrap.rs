@@ -41,10 +41,16 @@ const NEEDED: [&str; 7] = [
     "error: test failed, to rerun pass `--lib`",
 ];
 
+/// A project that opted in, whose settings let every Bash command run
+/// without a prompt (the wrap's condition: docs/tool-output-guard.md).
 fn project() -> Dir {
     let dir = Dir::new();
     std::fs::create_dir(dir.join("state")).unwrap();
     std::fs::create_dir(dir.join("sub")).unwrap();
+    dir.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash"]}}"#,
+    );
     dir
 }
 
@@ -84,7 +90,8 @@ fn rewritten(dir: &Dir, command: &str, extra: &[(&str, &str)]) -> Option<String>
         .unwrap_or_else(|e| panic!("not JSON ({e})\n{}", run.report()));
     let out = &v["hookSpecificOutput"];
     assert_eq!(out["hookEventName"], "PreToolUse", "{}", run.report());
-    // Only the command changes: the permission stays the client's.
+    // Only the command changes: the permission stays the client's, and
+    // every other field is kept (the client replaces the whole input).
     assert!(out.get("permissionDecision").is_none(), "{}", run.report());
     assert_eq!(out["updatedInput"]["description"], "Run the tests");
     Some(out["updatedInput"]["command"].as_str().unwrap().to_string())
@@ -208,7 +215,6 @@ fn what_the_wrap_leaves_alone() {
         "JKZ_RAW=1 ./cargo-test",
         "vim notes.txt",
         "./server &",
-        "make; exit 2",
         "jkz stats",
     ] {
         assert_eq!(rewritten(&dir, command, &[]), None, "{command}");
@@ -231,8 +237,24 @@ fn what_the_wrap_leaves_alone() {
         .run()
         .success();
     assert!(run.stdout().is_empty(), "{}", run.report());
+    // Where the user's permissions would prompt for some Bash commands,
+    // the rewrite (which the client checks word for word) could be asked
+    // for or refused where the original would run: left alone.
+    let narrow = project();
+    narrow.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(cargo test:*)"]}}"#,
+    );
+    assert_eq!(rewritten(&narrow, "cargo test", &[]), None);
     // A project that did not opt in: no rewrite, nothing created.
     let bare = Dir::new();
+    bare.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash"]}}"#,
+    );
     assert_eq!(rewritten(&bare, "ls", &[]), None);
-    assert!(bare.files().is_empty(), "{:?}", bare.files());
+    assert_eq!(
+        bare.files(),
+        vec![std::path::PathBuf::from(".claude/settings.json")]
+    );
 }
