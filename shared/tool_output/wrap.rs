@@ -171,10 +171,10 @@ pub fn client_args_approve(args: &[String]) -> bool {
         };
         match flag {
             "--dangerously-skip-permissions" => return true,
-            "--permission-mode" => {
-                if inline.or(args.get(i + 1).map(String::as_str)) == Some("bypassPermissions") {
-                    return true;
-                }
+            "--permission-mode"
+                if inline.or(args.get(i + 1).map(String::as_str)) == Some("bypassPermissions") =>
+            {
+                return true;
             }
             "--allowedTools" | "--allowed-tools" => {
                 let mut values: Vec<&str> = inline.into_iter().collect();
