@@ -420,9 +420,9 @@ fn write_table(s: &Summary, by: GroupBy, out: &mut impl Write) -> io::Result<()>
     writeln!(
         out,
         "Bytes in the model's window. CLIENT: what the client alone would have shown \
-         (never the raw size); JKZ: what jkz showed; SAVED = CLIENT - JKZ, negative where \
-         jkz added text. ≈TOKENS = SAVED / 4 (bytes/4, an estimate). `jkz stats --help` \
-         explains every column."
+         (never the raw size); JKZ: what jkz showed.\n\
+         SAVED = CLIENT - JKZ, negative where jkz added text; ≈TOKENS = SAVED / 4 \
+         (bytes/4, an estimate). More: jkz stats --help."
     )?;
     if let Some(since) = &s.since {
         writeln!(
