@@ -283,6 +283,32 @@ mod tests {
         assert_eq!(key("git -C"), "git");
     }
 
+    proptest::proptest! {
+        /// Any text: a bounded key of words, or `-`; never a panic.
+        #[test]
+        fn any_call_has_a_bounded_key_of_words(call in "\\PC{0,120}") {
+            let k = key(&call);
+            proptest::prop_assert!(k.chars().count() <= MAX_KEY);
+            proptest::prop_assert!(k == "-" || k.split(' ').all(|w| !w.is_empty() && w.chars().all(is_word_char)), "{:?}", k);
+            proptest::prop_assert!(k.split(' ').count() <= 3, "{:?}", k);
+        }
+
+        /// A program with subcommands, its global flags, then a subcommand:
+        /// the key is the two, whatever follows.
+        #[test]
+        fn the_subcommand_is_the_first_word_past_the_flags(
+            at in 0..SUBCOMMANDS.len(),
+            flags in proptest::collection::vec("--[a-z]{1,8}", 0..3),
+            sub in "[a-z][a-z0-9-]{0,10}",
+            rest in "[ -~]{0,40}",
+        ) {
+            let (program, valued) = SUBCOMMANDS[at];
+            proptest::prop_assume!(flags.iter().all(|f| !valued.contains(&f.as_str())));
+            let call = format!("{program} {} {sub} {rest}", flags.join(" "));
+            proptest::prop_assert_eq!(key(&call), format!("{program} {sub}"));
+        }
+    }
+
     #[test]
     fn a_key_is_bounded() {
         let long = format!("{} run", "x".repeat(500));
