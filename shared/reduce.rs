@@ -85,7 +85,7 @@ pub const DEFAULT_BUDGET: usize = 20_000;
 pub const FAILURE_BUDGET: usize = 9_000;
 
 /// What a call knows about the output it reduces.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Context<'a> {
     /// The command that printed it, if known.
     pub command: Option<&'a str>,
@@ -96,6 +96,14 @@ pub struct Context<'a> {
     /// Where the full output is kept: this state directory's
     /// `context-offload/` (`None`: not kept).
     pub keep: Option<&'a StateDir>,
+    /// The input is already kept whole in this file (a wrapped command's
+    /// output, written there as it ran): the view names it, and nothing is
+    /// copied.
+    pub kept_at: Option<&'a std::path::Path>,
+    /// The client shows at most this many characters of an output whole
+    /// (its view of a failing command): a longer input is reduced whatever
+    /// the saving, since the client would cut it.
+    pub client_shows: Option<usize>,
 }
 
 /// The view and what it cost.

@@ -34,9 +34,12 @@ pub mod client;
 pub mod help;
 pub mod ledger;
 pub mod persisted;
+pub mod recent;
+pub mod reduce_call;
 pub mod response;
 pub mod roles;
 pub mod stats;
+pub mod wrap;
 
 use std::ffi::OsStr;
 use std::io::{self, Read};
@@ -48,7 +51,7 @@ use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
 use crate::truncate::{self, Settings};
 
-use self::client::{FullOutput, PREVIEW_BYTES};
+use self::client::{FullOutput, ToolKind, PREVIEW_BYTES};
 use self::ledger::Entry;
 use self::response::{Body, ToolOutput};
 
@@ -112,6 +115,10 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     }
     let cwd = input.cwd();
     let tool_results = persisted::tool_results_dir(&input);
+    let input_meta = Meta {
+        session: input.text("session_id").map(str::to_string),
+        plan_mode: input.text("permission_mode") == Some("plan"),
+    };
     let output = match ToolOutput::from_input(input) {
         Ok(Some(output)) => output,
         Ok(None) => return None,
@@ -138,6 +145,17 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     // that fits is left alone before the index is read.)
     if may_need_guard(&output, cap) && crate::hook::refuse_tracked_state(&state, warnings) {
         return None;
+    }
+    if output.kind != ToolKind::Read {
+        return reduce_output(
+            &output,
+            &tool_results,
+            &state,
+            &input_meta,
+            cap,
+            started,
+            warnings,
+        );
     }
     let mut notes = Vec::new();
     let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
@@ -182,6 +200,124 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     }
     crate::events::sources::tool_output_guarded(&state, None, &entry.tool, entry.full, entry.jkz);
     Some(answer)
+}
+
+/// What the hook input says beside the output.
+struct Meta {
+    session: Option<String>,
+    plan_mode: bool,
+}
+
+/// Bash (a command that ran unwrapped), Grep and MCP outputs: reduced by
+/// the engine for Claude Code's view ([`reduce_call`]), counted in the
+/// ledger; `None` when the output stands (it was wrapped and reduced
+/// already, the raw output was asked for, plan mode, or nothing to gain).
+fn reduce_output(
+    output: &ToolOutput,
+    tool_results: &Result<PathBuf, String>,
+    state: &StateDir,
+    meta: &Meta,
+    cap: u64,
+    started: Instant,
+    warnings: &mut Warnings,
+) -> Option<String> {
+    let command = (output.kind == ToolKind::Bash).then_some(output.call.as_str());
+    if meta.plan_mode
+        || command
+            .is_some_and(|c| wrap::is_wrapped(c) || c.trim_start().starts_with(wrap::RAW_REQUEST))
+    {
+        return None;
+    }
+    let (viewer, exit_code) = match output.kind {
+        // PostToolUse runs only for a command that succeeded.
+        ToolKind::Bash => (reduce_call::Viewer::Claude, Some(0)),
+        ToolKind::Mcp => (reduce_call::Viewer::ClaudeMcp, None),
+        ToolKind::Grep | ToolKind::Read => (reduce_call::Viewer::ClaudeWhole, None),
+    };
+    let budget = viewer
+        .budget(exit_code)
+        .min(usize::try_from(cap).unwrap_or(usize::MAX))
+        .saturating_sub(output.beside as usize)
+        .max(crate::reduce::MIN_BUDGET);
+    if let Body::Inline(text) = &output.body {
+        // Too short for any saving worth a replacement: nothing to read or
+        // write, no ledger line.
+        if (text.len() as u64) < MIN_BUDGET {
+            return None;
+        }
+    }
+    if crate::hook::refuse_tracked_state(state, warnings) {
+        return None;
+    }
+    // Nothing can be kept under state/: the client's own copy is the
+    // whole output the view names.
+    let client_copy = match &output.body {
+        Body::Persisted(path) if state.check().is_err() || !state.exists() => Some(path.as_path()),
+        _ => None,
+    };
+    let call = reduce_call::Call {
+        tool: &output.tool,
+        command,
+        exit_code,
+        via: "post-tool-use",
+        viewer,
+        session: meta.session.as_deref(),
+        state,
+        kept_at: client_copy,
+        budget: Some(budget),
+        started,
+    };
+    let mut notes = Vec::new();
+    let table = crate::reduce::cmd::project_table(state, &mut notes);
+    let outcome = match &output.body {
+        Body::Inline(text) => {
+            reduce_call::reduce_call(&mut text.as_bytes(), &call, &table, &mut notes)
+        }
+        Body::Persisted(path) => {
+            let dir = match tool_results {
+                Ok(dir) => dir,
+                Err(why) => {
+                    warnings.warn(format!(
+                        "persisted output {} not read: {why}",
+                        path.display()
+                    ));
+                    return None;
+                }
+            };
+            match persisted::open(path, dir) {
+                Ok(file) => reduce_call::reduce_call(
+                    &mut Watched::new(file, DEADLINE),
+                    &call,
+                    &table,
+                    &mut notes,
+                ),
+                Err(e) => {
+                    warnings.warn(e);
+                    return None;
+                }
+            }
+        }
+    };
+    for line in String::from_utf8_lossy(&notes).lines() {
+        warnings.warn(line.strip_prefix("jkz: ").unwrap_or(line));
+    }
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            warnings.warn(format!("{e}; the tool's output stands"));
+            return None;
+        }
+    };
+    let e = &outcome.entry;
+    crate::events::sources::tool_output_guarded(state, None, &e.tool, e.full, e.jkz);
+    if !outcome.changed {
+        return None;
+    }
+    let text = match String::from_utf8(outcome.view) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Some(output.answer(text).to_string())
 }
 
 /// What the guard made of an output longer than its budget.

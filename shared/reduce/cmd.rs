@@ -123,6 +123,7 @@ pub fn run(args: &ReduceArgs, state: &StateDir) -> Result<u8, Failure> {
         exit_code: args.exit_code,
         budget_chars: budget,
         keep,
+        ..Context::default()
     };
     let stdin = io::stdin();
     let mut input = stdin.lock();

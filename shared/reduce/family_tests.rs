@@ -16,6 +16,7 @@ fn reduce(input: &str, command: Option<&str>, exit_code: i32, budget: usize) -> 
         exit_code: Some(exit_code),
         budget_chars: budget,
         keep: None,
+        ..Context::default()
     };
     let mut warnings = Vec::new();
     let r = reduce_with(

@@ -179,6 +179,7 @@ fn run(
         exit_code: None,
         budget_chars: budget,
         keep,
+        ..Context::default()
     };
     let mut reader = Trickle(input, read);
     let mut warnings = Vec::new();

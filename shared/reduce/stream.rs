@@ -293,7 +293,11 @@ pub fn reduce_with(
     let mut full: Option<FullOutput> = None;
     let mut full_tried = false;
     let mut input_units = 0u64;
-    let keep = ctx.keep.map(|dir| Keep::WhenTruncated(dir.clone()));
+    // Already kept by whoever wrote the input: no copy.
+    let keep = match ctx.kept_at {
+        Some(_) => None,
+        None => ctx.keep.map(|dir| Keep::WhenTruncated(dir.clone())),
+    };
     let mut start_full = |full: &mut Option<FullOutput>, warn: &mut dyn Write| {
         if let (false, Some(keep)) = (std::mem::replace(&mut full_tried, true), &keep) {
             match FullOutput::start(keep, KEEP_LIMIT) {
@@ -338,11 +342,18 @@ pub fn reduce_with(
         input_units = units(buffer.head()) as u64;
     }
     start_full(&mut full, warn);
-    let provisional = full.as_ref().map(|f| FullNote {
-        path: absolute(f.path()),
-        bytes: total.min(KEEP_LIMIT),
-        lines,
-    });
+    let provisional = match ctx.kept_at {
+        Some(path) => Some(FullNote {
+            path: absolute(path),
+            bytes: total,
+            lines,
+        }),
+        None => full.as_ref().map(|f| FullNote {
+            path: absolute(f.path()),
+            bytes: total.min(KEEP_LIMIT),
+            lines,
+        }),
+    };
     let warnings = warnings_line(&sorter.warning_kinds, sorter.warnings_other);
     let counts = sorter.tally.counts().to_vec();
     let labels = sorter.classifier.labels.clone();
@@ -369,7 +380,10 @@ pub fn reduce_with(
     };
     let mut view = view_of(provisional.clone());
     let saving = input_units.saturating_sub(view.units as u64);
-    let worth_it = !in_memory || (saving >= 1000 && saving * 5 >= input_units);
+    let client_cuts = ctx
+        .client_shows
+        .is_some_and(|shows| input_units > shows as u64);
+    let worth_it = !in_memory || client_cuts || (saving >= 1000 && saving * 5 >= input_units);
     let collapsed: Vec<(String, u64)> = labels
         .iter()
         .enumerate()
@@ -429,6 +443,8 @@ pub fn reduce_with(
                 view = view_of(None);
             }
         }
+    } else if let Some(path) = ctx.kept_at {
+        stats.full_output = Some(absolute(path));
     } else if provisional.is_some() {
         view = view_of(None);
     }

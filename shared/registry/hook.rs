@@ -33,7 +33,7 @@ use super::decision::{decide, Verdict};
 use super::identity::{lineage, may_not_speak_for};
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
-use crate::client::{codex, gemini, Client};
+use crate::client::{gemini, Client};
 use crate::clock::now;
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
@@ -86,12 +86,20 @@ expressions); the same refusal is printed as
 
 Codex CLI: register it for PreToolUse with the matcher Bash|apply_patch
 (jkz install --client codex does); the refusal is the same JSON, and a
-question is a refusal (Codex's hooks cannot ask). A Bash call
-it does not refuse is answered with permissionDecision \"allow\" and an
-updatedInput whose command runs the original through jkz-truncate --run, so
-the output reaching the model keeps its protected blocks and its tail under
-Codex's own cut, with the command's exit status; JKZ_CODEX_GUARD=0 turns
-that off (docs/clients.md).
+question is a refusal (Codex's hooks cannot ask).
+
+The Bash wrap: a shell call it does not refuse (Claude Code's Bash, Codex's
+Bash, Gemini's run_shell_command) comes back with its command rewritten so
+the output reaches the model reduced by jkz's engine, with the command's
+exit status: in Claude Code the command stays in the client's own shell,
+its output into STATE/context-offload/run-….txt, then jkz-truncate --ran
+reduces it (only updatedInput: the user's permissions apply as before);
+Codex (permissionDecision \"allow\" with updatedInput) and Gemini
+(hookSpecificOutput.tool_input) run it through jkz-truncate --run. Left
+alone: jkz's own commands, interactive programs, background jobs, exec,
+in Claude Code a command that could end the shell, a command starting
+JKZ_RAW=1, plan mode, a project without a state directory.
+JKZ_BASH_WRAP=0 turns it off (docs/tool-output-guard.md).
 
 The session is the event's session_id, else CLAUDE_SESSION_ID, else
 CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
@@ -115,15 +123,16 @@ pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
         }
     };
     let answer = answer(&event, deadline, warnings);
-    // Codex CLI: a shell call nobody refused runs through jkz's output
-    // guard (`client::codex::guard`); the refusal always comes first.
-    if answer.is_none()
-        && event.event_name() == Some("PreToolUse")
-        && Client::detect(&event) == Client::Codex
-    {
-        return codex::guard::answer(&event, |command| {
-            crate::tool_output::roles::head_share(command, &crate::tool_output::roles::built_in())
-        });
+    // A shell call nobody refused runs through jkz's reduction (the Bash
+    // wrap): one answer per call, the refusal always first.
+    let client = Client::detect(&event);
+    let before_tool = match client {
+        Client::Gemini => "BeforeTool",
+        Client::Claude | Client::Codex => "PreToolUse",
+    };
+    if answer.is_none() && event.event_name() == Some(before_tool) {
+        let session = resolve_raw(event.text("session_id"), process_env).map(|(raw, _)| raw);
+        return crate::tool_output::wrap::answer(&event, client, session.as_deref());
     }
     answer
 }

@@ -20,8 +20,11 @@
 //! | `exit` | the command's exit code, when known |
 //! | `signals`, `signals_shown` | distinct signal lines in the output, and how many the view shows |
 //! | `repeat` | true when the output was identical to an earlier call's and became a pointer to it |
+//! | `session` | the chat's session, when known (repeats are looked up within it) |
+//! | `hash` | the first 32 hex digits of the output's SHA-256 |
+//! | `kept` | the file keeping the whole output, when one was kept |
 //!
-//! The last six are absent from lines written before they existed, and
+//! The last nine are absent from lines written before they existed, and
 //! each is absent when it does not apply; readers take them as unknown.
 //!
 //! Each line is appended with one `write` to a file opened `O_APPEND`, so
@@ -75,6 +78,12 @@ pub struct Entry {
     pub signals_shown: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repeat: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// `call` shortened to [`CALL_CHARS`] characters.

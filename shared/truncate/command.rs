@@ -15,6 +15,7 @@ use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
 use crate::closed_stdout::UntilStdoutCloses;
 use crate::deliberation::Context;
 use crate::exit::{Failure, EXIT_USAGE};
+use crate::tool_output::reduce_call::{reduce_call, Call, Viewer};
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-truncate";
@@ -138,12 +139,40 @@ pub struct TruncateCli {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 
-    /// Run COMMAND with $SHELL -c (a POSIX shell, else /bin/sh) and
-    /// truncate its stdout and stderr together; exit with the command's
-    /// status (its code, or 128 + the signal that ended it). Its stdin,
-    /// directory and environment are jkz-truncate's.
+    /// Run COMMAND with $SHELL -c (a POSIX shell, else /bin/sh) and reduce
+    /// its stdout and stderr together by what they are (the engine of `jkz
+    /// reduce`: every error, warning, failing test, anchor, summary and
+    /// protected block kept; the whole output kept on disk), for the view
+    /// of the client --for names; exit with the command's status (its code,
+    /// or 128 + the signal that ended it). Its stdin, directory and
+    /// environment are jkz-truncate's. Each call is one line of the savings
+    /// ledger (jkz stats).
     #[arg(long, value_name = "COMMAND", conflicts_with_all = ["file", "record"])]
     pub run: Option<String>,
+
+    /// FILE (or stdin) is what COMMAND printed: reduce it as --run would,
+    /// without running anything (Claude Code's rewritten Bash calls run the
+    /// command in the client's own shell, its output into FILE).
+    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["run", "record"])]
+    pub ran: Option<String>,
+
+    /// With --ran: the command's exit code.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "ran",
+        allow_negative_numbers = true
+    )]
+    pub exit_code: Option<i32>,
+
+    /// With --run or --ran: the client whose view the output replaces
+    /// (its budget, and what the ledger counts against).
+    #[arg(long = "for", value_enum, value_name = "CLIENT", default_value_t = Viewer::Claude)]
+    pub viewer: Viewer,
+
+    /// With --run or --ran: the chat's session, for repeats across calls.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -222,26 +251,8 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
             record::truncate_and_record(input, stdout, &settings, name, &mut stderr, &state, caller)
         }
     };
-    if let Some(command) = &cli.run {
-        let (mut child, reader) = super::run_command::start(command).map_err(|e| {
-            Failure::io(
-                EXIT_IO,
-                format_args!("cannot run {command:?} with a shell"),
-                e,
-            )
-        })?;
-        super::grow_pipe(&reader);
-        // The pipe's reading end is dropped before the wait, so a command
-        // still writing after stdout closed gets SIGPIPE, never a hang.
-        let read = go(
-            &mut UntilStdoutCloses::new(reader, io::stdout()),
-            "the command",
-        );
-        let status = child
-            .wait()
-            .map_err(|e| Failure::io(EXIT_IO, format_args!("waiting for {command:?}"), e))?;
-        read?;
-        return Ok(super::run_command::exit_code(status));
+    if cli.run.is_some() || cli.ran.is_some() {
+        return reduced(&cli, &state, &mut stderr);
     }
     // A closed stdout stops the reading (see `crate::closed_stdout`).
     match &cli.file {
@@ -258,6 +269,103 @@ pub fn run(cli: TruncateCli) -> Result<u8, Failure> {
         }
     }
     Ok(crate::exit::EXIT_OK)
+}
+
+/// `--run` and `--ran`: the output reduced by what it is, for the client
+/// that shows it ([`crate::tool_output::reduce_call`]).
+fn reduced(
+    cli: &TruncateCli,
+    state: &crate::state_dir::StateDir,
+    stderr: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let started = std::time::Instant::now();
+    let table = crate::reduce::cmd::project_table(state, stderr);
+    let mut call = Call {
+        tool: "Bash",
+        command: cli.run.as_deref().or(cli.ran.as_deref()),
+        exit_code: cli.exit_code,
+        via: "wrap",
+        viewer: cli.viewer,
+        session: cli.session.as_deref(),
+        state,
+        kept_at: None,
+        budget: cli.max_bytes.filter(|&b| b > 0).map(|b| b as usize),
+        started,
+    };
+    let mut out = io::stdout().lock();
+    let write = |out: &mut io::StdoutLock, bytes: &[u8]| match out
+        .write_all(bytes)
+        .and_then(|()| out.flush())
+    {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(Failure::io(EXIT_IO, "writing stdout", e))
+        }
+        _ => Ok(()),
+    };
+    if let Some(command) = &cli.run {
+        let (mut child, reader) = super::run_command::start(command).map_err(|e| {
+            Failure::io(
+                EXIT_IO,
+                format_args!("cannot run {command:?} with a shell"),
+                e,
+            )
+        })?;
+        super::grow_pipe(&reader);
+        let mut reader = reader;
+        let outcome = reduce_call(&mut reader, &call, &table, stderr);
+        // The pipe's reading end is dropped before the wait, so a command
+        // still writing gets SIGPIPE, never a hang.
+        drop(reader);
+        let status = child
+            .wait()
+            .map_err(|e| Failure::io(EXIT_IO, format_args!("waiting for {command:?}"), e))?;
+        let outcome =
+            outcome.map_err(|e| Failure::io(EXIT_IO, "reading the command's output", e))?;
+        write(&mut out, &outcome.view)?;
+        return Ok(super::run_command::exit_code(status));
+    }
+    // --ran: the output is in FILE (or on stdin).
+    let Some(path) = &cli.file else {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let outcome = reduce_call(&mut input, &call, &table, stderr)
+            .map_err(|e| Failure::io(EXIT_IO, "reading stdin", e))?;
+        write(&mut out, &outcome.view)?;
+        return Ok(crate::exit::EXIT_OK);
+    };
+    let name = path.display().to_string();
+    let mut file = File::open(path)
+        .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
+    // A file the wrap wrote into the state directory's offload directory is
+    // the kept output itself.
+    let ours = ours(state, path);
+    call.kept_at = ours.as_deref();
+    match reduce_call(&mut file, &call, &table, stderr) {
+        Ok(outcome) => {
+            if let Some(ours) = &ours {
+                if outcome.entry.kept.as_deref().map(std::path::Path::new) != Some(ours.as_path()) {
+                    let _ = std::fs::remove_file(ours);
+                }
+            }
+            write(&mut out, &outcome.view)?;
+        }
+        Err(e) => {
+            // Fail open: the output as it is.
+            let _ = writeln!(stderr, "{PROGRAM}: reducing {name}: {e}; the output stands");
+            let mut raw = File::open(path)
+                .map_err(|e| Failure::io(EXIT_IO, format_args!("cannot open {name}"), e))?;
+            io::copy(&mut raw, &mut out).map_err(|e| Failure::io(EXIT_IO, "writing stdout", e))?;
+        }
+    }
+    Ok(crate::exit::EXIT_OK)
+}
+
+/// `path`, absolute, when it is a file in `state`'s offload directory.
+fn ours(state: &crate::state_dir::StateDir, path: &std::path::Path) -> Option<PathBuf> {
+    let offload = state.join(crate::state_dir::layout::OFFLOAD_DIR);
+    let offload = std::fs::canonicalize(offload).ok()?;
+    let path = std::fs::canonicalize(path).ok()?;
+    (path.parent() == Some(offload.as_path()) && path.is_file()).then_some(path)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the environment.
 
 mod audit;
+mod bash_wrap;
 mod client;
 mod codex_hooks;
 mod compress;

@@ -155,6 +155,7 @@ pub(crate) fn shell(p: &Project, client: Client, session: &str, command: &str) -
         .env("JKZ_TEST_NOW", (T + 10).to_string())
         // Codex's output guard would answer an allowed call with a rewrite.
         .env("JKZ_CODEX_GUARD", "0")
+        .env("JKZ_BASH_WRAP", "0")
         .stdin(p.event(event, session, extra).to_string());
     if let Client::Gemini = client {
         cmd = cmd.env("GEMINI_PROJECT_DIR", p.dir.path());

@@ -1,24 +1,7 @@
-//! The tool-output guard for Codex CLI: a `PreToolUse` answer that runs a
-//! shell command through `jkz-truncate --run`.
-//!
-//! Codex's `PostToolUse` cannot replace a tool's output, and its own cut of
-//! a long shell output keeps head and tail half and half (10,000 tokens,
-//! counted as 4 bytes each: about 40,000 bytes), so a verdict or a TL;DR in
-//! the middle never reaches the model. Codex 0.169.0 does accept
-//! `permissionDecision: "allow"` with `updatedInput`, and runs the command
-//! it names instead. So, for a `Bash` call nobody refused, `jkz-chat`
-//! answers with the same call whose command is
-//!
-//! ```text
-//! '/path/to/jkz-truncate' --max-bytes 30000 --head-share 0.2 --run 'ORIGINAL'
-//! ```
-//!
-//! `jkz-truncate --run` runs the original with the same shell (`$SHELL -c`,
-//! the shell Codex runs commands with), in the same directory, with the
-//! same stdin and environment, its stdout and stderr in one pipe cut to
-//! [`CAP`] bytes by jkz's engine (head, every protected block that fits,
-//! tail), and exits with the command's own status. The original is one
-//! single-quoted word ([`quote`]): the shell hands it over byte for byte.
+//! Which shell commands the Bash wrap leaves alone, and how it quotes: the
+//! rules the wrap ([`crate::tool_output::wrap`]) applies for every client,
+//! first written for Codex CLI (whose `PostToolUse` cannot replace a
+//! tool's output, so the wrap is its only way in).
 //!
 //! A command is left alone ([`leave_alone`]) when wrapping it would change
 //! what it does or gains nothing: jkz's own commands; `apply_patch` (Codex
@@ -27,33 +10,12 @@
 //! terminal a pipe would take away; a command that starts a job in the
 //! background (`&`, `nohup`, `setsid`, `disown`), which would hold the pipe
 //! open and keep the wrapper waiting; `exec`; a command with a NUL byte
-//! (not passable as an argument); an empty one. A shell other than a POSIX
-//! one (`$SHELL` not `sh`, `bash`, `zsh`, `dash`, `ksh`, `mksh`, `ash`,
-//! `busybox`) is left alone too: the quoting is POSIX.
-//!
-//! Opt out with `JKZ_CODEX_GUARD=0` (or `off`, `false`, `no`) in Codex's
-//! environment.
-
-use std::path::Path;
-
-use serde_json::{json, Value};
-
-use crate::hook_input::HookInput;
-use crate::truncate::run_command::posix_shell;
+//! (not passable as an argument); an empty one. The original is one
+//! single-quoted word ([`quote`]): the shell hands it over byte for byte.
 
 /// The environment variable that turns the guard off (`0`, `off`, `false`,
 /// `no`).
 pub const OPT_OUT: &str = "JKZ_CODEX_GUARD";
-
-/// The cap on what the guarded command prints, in bytes. Codex keeps
-/// 10,000 tokens of a shell output, estimating 4 bytes a token (measured:
-/// 419,000 bytes, "original token count: 104750", reached the model as
-/// 40,214 characters); 30,000 bytes stay under that with room for Codex's
-/// own lines around the output, so Codex's cut never drops what jkz kept.
-pub const CAP: u64 = 30_000;
-
-/// The program `--run` belongs to, beside the hook's own binary.
-pub const PROGRAM: &str = "jkz-truncate";
 
 /// Programs that talk to a terminal: wrapped, their terminal would be a
 /// pipe.
@@ -180,16 +142,6 @@ pub fn quote(s: &str) -> String {
     out
 }
 
-/// The command that runs `command` through `program` (`jkz-truncate`),
-/// cut to `cap` bytes with the head's share `head_share`.
-pub fn rewrite(command: &str, program: &Path, cap: u64, head_share: f64) -> String {
-    format!(
-        "{} --max-bytes {cap} --head-share {head_share} --run {}",
-        quote(&program.to_string_lossy()),
-        quote(command)
-    )
-}
-
 /// True when the environment says the guard is off ([`OPT_OUT`]).
 pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
     value.is_some_and(|v| {
@@ -200,50 +152,13 @@ pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
     })
 }
 
-/// The answer to Codex's `PreToolUse` for `event`, when it is a `Bash`
-/// call jkz guards: the call, its command rewritten, every other field of
-/// `tool_input` as it was. `None` leaves the call alone (said on stderr
-/// only for what a user would want to know).
-/// `head_share` is the share of the head the tool-output guard gives the
-/// command (its built-in table).
-pub fn answer(event: &HookInput, head_share: impl Fn(&str) -> f64) -> Option<String> {
-    if event.text("tool_name") != Some("Bash")
-        || opted_out(std::env::var_os(OPT_OUT).as_deref())
-        || !posix_shell(std::env::var_os("SHELL").as_deref())
-    {
-        return None;
-    }
-    let input = event.raw.get("tool_input")?.as_object()?;
-    let command = input.get("command")?.as_str()?;
-    if leave_alone(command).is_some() {
-        return None;
-    }
-    let program = std::env::current_exe().ok()?.with_file_name(PROGRAM);
-    if !program.is_file() {
-        return None;
-    }
-    let share = head_share(command);
-    let mut updated = input.clone();
-    updated.insert(
-        "command".into(),
-        Value::String(rewrite(command, &program, CAP, share)),
-    );
-    Some(
-        json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "allow",
-                "updatedInput": updated,
-            }
-        })
-        .to_string(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool_output::wrap::fresh_shell_command;
+    use crate::truncate::run_command::posix_shell;
     use proptest::prelude::*;
+    use std::path::Path;
     use std::process::Command;
 
     #[test]
@@ -301,10 +216,10 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote(""), "''");
-        let r = rewrite("echo hi", Path::new("/x/jkz-truncate"), 30_000, 0.5);
+        let r = fresh_shell_command("echo hi", Path::new("/x/jkz-truncate"), "codex", Some("s"));
         assert_eq!(
             r,
-            "'/x/jkz-truncate' --max-bytes 30000 --head-share 0.5 --run 'echo hi'"
+            "'/x/jkz-truncate' --for codex --session 's' --run 'echo hi'"
         );
     }
 
@@ -321,37 +236,6 @@ mod tests {
         assert!(posix_shell(Some(OsStr::new("/usr/local/bin/zsh"))));
         assert!(!posix_shell(Some(OsStr::new("/usr/bin/fish"))));
         assert!(!posix_shell(Some(OsStr::new("/usr/bin/nu"))));
-    }
-
-    #[test]
-    fn answer_rewrites_only_a_guarded_bash_call() {
-        let event = |tool: &str, cmd: &str| {
-            HookInput::parse(
-                json!({"session_id": "s", "turn_id": "t", "hook_event_name": "PreToolUse",
-                       "tool_name": tool, "tool_input": {"command": cmd, "workdir": "sub"}})
-                .to_string()
-                .as_bytes(),
-            )
-            .unwrap()
-        };
-        assert_eq!(
-            answer(&event("apply_patch", "*** Begin Patch"), |_| 0.5),
-            None
-        );
-        assert_eq!(answer(&event("Bash", "vim x"), |_| 0.5), None);
-        // The unit-test binary has no jkz-truncate beside it: left alone,
-        // never a command naming a missing program.
-        if std::env::current_exe()
-            .unwrap()
-            .with_file_name(PROGRAM)
-            .is_file()
-        {
-            let a: Value =
-                serde_json::from_str(&answer(&event("Bash", "ls"), |_| 0.5).unwrap()).unwrap();
-            assert_eq!(a["hookSpecificOutput"]["updatedInput"]["workdir"], "sub");
-        } else {
-            assert_eq!(answer(&event("Bash", "ls"), |_| 0.5), None);
-        }
     }
 
     /// The naive oracle: `sh -c` of the rewritten command, with the program
@@ -373,7 +257,7 @@ mod tests {
         let _ = std::fs::remove_file(&out);
         let status = Command::new("/bin/sh")
             .arg("-c")
-            .arg(rewrite(command, &program, CAP, 0.5))
+            .arg(fresh_shell_command(command, &program, "codex", None))
             .status()
             .unwrap();
         assert!(status.success());

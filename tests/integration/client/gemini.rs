@@ -689,8 +689,9 @@ fn gemini_hooks_answer_bad_input_with_one_line() {
 
 /// Gemini CLI cuts a shell output over 40,000 characters to its first
 /// 8,000 and last 32,000. A verdict and a TL;DR in the middle of a 500 KB
-/// output: without jkz the model never sees them; with jkz's AfterTool
-/// hook they reach it (appended before the cut, so in the kept tail).
+/// output: without jkz the model never sees them; with jkz's Bash wrap
+/// (BeforeTool rewrites the command to run through `jkz-truncate --for
+/// gemini --run`) they reach it in a view a fraction of the client's cut.
 #[test]
 fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
     let mut big = String::new();
@@ -733,10 +734,19 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         assert_eq!(responses.len(), 1, "{responses:?}");
         let seen: String =
             serde_json::from_str::<Value>(&responses[0]).unwrap()["response"].to_string();
-        assert!(
-            seen.contains("Output too large"),
-            "the client cut it: {seen:.300}"
-        );
+        if with_jkz {
+            // The Bash wrap (BeforeTool) ran it through jkz: reduced
+            // before the client's cut could apply, the whole kept.
+            assert!(
+                !seen.contains("Output too large") && seen.contains("[jkz: full output: "),
+                "jkz reduced it: {seen:.600}"
+            );
+        } else {
+            assert!(
+                seen.contains("Output too large"),
+                "the client cut it: {seen:.300}"
+            );
+        }
         seen
     };
     let without = measure(false);
@@ -768,5 +778,9 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
     assert!(
         with.contains("LAST-LINE") && without.contains("LAST-LINE"),
         "{table}"
+    );
+    assert!(
+        with.chars().count() * 4 < without.chars().count(),
+        "a quarter of the client's cut at most: {table}"
     );
 }

@@ -152,7 +152,7 @@ fn a_400k_test_run_reaches_the_model_with_its_verdict_failure_and_summary() {
     let jkz = one_call(Hooks::Jkz, "Bash", bash("./pytest"), pytest(400_000, 0));
     let r = &jkz.result;
     assert!(!jkz.is_error, "{}", jkz.report);
-    for kept in [HEAD, VERDICT, FAILURE, SUMMARY, "[jkz-truncate: "] {
+    for kept in [HEAD, VERDICT, FAILURE, SUMMARY, "[jkz: full output: "] {
         assert!(
             r.contains(kept),
             "{kept} missing from:\n{r}\n{}",

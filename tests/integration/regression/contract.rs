@@ -456,7 +456,7 @@ fn persisted_output_path_outside_tool_results_is_not_read() {
         .run()
         .success();
     assert!(
-        run.stdout_str().contains("[jkz-truncate: "),
+        run.stdout_str().contains("[jkz: full output: "),
         "{}",
         run.report()
     );

@@ -1,0 +1,453 @@
+//! One command's output, reduced for the client that shows it. Every path
+//! into the window calls this: the wraps (`jkz-truncate --run`, and
+//! `jkz-truncate --ran` for Claude Code's rewritten Bash calls), and the
+//! PostToolUse guard.
+//!
+//! 1. The output goes through the reduction engine ([`crate::reduce`]) with
+//!    the budget of the client's view: what it shows inline, or on a
+//!    failing command the ~10,000 characters Claude Code keeps.
+//! 2. When the output is identical to one of the last [`RECENT_CALLS`]
+//!    calls of the same session ([`recent`]), the view is one line pointing
+//!    at that call and at the file keeping the output whole.
+//! 3. One ledger line records the raw size, what the client alone would
+//!    have shown ([`Viewer::client_bytes`]), what jkz showed, the family,
+//!    the exit code and the signal lines: the honest count `jkz stats`
+//!    reads.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use super::client::{FullOutput, BASH_INLINE_CHARS, PREVIEW_BYTES};
+use super::ledger::{self, Entry};
+use super::recent;
+use crate::reduce::{self, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET};
+use crate::state_dir::StateDir;
+
+/// Outputs identical to one of this many earlier calls of the session
+/// become a pointer.
+pub const RECENT_CALLS: usize = 20;
+
+/// An output shorter than this (characters) is never replaced by a
+/// pointer: the line would save too little.
+pub const REPEAT_MIN_CHARS: u64 = 1_000;
+
+/// Claude Code's view of a failing Bash command: `Exit code N` and about
+/// this many characters of the output (measured: 10,040 in all on a
+/// 400,000-byte output; docs/tool-output-guard.md).
+pub const CLAUDE_FAILURE_CHARS: u64 = 10_000;
+
+/// Codex CLI keeps 10,000 tokens of a shell output, counted as 4 bytes
+/// each, head and tail (measured: 419,000 bytes reached the model as
+/// 40,214 characters).
+pub const CODEX_KEEPS: u64 = 40_000;
+const CODEX_SHOWN: u64 = 40_214;
+
+/// Gemini CLI cuts a shell output longer than 40,000 characters to 40,000
+/// (its first fifth and last four fifths) and a note of about 200.
+pub const GEMINI_KEEPS: u64 = 40_000;
+const GEMINI_NOTE: u64 = 200;
+
+/// The client whose view the output replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Viewer {
+    Claude,
+    Codex,
+    Gemini,
+    /// Claude Code's view of an MCP tool's output (inline up to 50,000
+    /// characters).
+    #[value(skip)]
+    ClaudeMcp,
+    /// Claude Code's view of an output it always shows whole (Grep).
+    #[value(skip)]
+    ClaudeWhole,
+}
+
+impl Viewer {
+    /// The budget of jkz's view, in client characters.
+    pub fn budget(self, exit_code: Option<i32>) -> usize {
+        match (self, failing(exit_code)) {
+            (Viewer::Claude, true) => FAILURE_BUDGET,
+            _ => DEFAULT_BUDGET,
+        }
+    }
+
+    /// The most characters the client shows of an output whole, when it
+    /// cuts longer ones: the engine reduces a longer one whatever it saves.
+    pub fn shows_whole(self, exit_code: Option<i32>) -> Option<usize> {
+        match (self, failing(exit_code)) {
+            (Viewer::Claude, true) => Some(CLAUDE_FAILURE_CHARS as usize),
+            (Viewer::Claude, false) => Some(BASH_INLINE_CHARS as usize),
+            (Viewer::Codex, _) => Some(CODEX_KEEPS as usize),
+            (Viewer::Gemini, _) => Some(GEMINI_KEEPS as usize),
+            (Viewer::ClaudeMcp, _) => Some(super::client::MCP_INLINE_CHARS as usize),
+            (Viewer::ClaudeWhole, _) => None,
+        }
+    }
+
+    /// Bytes the client alone puts in the window for an output of `bytes`
+    /// bytes and `chars` characters whose first bytes are `head`.
+    pub fn client_bytes(self, bytes: u64, chars: u64, head: &[u8], exit_code: Option<i32>) -> u64 {
+        match self {
+            Viewer::Claude if failing(exit_code) => {
+                exit_line(exit_code).len() as u64 + bytes.min(CLAUDE_FAILURE_CHARS)
+            }
+            Viewer::Claude => super::client::shown_bytes(&FullOutput {
+                bytes,
+                over_limit: chars > BASH_INLINE_CHARS,
+                head,
+                path: None,
+            }),
+            Viewer::ClaudeMcp => super::client::shown_bytes(&FullOutput {
+                bytes,
+                over_limit: chars > super::client::MCP_INLINE_CHARS,
+                head,
+                path: None,
+            }),
+            Viewer::ClaudeWhole => bytes,
+            Viewer::Codex if bytes > CODEX_KEEPS => CODEX_SHOWN,
+            Viewer::Gemini if chars > GEMINI_KEEPS => GEMINI_KEEPS + GEMINI_NOTE,
+            Viewer::Codex | Viewer::Gemini => bytes,
+        }
+    }
+
+    /// Bytes the client adds to jkz's view (its `Exit code N` line).
+    fn added(self, exit_code: Option<i32>) -> u64 {
+        match self {
+            Viewer::Claude if failing(exit_code) => exit_line(exit_code).len() as u64,
+            _ => 0,
+        }
+    }
+}
+
+fn failing(exit_code: Option<i32>) -> bool {
+    exit_code.is_some_and(|c| c != 0)
+}
+
+fn exit_line(exit_code: Option<i32>) -> String {
+    format!("Exit code {}\n", exit_code.unwrap_or(0))
+}
+
+/// What a call knows about the output it reduces.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The tool's name (`Bash`, `Grep`, `mcp__…`).
+    pub tool: &'a str,
+    pub command: Option<&'a str>,
+    pub exit_code: Option<i32>,
+    /// The ledger's `via`.
+    pub via: &'a str,
+    pub viewer: Viewer,
+    pub session: Option<&'a str>,
+    pub state: &'a StateDir,
+    /// The output is already kept whole in this file.
+    pub kept_at: Option<&'a Path>,
+    /// Overrides the viewer's budget.
+    pub budget: Option<usize>,
+    pub started: Instant,
+}
+
+/// The view and the ledger line written for it.
+#[derive(Debug)]
+pub struct Outcome {
+    pub view: Vec<u8>,
+    /// False when the view is the output, unchanged.
+    pub changed: bool,
+    pub entry: Entry,
+}
+
+/// Reduces `input` for `call`'s client with the rules of `table`, and
+/// appends the call's ledger line (a failure to append is a warning).
+pub fn reduce_call(
+    input: &mut dyn Read,
+    call: &Call,
+    table: &FilterTable,
+    warnings: &mut dyn Write,
+) -> io::Result<Outcome> {
+    let keep = call.state.check().is_ok().then_some(call.state);
+    let ctx = Context {
+        command: call.command,
+        exit_code: call.exit_code,
+        budget_chars: call
+            .budget
+            .unwrap_or_else(|| call.viewer.budget(call.exit_code)),
+        keep,
+        kept_at: call.kept_at,
+        client_shows: call.viewer.shows_whole(call.exit_code),
+    };
+    let mut tap = Tap::new(input);
+    let reduced = reduce::reduce(&mut tap, &ctx, table, warnings)?;
+    let hash = tap.hash();
+    let stats = &reduced.stats;
+    let mut view = reduced.view;
+    let mut kept = stats.full_output.clone();
+    let mut repeat = false;
+    if let Some(session) = call
+        .session
+        .filter(|_| stats.input_chars >= REPEAT_MIN_CHARS)
+    {
+        if let Some(earlier) = recent::find(call.state, session, &hash, RECENT_CALLS) {
+            if kept.is_none() {
+                kept = earlier.kept.clone();
+            }
+            if kept.is_none() && !stats.reduced {
+                // Unchanged, so held whole: kept now for the pointer.
+                kept = keep_whole(call.state, &view, warnings);
+            }
+            if let Some(path) = &kept {
+                view = recent::pointer(&earlier, path, stats.input_bytes, stats.input_lines)
+                    .into_bytes();
+                repeat = true;
+            }
+        }
+    }
+    let changed = stats.reduced || repeat;
+    let added = call.viewer.added(call.exit_code);
+    let entry = Entry {
+        ts: chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+        tool: call.tool.to_string(),
+        call: ledger::short_call(call.command.unwrap_or(call.tool)),
+        full: stats.input_bytes,
+        client: call.viewer.client_bytes(
+            stats.input_bytes,
+            stats.input_chars,
+            &tap.head,
+            call.exit_code,
+        ),
+        jkz: view.len() as u64 + added,
+        blocks: crate::blocks::find_blocks(&view).len() as u64,
+        ms: call.started.elapsed().as_millis() as u64,
+        via: Some(call.via.to_string()),
+        family: Some(reduced.family.clone()),
+        exit: call.exit_code,
+        signals: Some(stats.signal_lines),
+        signals_shown: Some(if repeat {
+            stats.signal_lines
+        } else {
+            stats.signal_lines_shown
+        }),
+        repeat,
+        session: call.session.map(str::to_string),
+        hash: Some(hash),
+        kept: kept.map(|p| p.display().to_string()),
+    };
+    match ledger::append(call.state, &entry) {
+        Ok(_) => {}
+        Err(e) => crate::truncate::warn(
+            warnings,
+            "jkz",
+            &format_args!(
+                "cannot append to {}: {e}",
+                call.state
+                    .join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER)
+                    .display()
+            ),
+        ),
+    }
+    Ok(Outcome {
+        view,
+        changed,
+        entry,
+    })
+}
+
+/// Keeps `bytes` (an output the engine left unchanged, held whole) as a
+/// full output of its own, for a pointer to name.
+fn keep_whole(state: &StateDir, bytes: &[u8], warnings: &mut dyn Write) -> Option<PathBuf> {
+    let dir = match state.ensure_subdir(crate::state_dir::layout::OFFLOAD_DIR) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return None,
+        Err(e) => {
+            crate::truncate::warn(warnings, "jkz", &format_args!("keeping a repeat: {e}"));
+            return None;
+        }
+    };
+    let name = format!(
+        "full-{}-{}.txt",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.6fZ"),
+        std::process::id()
+    );
+    let path = dir.join(name);
+    match crate::atomic::write_new_atomic(&path, bytes) {
+        Ok(true) => Some(std::path::absolute(&path).unwrap_or(path)),
+        Ok(false) => None,
+        Err(e) => {
+            crate::truncate::warn(warnings, "jkz", &format_args!("keeping a repeat: {e}"));
+            None
+        }
+    }
+}
+
+/// A reader that hashes what passes and keeps its first bytes (the client's
+/// preview is made from them).
+struct Tap<'r> {
+    inner: &'r mut dyn Read,
+    hasher: Sha256,
+    head: Vec<u8>,
+}
+
+impl<'r> Tap<'r> {
+    fn new(inner: &'r mut dyn Read) -> Tap<'r> {
+        Tap {
+            inner,
+            hasher: Sha256::new(),
+            head: Vec::new(),
+        }
+    }
+
+    /// The first 32 hex digits of the SHA-256 of everything read.
+    fn hash(&self) -> String {
+        let digest = self.hasher.clone().finalize();
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Read for Tap<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        let want = (PREVIEW_BYTES + 1).saturating_sub(self.head.len()).min(n);
+        self.head.extend_from_slice(&buf[..want]);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call<'a>(state: &'a StateDir, session: Option<&'a str>, exit: Option<i32>) -> Call<'a> {
+        Call {
+            tool: "Bash",
+            command: Some("cargo test"),
+            exit_code: exit,
+            via: "wrap",
+            viewer: Viewer::Claude,
+            session,
+            state,
+            kept_at: None,
+            budget: None,
+            started: Instant::now(),
+        }
+    }
+
+    fn test_run(passing: usize) -> String {
+        let mut out = String::from("running tests\n");
+        for i in 0..passing {
+            out.push_str(&format!("test module_{i:05}::case ... ok\n"));
+        }
+        out.push_str("test ledger::rounding ... FAILED\n\nfailures:\n\n---- ledger::rounding stdout ----\nthread 'ledger::rounding' panicked at src/ledger.rs:12:5:\nassertion failed: cents == 100\n\ntest result: FAILED. 3 passed; 1 failed; 0 ignored\n");
+        out
+    }
+
+    #[test]
+    fn a_failing_run_is_reduced_to_the_failure_view_and_counted_against_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        let raw = test_run(3000);
+        let out = reduce_call(
+            &mut raw.as_bytes(),
+            &call(&state, Some("s1"), Some(101)),
+            &FilterTable::built_in(),
+            &mut Vec::new(),
+        )
+        .unwrap();
+        let view = String::from_utf8(out.view).unwrap();
+        assert!(out.changed);
+        assert!(view.len() <= FAILURE_BUDGET, "{}", view.len());
+        for needed in [
+            "test ledger::rounding ... FAILED",
+            "assertion failed: cents == 100",
+            "test result: FAILED. 3 passed; 1 failed; 0 ignored",
+        ] {
+            assert!(view.contains(needed), "{needed} missing from {view}");
+        }
+        let e = &out.entry;
+        assert_eq!(e.full, raw.len() as u64);
+        assert_eq!(
+            e.client,
+            "Exit code 101\n".len() as u64 + CLAUDE_FAILURE_CHARS
+        );
+        assert_eq!(e.jkz, view.len() as u64 + "Exit code 101\n".len() as u64);
+        assert_eq!(e.exit, Some(101));
+        assert_eq!(e.via.as_deref(), Some("wrap"));
+        let kept = std::fs::read(e.kept.as_ref().unwrap()).unwrap();
+        assert_eq!(kept, raw.as_bytes(), "the kept file is the output");
+        let lines = std::fs::read_to_string(state.join("tool-output.jsonl")).unwrap();
+        assert_eq!(lines.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_repeat_in_the_same_session_becomes_a_pointer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        std::fs::create_dir_all(state.path()).unwrap();
+        // Small enough to be shown whole: nothing kept the first time.
+        let raw = "On branch main\n".to_string() + &"\tmodified:   src/file.rs\n".repeat(60);
+        let table = FilterTable::built_in();
+        let first = reduce_call(
+            &mut raw.as_bytes(),
+            &call(&state, Some("s1"), Some(0)),
+            &table,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert!(!first.entry.repeat);
+        let other_session = reduce_call(
+            &mut raw.as_bytes(),
+            &call(&state, Some("s2"), Some(0)),
+            &table,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert!(
+            !other_session.entry.repeat,
+            "another chat's call is no repeat"
+        );
+        let again = reduce_call(
+            &mut raw.as_bytes(),
+            &call(&state, Some("s1"), Some(0)),
+            &table,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert!(again.entry.repeat && again.changed);
+        let view = String::from_utf8(again.view).unwrap();
+        assert_eq!(view.lines().count(), 1, "{view}");
+        assert!(view.contains("cargo test"), "{view}");
+        let kept = again.entry.kept.as_ref().unwrap();
+        assert!(view.contains(kept.as_str()), "{view}");
+        assert_eq!(std::fs::read(kept).unwrap(), raw.as_bytes());
+        assert!(again.entry.jkz < again.entry.client);
+    }
+
+    #[test]
+    fn what_each_client_shows_alone() {
+        let head = vec![b'x'; 3000];
+        assert_eq!(
+            Viewer::Claude.client_bytes(20_000, 20_000, &head, Some(0)),
+            20_000
+        );
+        assert!(Viewer::Claude.client_bytes(400_000, 400_000, &head, Some(0)) < 2_500);
+        assert_eq!(
+            Viewer::Claude.client_bytes(5_000, 5_000, &head, Some(2)),
+            5_000 + 12
+        );
+        assert_eq!(
+            Viewer::Codex.client_bytes(30_000, 30_000, &head, Some(1)),
+            30_000
+        );
+        assert_eq!(
+            Viewer::Codex.client_bytes(400_000, 400_000, &head, Some(1)),
+            CODEX_SHOWN
+        );
+        assert_eq!(
+            Viewer::Gemini.client_bytes(50_000, 50_000, &head, None),
+            GEMINI_KEEPS + GEMINI_NOTE
+        );
+    }
+}
