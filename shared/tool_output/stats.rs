@@ -37,8 +37,8 @@ pub use self::command::key as command_key;
 #[command(after_help = AFTER_HELP)]
 pub struct StatsArgs {
     /// Group the table by tool, by the reduction engine's family of
-    /// command (test, build, git, …; `-` when unknown), or by command (the
-    /// program and its subcommand: `cargo test`, `git log`).
+    /// command (tests, builds, git-log, …; `-` when unknown), or by command
+    /// (the program and its subcommand: `cargo test`, `git log`).
     #[arg(long, value_enum, value_name = "GROUPING", default_value_t = GroupBy::Tool)]
     pub by: GroupBy,
     /// Only calls from WHEN on: a span back from now (30m, 2h, 7d) or an
@@ -56,7 +56,7 @@ pub struct StatsArgs {
 pub enum GroupBy {
     /// The tool's name: Bash, Read, Grep, mcp__….
     Tool,
-    /// The reduction engine's family: test, build, git, install, listing, log, generic.
+    /// The reduction engine's family: tests, builds, installs, git-log, git, listings, logs, generic.
     Family,
     /// The program, and its subcommand for programs that have them.
     Command,
@@ -66,7 +66,8 @@ const AFTER_HELP: &str = "\
 The columns, in bytes of what enters the model's window:
   RAW        the tool's whole output
   CLIENT     what the client alone would have shown, by its own rules (inline up
-             to its limit, else a ~2 KB preview) - never the raw size
+             to its limit, else a ~2 KB preview; ~10,000 characters of a failing
+             command) - never the raw size
   JKZ        what jkz showed
   SAVED      CLIENT - JKZ: counted against the client's own view, so output the
              client would have cut anyway is no saving; negative when jkz added
