@@ -68,7 +68,8 @@ pub enum Command {
     Detach(crate::setup::DetachArgs),
     /// Apply retention to the state directory and report what it freed.
     Gc(GcArgs),
-    /// Sum up the tool-output guard's ledger: bytes in the window with and without jkz.
+    /// Sum up the savings ledger per tool, family or command: bytes in the
+    /// window without jkz (the client alone) and with it.
     Stats(crate::tool_output::stats::StatsArgs),
     /// Reduce a command's output (stdin) to what matters, by what it is: signal
     /// lines kept verbatim, noise collapsed with counts, the whole kept on disk.

@@ -77,7 +77,20 @@ pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         text
     } else {
         match args.format {
-            Format::Prometheus => super::prometheus::exposition(&report),
+            Format::Prometheus => {
+                let ledger =
+                    crate::tool_output::stats::by_family_and_via(state.path()).map_err(|e| {
+                        Failure::io(
+                            EXIT_FAILED,
+                            format!(
+                                "reading the tool-output ledger in {}",
+                                state.path().display()
+                            ),
+                            e,
+                        )
+                    })?;
+                super::prometheus::exposition(&report, &ledger)
+            }
             Format::Table => table(&report, issue),
         }
     };

@@ -3,16 +3,24 @@
 //! family named `jkz_…` with its `# HELP` and `# TYPE`. Windowed values are
 //! gauges (and summaries for durations); `jkz_events_total` counts every
 //! event ever logged.
+//!
+//! The `jkz_tool_output_…_total` counters sum the savings ledger, both its
+//! files, by family and path (`via`; `-` where a line does not say). Bytes
+//! saved are the client's bytes minus the shown ones, and can be negative
+//! (jkz added text), so they are no counter: a query subtracts the two
+//! counters. Rotating the ledger drops its older file (every ~45,000
+//! calls), which a scraper sees as a counter reset.
 
 use std::fmt::Write;
 
 use super::report::{Report, Spread};
+use crate::tool_output::stats::ByFamilyAndVia;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The exposition of `report`.
-pub fn exposition(report: &Report) -> String {
+/// The exposition of `report` and of the ledger's sums (`ledger`).
+pub fn exposition(report: &Report, ledger: &ByFamilyAndVia) -> String {
     let mut text = Text(String::new());
     text.family(
         "jkz_window_seconds",
@@ -155,7 +163,60 @@ pub fn exposition(report: &Report) -> String {
     for (kind, n) in &report.events {
         text.sample("jkz_events_total", &[("type", kind)], *n as f64);
     }
+    tool_output(&mut text, ledger);
     text.0
+}
+
+/// The ledger's counters, each by family and path.
+fn tool_output(text: &mut Text, ledger: &ByFamilyAndVia) {
+    type Field = fn(&crate::tool_output::stats::Totals) -> u64;
+    let counters: [(&str, &str, Field); 7] = [
+        (
+            "jkz_tool_output_calls_total",
+            "Tool calls in the savings ledger, by the reduction engine's family and the path the output took (via); - where a line does not say.",
+            |t| t.calls,
+        ),
+        (
+            "jkz_tool_output_raw_bytes_total",
+            "Bytes of the tools' whole output.",
+            |t| t.full_bytes,
+        ),
+        (
+            "jkz_tool_output_client_bytes_total",
+            "Bytes the client alone would have put in the model's window, by its own rules (never the raw size). Saved = client - shown, negative where jkz added text: subtract jkz_tool_output_shown_bytes_total.",
+            |t| t.client_bytes,
+        ),
+        (
+            "jkz_tool_output_shown_bytes_total",
+            "Bytes jkz put in the model's window.",
+            |t| t.jkz_bytes,
+        ),
+        (
+            "jkz_tool_output_repeats_total",
+            "Calls whose output repeated an earlier call's and became a pointer to it.",
+            |t| t.repeats,
+        ),
+        (
+            "jkz_tool_output_signal_lines_total",
+            "Distinct signal lines (errors, failures, summaries) in the output of the calls that report them.",
+            |t| t.signals,
+        ),
+        (
+            "jkz_tool_output_signal_lines_shown_total",
+            "Of those signal lines, the ones jkz showed.",
+            |t| t.signals_shown,
+        ),
+    ];
+    for (name, help, field) in counters {
+        text.family(name, "counter", help);
+        for ((family, via), totals) in ledger {
+            text.sample(
+                name,
+                &[("family", family), ("via", via)],
+                field(totals) as f64,
+            );
+        }
+    }
 }
 
 struct Text(String);
@@ -224,6 +285,66 @@ fn escape_help(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn empty_report() -> Report {
+        Report {
+            since: String::new(),
+            until: String::new(),
+            window_seconds: 0,
+            completed: 0,
+            failed: 0,
+            completion_rate: None,
+            fix_iterations: Spread::default(),
+            plan_iterations: Spread::default(),
+            phases: Vec::new(),
+            roles: Vec::new(),
+            compactions: 0,
+            issues: Vec::new(),
+            days: Vec::new(),
+            events: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_ledger_counts_by_family_and_path() {
+        use crate::tool_output::stats::Totals;
+        let mut ledger = ByFamilyAndVia::new();
+        let totals = |calls, full, client, jkz| Totals {
+            calls,
+            full_bytes: full,
+            client_bytes: client,
+            jkz_bytes: jkz,
+            signals: 7,
+            signals_shown: 5,
+            repeats: 1,
+            ..Totals::default()
+        };
+        ledger.insert(("test".into(), "wrap".into()), totals(3, 90, 60, 30));
+        ledger.insert(("-".into(), "-".into()), totals(1, 9, 2, 8));
+        ledger.insert(("a\"b".into(), "-".into()), totals(1, 1, 1, 1));
+        let text = exposition(&empty_report(), &ledger);
+        for want in [
+            "# TYPE jkz_tool_output_calls_total counter",
+            "jkz_tool_output_calls_total{family=\"test\",via=\"wrap\"} 3",
+            "jkz_tool_output_raw_bytes_total{family=\"test\",via=\"wrap\"} 90",
+            "jkz_tool_output_client_bytes_total{family=\"test\",via=\"wrap\"} 60",
+            "jkz_tool_output_shown_bytes_total{family=\"test\",via=\"wrap\"} 30",
+            "jkz_tool_output_repeats_total{family=\"test\",via=\"wrap\"} 1",
+            "jkz_tool_output_signal_lines_total{family=\"test\",via=\"wrap\"} 7",
+            "jkz_tool_output_signal_lines_shown_total{family=\"test\",via=\"wrap\"} 5",
+            // Where jkz added text, both sides stay as they are: no negative counter.
+            "jkz_tool_output_client_bytes_total{family=\"-\",via=\"-\"} 2",
+            "jkz_tool_output_shown_bytes_total{family=\"-\",via=\"-\"} 8",
+            "jkz_tool_output_calls_total{family=\"a\\\"b\",via=\"-\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == want), "{want} in\n{text}");
+        }
+        assert!(!text.contains("saved_bytes_total"), "{text}");
+        // Without a ledger: the families, no samples.
+        let empty = exposition(&empty_report(), &ByFamilyAndVia::new());
+        assert!(empty.contains("# HELP jkz_tool_output_shown_bytes_total "));
+        assert!(!empty.contains("jkz_tool_output_calls_total{"));
+    }
 
     #[test]
     fn escapes_and_numbers() {

@@ -314,7 +314,10 @@ pub fn now(state: &StateDir, now: DateTime<Utc>) -> Value {
         .map(|l| lock_json(&l, now))
         .collect();
     let savings = match crate::tool_output::stats::summarize(state.path()) {
-        Ok(s) => json!(s),
+        // Per command, the sums can run to thousands of rows: `jkz stats` has them.
+        Ok(s) => {
+            json!({"tools": s.tools, "families": s.families, "total": s.total, "bad_lines": s.bad_lines})
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Value::Null,
         Err(e) => json!({"error": e.to_string()}),
     };

@@ -514,16 +514,23 @@ async fn metrics(
     }
 }
 
-/// The metrics in Prometheus' text format, over the default window.
+/// The metrics in Prometheus' text format, over the default window, and
+/// the tool-output ledger's counters.
 async fn prometheus(State(s): State<AppState>) -> Response {
     let window = crate::metrics::DEFAULT_WINDOW;
-    match blocking(move || super::history::metrics(&s.state, window, Utc::now())).await {
-        Ok(report) => (
+    let read = move || -> Result<_, (u16, String)> {
+        let report = super::history::metrics(&s.state, window, Utc::now())?;
+        let ledger = crate::tool_output::stats::by_family_and_via(s.state.path())
+            .map_err(|e| (500, format!("reading the tool-output ledger: {e}")))?;
+        Ok((report, ledger))
+    };
+    match blocking(read).await {
+        Ok((report, ledger)) => (
             [(
                 header::CONTENT_TYPE,
                 crate::metrics::prometheus::CONTENT_TYPE,
             )],
-            crate::metrics::prometheus::exposition(&report),
+            crate::metrics::prometheus::exposition(&report, &ledger),
         )
             .into_response(),
         Err((code, message)) => error(

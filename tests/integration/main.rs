@@ -27,6 +27,7 @@ mod registry;
 mod regression;
 mod session;
 mod state;
+mod stats;
 mod team;
 mod team_tls;
 mod tool_output;

@@ -5,9 +5,11 @@
 //! pipelines table, pins an issue through the page, changes a pipeline file
 //! on disk and sees the change without a reload, shows an issue's review
 //! findings by iteration (a new import shows without a reload too), and
-//! saves a screenshot (to `$JKZ_UI_SCREENSHOT` when set); pins and rejects a learned pattern.
+//! shows the tool-output savings (per family, a negative saving as what jkz
+//! added, updated live), and saves a screenshot (to `$JKZ_UI_SCREENSHOT`
+//! when set); pins and rejects a learned pattern.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -244,7 +246,11 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
     dir.write("state/pipeline/103.json", pipeline(103, "qa", "", ""));
     dir.write(
         "state/tool-output.jsonl",
-        "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n",
+        // Two lines from before families, one family where jkz saved and
+        // one where it showed more than the client would have.
+        "{\"tool\":\"Bash\",\"full\":90000,\"client\":30000,\"jkz\":8000,\"blocks\":1,\"ms\":3}\n{\"tool\":\"Grep\",\"full\":20000,\"client\":20000,\"jkz\":6000,\"blocks\":0,\"ms\":1}\n\
+         {\"tool\":\"Bash\",\"call\":\"cargo test\",\"full\":400000,\"client\":10000,\"jkz\":2500,\"blocks\":0,\"ms\":2,\"via\":\"wrap\",\"family\":\"test\",\"exit\":101,\"signals\":9,\"signals_shown\":9}\n\
+         {\"tool\":\"Bash\",\"call\":\"npm run build\",\"full\":90000,\"client\":2000,\"jkz\":9500,\"blocks\":2,\"ms\":2,\"via\":\"post-tool-use\",\"family\":\"build\"}\n",
     );
     let import = |iteration: u32| {
         let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
@@ -368,6 +374,55 @@ fn ui_in_chromium_shows_pins_and_updates_live() {
     b.wait_for(
         "!!document.querySelector('#now svg rect')",
         Duration::from_secs(3),
+    );
+
+    // The savings: against what the client alone would have shown, per
+    // family, a negative saving said as what jkz added.
+    assert_eq!(
+        b.eval("document.getElementById('savings-total').textContent"),
+        json!("4 calls · what the client alone would have shown 62,000 B → what jkz showed 26,000 B · saved 36,000 B (≈ 9,000 tokens, estimate: bytes/4)")
+    );
+    let family = |name: &str| {
+        format!(
+            "[...document.querySelectorAll('#savings-families tr[data-family=\"{name}\"] td')].map((td) => td.textContent)"
+        )
+    };
+    assert_eq!(
+        b.eval(&family("test")),
+        json!(["test", "1", "10,000", "2,500", "7,500", "9/9"])
+    );
+    assert_eq!(
+        b.eval(&family("build")),
+        json!(["build", "1", "2,000", "9,500", "added 7,500", "-"])
+    );
+    assert_eq!(
+        b.eval(&family("-")),
+        json!(["- (unknown)", "2", "50,000", "14,000", "36,000", "-"])
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#savings-families tbody tr').dataset.family"),
+        json!("-"),
+        "the most calls first"
+    );
+    assert_eq!(
+        b.eval("document.documentElement.scrollWidth <= document.documentElement.clientWidth"),
+        json!(true),
+        "the savings table widens the page"
+    );
+    // When jkz showed more in all, the total says so: no negative saving.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("state/tool-output.jsonl"))
+        .unwrap()
+        .write_all(b"{\"tool\":\"Bash\",\"call\":\"make\",\"full\":900000,\"client\":2000,\"jkz\":50000,\"blocks\":0,\"ms\":2,\"family\":\"build\"}\n")
+        .unwrap();
+    b.wait_for(
+        "document.getElementById('savings-total').textContent.endsWith('what jkz showed 76,000 B · jkz added 12,000 B (≈ 3,000 tokens, estimate: bytes/4)')",
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        b.eval(&family("build")),
+        json!(["build", "2", "4,000", "59,500", "added 55,500", "-"])
     );
 
     let shot = b.call("Page.captureScreenshot", json!({"format": "png"}));
