@@ -266,6 +266,7 @@ fn reduce_output(
         kept_at: client_copy,
         budget: Some(budget),
         started,
+        exit_later: false,
     };
     let mut notes = Vec::new();
     let table = crate::reduce::cmd::project_table(state, &mut notes);

@@ -147,6 +147,9 @@ pub struct Call<'a> {
     /// Overrides the viewer's budget.
     pub budget: Option<usize>,
     pub started: Instant,
+    /// The exit code comes once the command ended: the caller records the
+    /// ledger line ([`Outcome::exited`]).
+    pub exit_later: bool,
 }
 
 /// The view and the ledger line written for it.
@@ -156,6 +159,9 @@ pub struct Outcome {
     /// False when the view is the output, unchanged.
     pub changed: bool,
     pub entry: Entry,
+    head: Vec<u8>,
+    chars: u64,
+    viewer: Viewer,
 }
 
 /// Reduces `input` for `call`'s client with the rules of `table`, and
@@ -235,24 +241,47 @@ pub fn reduce_call(
         hash: Some(hash),
         kept: kept.map(|p| p.display().to_string()),
     };
-    match ledger::append(call.state, &entry) {
-        Ok(_) => {}
-        Err(e) => crate::truncate::warn(
-            warnings,
-            "jkz",
-            &format_args!(
-                "cannot append to {}: {e}",
-                call.state
-                    .join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER)
-                    .display()
-            ),
-        ),
+    if !call.exit_later {
+        record(call.state, &entry, warnings);
     }
     Ok(Outcome {
         view,
         changed,
         entry,
+        head: tap.head,
+        chars: stats.input_chars,
+        viewer: call.viewer,
     })
+}
+
+impl Outcome {
+    /// Records the exit code known only once the command ended (`--run`):
+    /// the client's view of it, then the ledger line.
+    pub fn exited(&mut self, code: i32, state: &StateDir, warnings: &mut dyn Write) {
+        let e = &mut self.entry;
+        e.exit = Some(code);
+        e.client = self
+            .viewer
+            .client_bytes(e.full, self.chars, &self.head, e.exit);
+        e.jkz = self.view.len() as u64 + self.viewer.added(e.exit);
+        record(state, e, warnings);
+    }
+}
+
+/// Appends `entry` to the ledger; a failure is a warning.
+pub fn record(state: &StateDir, entry: &Entry, warnings: &mut dyn Write) {
+    if let Err(e) = ledger::append(state, entry) {
+        crate::truncate::warn(
+            warnings,
+            "jkz",
+            &format_args!(
+                "cannot append to {}: {e}",
+                state
+                    .join(crate::state_dir::layout::TOOL_OUTPUT_LEDGER)
+                    .display()
+            ),
+        );
+    }
 }
 
 /// Keeps `bytes` (an output the engine left unchanged, held whole) as a
@@ -332,6 +361,7 @@ mod tests {
             kept_at: None,
             budget: None,
             started: Instant::now(),
+            exit_later: false,
         }
     }
 

@@ -306,6 +306,7 @@ fn reduced(
         kept_at: None,
         budget: cli.max_bytes.filter(|&b| b > 0).map(|b| b as usize),
         started,
+        exit_later: cli.run.is_some(),
     };
     let mut out = io::stdout().lock();
     let write = |out: &mut io::StdoutLock, bytes: &[u8]| match out
@@ -334,10 +335,12 @@ fn reduced(
         let status = child
             .wait()
             .map_err(|e| Failure::io(EXIT_IO, format_args!("waiting for {command:?}"), e))?;
-        let outcome =
+        let mut outcome =
             outcome.map_err(|e| Failure::io(EXIT_IO, "reading the command's output", e))?;
+        let code = super::run_command::exit_code(status);
+        outcome.exited(i32::from(code), state, stderr);
         write(&mut out, &outcome.view)?;
-        return Ok(super::run_command::exit_code(status));
+        return Ok(code);
     }
     // --ran: the output is in FILE (or on stdin).
     let Some(path) = &cli.file else {

@@ -179,6 +179,12 @@ fn codex_bash_calls_are_rewritten_through_the_guard_unless_left_alone() {
         .unwrap();
     assert_eq!(ran.status.code(), Some(4), "{ran:?}");
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "it's /nowhere\n");
+    // One ledger line, with the exit code known once the command ended.
+    let ledger = std::fs::read_to_string(dir.join("state/tool-output.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
+    assert_eq!(line["via"], "wrap");
+    assert_eq!(line["exit"], 4);
+    assert_eq!(line["jkz"], line["client"], "a short output stands: nothing saved");
 
     let interactive = hook(&dir, "jkz-chat", call("vim notes.txt"));
     assert!(interactive.stdout().is_empty(), "{}", interactive.report());
