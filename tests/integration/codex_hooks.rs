@@ -184,7 +184,10 @@ fn codex_bash_calls_are_rewritten_through_the_guard_unless_left_alone() {
     let line: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
     assert_eq!(line["via"], "wrap");
     assert_eq!(line["exit"], 4);
-    assert_eq!(line["jkz"], line["client"], "a short output stands: nothing saved");
+    assert_eq!(
+        line["jkz"], line["client"],
+        "a short output stands: nothing saved"
+    );
 
     let interactive = hook(&dir, "jkz-chat", call("vim notes.txt"));
     assert!(interactive.stdout().is_empty(), "{}", interactive.report());

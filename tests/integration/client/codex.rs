@@ -70,13 +70,13 @@ fn installed_version(bin: &Path) -> Option<String> {
 }
 
 /// A git project and a `CODEX_HOME` talking to one server.
-struct CodexProject {
+pub(super) struct CodexProject {
     dir: tempfile::TempDir,
     home: tempfile::TempDir,
 }
 
 impl CodexProject {
-    fn new(server: &CodexServer) -> CodexProject {
+    pub(super) fn new(server: &CodexServer) -> CodexProject {
         let mk = |p| {
             tempfile::Builder::new()
                 .prefix(p)
@@ -97,11 +97,11 @@ impl CodexProject {
         CodexProject { dir, home }
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    pub(super) fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         let path = self.path().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, contents).unwrap();
@@ -110,7 +110,7 @@ impl CodexProject {
 
     /// Raises `model_auto_compact_token_limit` out of reach: a long tool
     /// output alone would otherwise compact the history it is measured in.
-    fn without_auto_compaction(&self) {
+    pub(super) fn without_auto_compaction(&self) {
         let config = self.home.path().join("config.toml");
         let text = std::fs::read_to_string(&config).unwrap().replace(
             "model_auto_compact_token_limit = 2000",
@@ -120,7 +120,7 @@ impl CodexProject {
     }
 
     /// `jkz install --client codex` in the project, which must succeed.
-    fn install_jkz(&self) {
+    pub(super) fn install_jkz(&self) {
         let out = Command::new(bin("jkz"))
             .args(["install", "--client", "codex", "--project"])
             .arg(self.path())
@@ -135,7 +135,7 @@ impl CodexProject {
     }
 
     /// One headless `codex exec PROMPT`.
-    fn exec(&self, prompt: &str) -> CodexRun {
+    pub(super) fn exec(&self, prompt: &str) -> CodexRun {
         let mut cmd = Command::new(codex_bin());
         cmd.current_dir(self.path());
         for (key, _) in std::env::vars_os() {
@@ -168,13 +168,13 @@ impl CodexProject {
     }
 }
 
-struct CodexRun {
+pub(super) struct CodexRun {
     shown: String,
     finished: Finished,
 }
 
 impl CodexRun {
-    fn report(&self) -> String {
+    pub(super) fn report(&self) -> String {
         format!(
             "command: {}\nstatus: {:?} (timed out: {})\nstdout:\n{}\nstderr:\n{}",
             self.shown,
@@ -185,7 +185,7 @@ impl CodexRun {
         )
     }
 
-    fn assert_ok(&self) {
+    pub(super) fn assert_ok(&self) {
         assert!(
             self.finished.status.is_some_and(|s| s.success()),
             "codex failed\n{}",

@@ -22,6 +22,7 @@ pub mod model_server;
 mod codex;
 mod compaction;
 mod gemini;
+mod output_reduced;
 mod plugin;
 mod post_compact;
 mod probe_pre_tool_use;
