@@ -372,6 +372,7 @@ fn claude_a_build_log_reaches_the_model_in_a_quarter_with_every_warning() {
             &headlines
         )
     );
+    eprintln!("with jkz, the model saw:\n{view}");
     assert!(!is_error, "{view}\n{}", jkz.report);
     assert!(
         view.chars().count() * 4 <= raw.chars().count(),
@@ -387,6 +388,17 @@ fn claude_a_build_log_reaches_the_model_in_a_quarter_with_every_warning() {
         "{alone_view:.2000}"
     );
     assert!(alone_view.chars().count() >= raw.chars().count() - 100);
+    // Reduced by the wrap, which saw the command's own status.
+    let ledger = std::fs::read_to_string(jkz.project.path().join("state/tool-output.jsonl"))
+        .expect("the ledger");
+    let wrap: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["via"] == "wrap")
+        .collect();
+    assert_eq!(wrap.len(), 1, "{ledger}");
+    assert_eq!(wrap[0]["exit"], 0, "{ledger}");
+    assert_eq!(wrap[0]["full"], raw.len(), "{ledger}");
 }
 
 #[test]
@@ -412,6 +424,7 @@ fn claude_a_failing_400k_cargo_test_keeps_its_failures_and_the_model_reads_the_k
             &TEST_NEEDED
         )
     );
+    eprintln!("with jkz, the model saw:\n{view}");
     assert!(*alone_error && *is_error, "{view:.3000}\n{}", jkz.report);
     assert!(view.starts_with("Exit code 101"), "{view:.300}");
     let lost = missing(&TEST_NEEDED, view);
@@ -462,8 +475,9 @@ fn claude_a_failing_400k_cargo_test_keeps_its_failures_and_the_model_reads_the_k
 
 // ------------------------------------------------------------------ Codex CLI
 
-/// What Codex's next request carries of `./cargo-test 2>&1`.
-fn codex_seen(jkz: bool, raw: &str) -> (String, String) {
+/// What Codex's next request carries of `./cargo-test 2>&1`, and the
+/// kept file the view names (read before the project goes).
+fn codex_seen(jkz: bool, raw: &str) -> (String, Option<Vec<u8>>, String) {
     let server = CodexServer::start(Arc::new(|r: &Request| {
         if r.tool_outputs().is_empty() {
             (
@@ -488,14 +502,15 @@ fn codex_seen(jkz: bool, raw: &str) -> (String, String) {
     let last = server.requests().pop().expect("requests");
     let outputs = last.tool_outputs();
     assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
-    (outputs[0].clone(), run.report())
+    let kept = kept_file(&outputs[0]).and_then(|p| std::fs::read(p).ok());
+    (outputs[0].clone(), kept, run.report())
 }
 
 #[test]
 fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
     let raw = failing_cargo_test(400_000);
-    let (alone, _) = codex_seen(false, &raw);
-    let (view, report) = codex_seen(true, &raw);
+    let (alone, _, _) = codex_seen(false, &raw);
+    let (view, kept, report) = codex_seen(true, &raw);
     eprintln!(
         "Codex CLI, a failing cargo test (exit 101):\n{HEADER}\n{}",
         table(
@@ -506,6 +521,7 @@ fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures()
             &TEST_NEEDED
         )
     );
+    eprintln!("with jkz, the model saw:\n{view}");
     let lost = missing(&TEST_NEEDED, &view);
     assert!(lost.is_empty(), "lost: {lost:?}\n{view}\n{report}");
     assert!(
@@ -513,7 +529,7 @@ fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures()
         "the status reaches the model: {view:.500}"
     );
     let path = kept_file(&view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
-    assert_eq!(std::fs::read(&path).unwrap(), raw.as_bytes(), "{path}");
+    assert_eq!(kept.as_deref(), Some(raw.as_bytes()), "{path}");
     assert!(
         view.chars().count() * 3 <= alone.chars().count(),
         "not far smaller than Codex's own cut ({} chars): {} chars",
@@ -525,8 +541,8 @@ fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures()
 // ----------------------------------------------------------------- Gemini CLI
 
 /// What Gemini CLI's next request carries of `./cargo-test 2>&1` (the
-/// function response's `response`, as JSON text).
-fn gemini_seen(jkz: bool, raw: &str) -> String {
+/// function response's strings), and the kept file the view names.
+fn gemini_seen(jkz: bool, raw: &str) -> (String, Option<Vec<u8>>) {
     let server = GeminiServer::start(Arc::new(|r: &Recorded| {
         if r.function_responses().is_empty() {
             GeminiReply::Call {
@@ -556,7 +572,8 @@ fn gemini_seen(jkz: bool, raw: &str) -> String {
     // The output as the model reads it: the JSON strings unescaped.
     let mut text = String::new();
     collect_strings(response, &mut text);
-    text
+    let kept = kept_file(&text).and_then(|p| std::fs::read(p).ok());
+    (text, kept)
 }
 
 fn collect_strings(v: &Value, out: &mut String) {
@@ -574,8 +591,8 @@ fn collect_strings(v: &Value, out: &mut String) {
 #[test]
 fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
     let raw = failing_cargo_test(400_000);
-    let alone = gemini_seen(false, &raw);
-    let view = gemini_seen(true, &raw);
+    let (alone, _) = gemini_seen(false, &raw);
+    let (view, kept) = gemini_seen(true, &raw);
     eprintln!(
         "Gemini CLI, a failing cargo test (exit 101):\n{HEADER}\n{}",
         table(
@@ -586,6 +603,7 @@ fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures(
             &TEST_NEEDED
         )
     );
+    eprintln!("with jkz, the model saw:\n{view}");
     let lost = missing(&TEST_NEEDED, &view);
     assert!(lost.is_empty(), "lost: {lost:?}\n{view}");
     assert!(
@@ -593,7 +611,7 @@ fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures(
         "the status reaches the model: {view:.500}"
     );
     let path = kept_file(&view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
-    assert_eq!(std::fs::read(&path).unwrap(), raw.as_bytes(), "{path}");
+    assert_eq!(kept.as_deref(), Some(raw.as_bytes()), "{path}");
     assert!(
         view.chars().count() * 3 <= alone.chars().count(),
         "not far smaller than Gemini's own cut ({} chars): {} chars",
