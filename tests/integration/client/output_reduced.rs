@@ -382,6 +382,14 @@ fn claude_a_build_log_reaches_the_model_in_a_quarter_with_every_warning() {
     );
     let lost = missing(&headlines, view);
     assert!(lost.is_empty(), "warnings lost: {lost:?}\n{view}");
+    // Every place a warning points at, the repeats' too.
+    let anchors: Vec<&str> = raw
+        .lines()
+        .filter(|l| l.trim_start().starts_with("--> "))
+        .collect();
+    assert_eq!(anchors.len(), 9);
+    let lost = missing(&anchors, view);
+    assert!(lost.is_empty(), "anchors lost: {lost:?}\n{view}");
     // The client alone shows the log whole: the saving is jkz's.
     assert!(
         missing(&headlines, alone_view).is_empty(),
@@ -525,7 +533,7 @@ fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures()
     let lost = missing(&TEST_NEEDED, &view);
     assert!(lost.is_empty(), "lost: {lost:?}\n{view}\n{report}");
     assert!(
-        view.contains("101"),
+        view.contains("Process exited with code 101"),
         "the status reaches the model: {view:.500}"
     );
     let path = kept_file(&view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
@@ -607,7 +615,7 @@ fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures(
     let lost = missing(&TEST_NEEDED, &view);
     assert!(lost.is_empty(), "lost: {lost:?}\n{view}");
     assert!(
-        view.contains("101"),
+        view.contains("Exit Code: 101"),
         "the status reaches the model: {view:.500}"
     );
     let path = kept_file(&view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
