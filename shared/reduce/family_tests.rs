@@ -319,13 +319,21 @@ fn a_diff_keeps_its_file_and_hunk_headers_and_as_much_of_its_lines_as_fit() {
 }
 
 #[test]
-fn git_status_file_lines_are_identifiers() {
+fn git_status_unmerged_paths_are_identifiers_and_changed_ones_context() {
     let input = include_str!("testdata/git-status.txt");
     let modified = input
         .lines()
         .find(|l| l.starts_with("\tmodified:"))
         .unwrap();
-    assert_eq!(is("git", modified), Is::Signal(SignalKind::Id));
+    assert_eq!(is("git", modified), Is::Context);
+    assert_eq!(
+        is("git", "\tboth modified:   src/click/core.py"),
+        Is::Signal(SignalKind::Id)
+    );
+    assert_eq!(
+        is("git", "\tdeleted by them: src/click/_termui_impl.py"),
+        Is::Signal(SignalKind::Id)
+    );
     assert_eq!(
         is(
             "git",

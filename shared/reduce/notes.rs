@@ -89,7 +89,7 @@ pub fn gap_line(
 /// where it is: between a commit's hash and its subject, or an error and
 /// its anchor, a line saying "3 lines omitted" would cost more than it
 /// tells. One note after the view counts them all ([`quiet_gaps_line`]).
-pub const QUIET_GAP: u64 = 12;
+pub const QUIET_GAP: u64 = 40;
 
 /// The short gaps left unmarked: how many lines in how many places, and
 /// the collapsed ones among them by label.

@@ -35,7 +35,7 @@ use crate::truncate::head_tail::{HeadTailBuffer, CHUNK};
 use super::classifier::Classifier;
 use super::command::family_for_command;
 use super::item::{units, LABELS};
-use super::notes::warnings_line;
+use super::notes::{warnings_line, QUIET_GAP};
 use super::retain::Retained;
 use super::sniff::{sniff, SNIFF_BYTES, SNIFF_LINES};
 use super::sort::LineSorter;
@@ -370,7 +370,8 @@ pub fn reduce_with(
     let family = sink.family.clone();
     let candidates = sink.retained.candidates();
     let failing = ctx.exit_code.is_some_and(|c| c != 0);
-    let head_share = if failing { 0.3 } else { 0.5 };
+    // A failing command's end says more than its start.
+    let head_share = if failing { 0.2 } else { 0.3 };
     // Past the budget, a failing command's view is all the model sees of
     // it: its signals take the whole budget. Another's is a sample of what
     // the client would have persisted, with where the rest is: half.
@@ -386,6 +387,7 @@ pub fn reduce_with(
             context,
             client_lines: splitter.client_lines,
             overflow_share,
+            quiet_gap: QUIET_GAP,
             warnings: warnings.clone(),
             full,
         })
@@ -394,7 +396,11 @@ pub fn reduce_with(
     let saving = input_units.saturating_sub(view.units as u64);
     let client_whole = in_memory && ctx.client_cap.is_some_and(|cap| input_units <= cap as u64);
     let keep_whole = client_whole && (whole_family || view.overflow);
-    let worth_it = !keep_whole && (!in_memory || (saving >= 1000 && saving * 5 >= input_units));
+    // Left as it is, an output the client would cut loses its end: then
+    // any saving is worth it.
+    let client_cuts = ctx.client_cap.is_some_and(|cap| input_units > cap as u64);
+    let worth_it =
+        !keep_whole && (!in_memory || client_cuts || (saving >= 1000 && saving * 5 >= input_units));
     let collapsed: Vec<(String, u64)> = labels
         .iter()
         .enumerate()

@@ -33,7 +33,7 @@ pub const MAX_THROUGH: u32 = 400;
 /// The most characters of context a family's view keeps when it says
 /// nothing (`context`): a few lines after its signals, a short head and
 /// tail.
-pub const DEFAULT_CONTEXT: usize = 1_000;
+pub const DEFAULT_CONTEXT: usize = 600;
 
 /// What a signal line is. The order is the order of the counts in a gap
 /// line (`3 error lines, 1 warning line not shown`).

@@ -38,7 +38,7 @@ use std::rc::Rc;
 use super::item::{units, Item, ItemClass, LABELS};
 use super::notes::{
     full_output_line, full_output_line_short, gap_line, overflow_line, quiet_gaps_line, quiet_rest,
-    GAP_LINE_MAX, QUIET_GAP,
+    GAP_LINE_MAX,
 };
 use super::table::SignalKind;
 
@@ -52,7 +52,8 @@ pub struct ViewInput<'a> {
     /// Collapse labels, by tally slot (after the signal kinds).
     pub labels: &'a [String],
     pub budget: usize,
-    /// The head's share of the context's room (the tail has the rest).
+    /// The head's share of the context, and as much is kept for the tail
+    /// (the lines after the signals have the rest).
     pub head_share: f64,
     /// The most characters of context shown.
     pub context: usize,
@@ -63,6 +64,10 @@ pub struct ViewInput<'a> {
     /// The share of the budget the signals may take when they do not all
     /// fit.
     pub overflow_share: f64,
+    /// Gaps of at most this many lines, none a signal, are counted in one
+    /// note instead of marked where they are ([`super::notes::QUIET_GAP`]; when the
+    /// signals do not fit with their gaps marked, any such gap is).
+    pub quiet_gap: u64,
     /// The warnings by kind, when they say something.
     pub warnings: Option<String>,
     pub full: Option<FullNote>,
@@ -94,8 +99,9 @@ struct Choice<'v, 'a> {
     cost: usize,
     limit: usize,
     /// The context lines chosen, by their own cost, against the family's
-    /// `context`.
+    /// `context`, and how much of it the current step may fill.
     context: usize,
+    context_limit: usize,
 }
 
 impl<'v, 'a> Choice<'v, 'a> {
@@ -107,6 +113,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             cost,
             limit,
             context: 0,
+            context_limit: input.context,
         }
     }
 
@@ -119,7 +126,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             return false;
         }
         let context = if item.is_signal() { 0 } else { item.cost() };
-        if self.context + context > self.input.context {
+        if self.context + context > self.context_limit.min(self.input.context) {
             return false;
         }
         let prev = self.chosen.range(..item.seq).next_back().map(|(_, i)| &**i);
@@ -193,15 +200,37 @@ fn gap(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Gap {
     // they are.
     let text = gap_line(first, end, &signals, &collapsed);
     let no_signal = signals.iter().all(|(_, n)| *n == 0);
-    if no_signal && end - first <= QUIET_GAP && a.is_some() && b.is_some() {
+    if no_signal && end - first <= input.quiet_gap && a.is_some() && b.is_some() {
         let by_label = collapsed.iter().map(|(_, n)| *n).collect();
         return Gap::Quiet(end - first, by_label, text);
     }
     Gap::Marked(text)
 }
 
-/// Chooses and writes the view.
+/// Chooses and writes the view. When the signals do not fit with every
+/// long gap between them marked where it is, they may fit with the gaps
+/// counted in one note: line numbers are worth less than signals.
 pub fn build(input: &ViewInput) -> View {
+    let view = build_once(input);
+    if !view.overflow || input.quiet_gap == u64::MAX {
+        return view;
+    }
+    let quieter = ViewInput {
+        candidates: input.candidates.clone(),
+        warnings: input.warnings.clone(),
+        full: input.full.clone(),
+        quiet_gap: u64::MAX,
+        ..*input
+    };
+    let all = build_once(&quieter);
+    if all.overflow {
+        view
+    } else {
+        all
+    }
+}
+
+fn build_once(input: &ViewInput) -> View {
     let signals: Vec<&Rc<Item>> = input
         .candidates
         .values()
@@ -250,12 +279,20 @@ pub fn build(input: &ViewInput) -> View {
         fill_signals(&mut choice, &signals, share);
     }
 
-    // When the signals fit: the context that belongs to them, then the
-    // output's first lines and its last. When they do not, the room is
-    // theirs.
+    // When the signals fit: the output's first lines (up to `head_share`
+    // of the context), the lines after the signals (leaving as much for
+    // the end), its last lines, and its first again. When they do not, the
+    // room is theirs.
     if !overflow {
+        let cap = input.context;
+        let ends = (cap as f64 * input.head_share) as usize;
+        choice.context_limit = ends;
+        add_head(&mut choice);
+        choice.context_limit = cap.saturating_sub(ends);
         add_after(&mut choice, |_| true);
-        add_ends(&mut choice, input.head_share);
+        choice.context_limit = cap;
+        add_tail(&mut choice);
+        add_head(&mut choice);
     }
 
     let signals_shown = choice.chosen.values().filter(|i| i.is_signal()).count() as u64;
@@ -396,14 +433,21 @@ fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>], share: usize) {
 }
 
 /// Adds the `after` context of the chosen signals of the kinds `which`
-/// picks, each signal's in order, while it fits.
+/// picks, by rank then in order, each signal's lines in order, while it
+/// fits.
 fn add_after(choice: &mut Choice, which: impl Fn(SignalKind) -> bool) {
-    let chosen: Vec<u64> = choice
+    // An error's lines first: what follows a failure says more than what
+    // follows a summary.
+    let mut chosen: Vec<(u8, u64)> = choice
         .chosen
         .values()
-        .filter(|i| matches!(i.class, ItemClass::Signal { kind, .. } if which(kind)))
-        .map(|i| i.seq)
+        .filter_map(|i| match i.class {
+            ItemClass::Signal { kind, .. } if which(kind) => Some((rank(kind), i.seq)),
+            _ => None,
+        })
         .collect();
+    chosen.sort_unstable();
+    let chosen: Vec<u64> = chosen.into_iter().map(|(_, seq)| seq).collect();
     let candidates = &choice.input.candidates;
     for seq in chosen {
         for item in candidates.range(seq + 1..).map(|(_, i)| i) {
@@ -458,27 +502,31 @@ fn quiet_note_max(input: &ViewInput) -> usize {
         + units(quiet_rest(input.total_lines).as_bytes())
 }
 
-/// Context from the output's first lines (up to `head_share` of what is
-/// left of the family's context), then from its last, then the first
-/// again.
-fn add_ends(choice: &mut Choice, head_share: f64) {
-    let input = choice.input;
-    let head_room = (input.context.saturating_sub(choice.context) as f64 * head_share) as usize;
-    let head_end = choice.context + head_room;
-    let context: Vec<&Rc<Item>> = input
+/// Context lines not chosen yet, in order.
+fn unchosen_context<'v>(choice: &Choice<'v, '_>) -> Vec<&'v Rc<Item>> {
+    choice
+        .input
         .candidates
         .values()
         .filter(|i| !i.is_signal() && !choice.chosen.contains_key(&i.seq))
-        .collect();
-    let (mut lo, mut hi) = (0, context.len());
-    while lo < hi && choice.context < head_end && choice.add(context[lo]) {
-        lo += 1;
+        .collect()
+}
+
+/// Context from the output's first lines, while it fits.
+fn add_head(choice: &mut Choice) {
+    for item in unchosen_context(choice) {
+        if !choice.add(item) {
+            break;
+        }
     }
-    while lo < hi && choice.add(context[hi - 1]) {
-        hi -= 1;
-    }
-    while lo < hi && choice.add(context[lo]) {
-        lo += 1;
+}
+
+/// Context from the output's last lines, while it fits.
+fn add_tail(choice: &mut Choice) {
+    for item in unchosen_context(choice).into_iter().rev() {
+        if !choice.add(item) {
+            break;
+        }
     }
 }
 

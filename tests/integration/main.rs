@@ -22,6 +22,7 @@ mod postgres;
 mod races;
 mod readers;
 mod reduce;
+mod reduce_corpus;
 mod registry;
 mod regression;
 mod session;

@@ -268,7 +268,7 @@ fn filters_test_names_each_example_that_comes_out_otherwise() {
         run.report()
     );
     assert!(
-        out.ends_with("1 of 198 examples failed\n"),
+        out.ends_with("1 of 203 examples failed\n"),
         "{}",
         run.report()
     );
