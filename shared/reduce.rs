@@ -15,10 +15,12 @@
 //!
 //! # The view
 //!
-//! Lines in their original order: every signal verbatim (a warning or error
-//! repeated word for word is shown once and counted), context as the budget
-//! allows (the lines after a signal first, then head and tail), and one line
-//! for each gap saying what it held and its line numbers:
+//! Lines in their original order, without colour codes: every signal
+//! verbatim (a warning or error repeated word for word is shown once and
+//! counted), a little context (the lines after a signal first, then head
+//! and tail, up to the family's `context` characters: the budget is a
+//! ceiling for signals, not room to fill), and one line for each gap
+//! saying what it held and its line numbers:
 //!
 //! ```text
 //! [jkz: lines 13-1216: 1,204 passing tests collapsed; 3 other lines omitted]
@@ -37,13 +39,17 @@
 //! The whole input is kept as `state/context-offload/full-….txt` (the
 //! truncation engine's store, [`crate::truncate::full_output`]). When
 //! reducing would save under a fifth of the input's characters or under
-//! 1,000 of them, the input comes back unchanged and nothing is kept.
+//! 1,000 of them, the input comes back unchanged and nothing is kept; so it
+//! does when the client would show it whole ([`Context::client_cap`]) and
+//! its signals do not fit the budget, or its family's output is what was
+//! asked for.
 //!
 //! # Streaming
 //!
 //! Memory is bounded by the budget, not the input ([`stream`]): a 1 GB log
 //! is read once, in fixed chunks.
 
+mod ansi;
 pub mod classifier;
 pub mod cmd;
 pub mod command;
@@ -84,6 +90,10 @@ pub const DEFAULT_BUDGET: usize = 20_000;
 /// first 10,000 characters of one, after its `Exit code N` line.
 pub const FAILURE_BUDGET: usize = 9_000;
 
+/// What the client shows of a failing Bash command: `Exit code N` and
+/// about the first 10,000 characters.
+pub const CLIENT_FAILURE_CHARS: usize = 10_000;
+
 /// What a call knows about the output it reduces.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context<'a> {
@@ -100,10 +110,23 @@ pub struct Context<'a> {
     /// output, written there as it ran): the view names it, and nothing is
     /// copied.
     pub kept_at: Option<&'a std::path::Path>,
-    /// The client shows at most this many characters of an output whole
-    /// (its view of a failing command): a longer input is reduced whatever
-    /// the saving, since the client would cut it.
-    pub client_shows: Option<usize>,
+    /// The most characters the client itself shows of this output whole
+    /// ([`client_cap`] for a Bash command in Claude Code; `None`: no such
+    /// rule). An output within it is left as it is when its signal lines
+    /// do not fit the budget (the client would show them all) or when its
+    /// family's output is what was asked for (a listing, a diff): jkz
+    /// never shows fewer of its signal lines than the client alone.
+    pub client_cap: Option<usize>,
+}
+
+/// What Claude Code shows whole of a Bash command's output: up to 30,000
+/// characters, or about 10,000 when it failed.
+pub fn client_cap(exit_code: Option<i32>) -> usize {
+    if exit_code.is_some_and(|c| c != 0) {
+        CLIENT_FAILURE_CHARS
+    } else {
+        crate::tool_output::client::BASH_INLINE_CHARS as usize
+    }
 }
 
 /// The view and what it cost.

@@ -3,9 +3,9 @@
 //! Only the family the call needs is compiled, so a call pays for its few
 //! dozen patterns, not the whole table.
 
-use regex::bytes::{RegexSet, RegexSetBuilder};
+use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use super::table::{FilterTable, Is, Rule, Source, TableError, COMMON};
+use super::table::{FilterTable, Is, Rule, Source, TableError, COMMON, DEFAULT_CONTEXT};
 
 /// The most memory one compiled set may take: far above what the table's
 /// patterns need, low enough that a pathological user pattern is refused
@@ -25,6 +25,11 @@ pub struct CompiledRule {
     pub label: Option<usize>,
     pub after: u32,
     pub next: Option<Is>,
+    pub run: Option<Is>,
+    /// The line that ends the region this rule's line starts.
+    pub through: Option<Regex>,
+    /// The lines that continue this rule's line.
+    pub continued: Option<Regex>,
     pub pattern: String,
     /// The family it was written in, and where.
     pub family: String,
@@ -41,7 +46,12 @@ pub struct Classifier {
     /// the order they first appear.
     pub labels: Vec<String>,
     /// The family's `context`: the most characters of context a view keeps.
-    pub context: Option<usize>,
+    pub context: usize,
+    /// The family's `whole`: its output is left whole when the client
+    /// would show it whole.
+    pub whole: bool,
+    /// The family's `templates`: similar signals collapse.
+    pub templates: bool,
 }
 
 impl Classifier {
@@ -57,20 +67,25 @@ impl Classifier {
         for name in order {
             let f = table.family(name).expect("collected names exist");
             for rule in &f.rules {
-                rules.push(compile_rule(rule, name, &mut labels));
+                rules.push(compile_rule(rule, name, &mut labels)?);
             }
         }
-        let set = RegexSetBuilder::new(rules.iter().map(|r| &r.pattern))
-            .size_limit(SIZE_LIMIT)
-            .dfa_size_limit(SIZE_LIMIT)
-            .build()
-            .map_err(|e| blame(&rules, e))?;
+        let set =
+            build_set(rules.iter().map(|r| r.pattern.as_str())).map_err(|e| blame(&rules, e))?;
         Ok(Classifier {
             family: family.to_string(),
             set,
             rules,
             labels,
-            context: table.family(family).and_then(|f| f.context),
+            context: table
+                .family(family)
+                .and_then(|f| f.context)
+                .unwrap_or(DEFAULT_CONTEXT),
+            whole: table.family(family).and_then(|f| f.whole).unwrap_or(false),
+            templates: table
+                .family(family)
+                .and_then(|f| f.templates)
+                .unwrap_or(false),
         })
     }
 
@@ -90,7 +105,11 @@ impl Classifier {
     }
 }
 
-fn compile_rule(rule: &Rule, family: &str, labels: &mut Vec<String>) -> CompiledRule {
+fn compile_rule(
+    rule: &Rule,
+    family: &str,
+    labels: &mut Vec<String>,
+) -> Result<CompiledRule, TableError> {
     let mut slot = |is: &Is| match is {
         Is::Collapse(l) => Some(match labels.iter().position(|x| x == l) {
             Some(i) => i,
@@ -102,18 +121,31 @@ fn compile_rule(rule: &Rule, family: &str, labels: &mut Vec<String>) -> Compiled
         _ => None,
     };
     let label = slot(&rule.is);
-    if let Some(next) = &rule.next {
-        slot(next);
+    for also in [&rule.next, &rule.run].into_iter().flatten() {
+        slot(also);
     }
-    CompiledRule {
+    let region = |pattern: &Option<String>, key: &str| match pattern {
+        Some(p) => build_one(p).map(Some).map_err(|e| TableError {
+            file: rule.source.file.clone(),
+            key: format!("{}.{key}", rule.source.key),
+            why: one_line(p, &e),
+        }),
+        None => Ok(None),
+    };
+    let through = region(&rule.through, "through")?;
+    let continued = region(&rule.continued, "continued")?;
+    Ok(CompiledRule {
         is: rule.is.clone(),
         label,
         after: rule.after,
         next: rule.next.clone(),
+        run: rule.run.clone(),
+        through,
+        continued,
         pattern: rule.pattern.clone(),
         family: family.to_string(),
         source: rule.source.clone(),
-    }
+    })
 }
 
 /// The family and those it includes, depth first, each once.
@@ -164,17 +196,63 @@ fn blame(rules: &[CompiledRule], e: regex::Error) -> TableError {
     }
 }
 
+/// A pattern in ASCII mode (`\\w`, `\\d`, `\\s`, `\\b` and case folding
+/// ASCII only) when it can be: compiling Unicode classes costs several times
+/// more, and output is matched for its ASCII structure. A pattern with a
+/// non-ASCII character inside a class (`[━█]`) stays in Unicode mode, where
+/// such a class means what it says.
+pub fn ascii(pattern: &str) -> std::borrow::Cow<'_, str> {
+    let mut in_class = false;
+    let mut escaped = false;
+    for c in pattern.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' => in_class = true,
+            ']' => in_class = false,
+            _ if in_class && !c.is_ascii() => return pattern.into(),
+            _ => {}
+        }
+    }
+    format!("(?-u){pattern}").into()
+}
+
+/// One set of `patterns`, each in ASCII mode when it can be ([`ascii`]);
+/// as written when that does not compile (a class this scan misread).
+pub fn build_set<'p>(
+    patterns: impl Iterator<Item = &'p str> + Clone,
+) -> Result<RegexSet, regex::Error> {
+    let build = |p: Vec<std::borrow::Cow<'p, str>>| {
+        RegexSetBuilder::new(p)
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(SIZE_LIMIT)
+            .build()
+    };
+    build(patterns.clone().map(ascii).collect())
+        .or_else(|_| build(patterns.map(std::borrow::Cow::Borrowed).collect()))
+}
+
+/// One pattern, in ASCII mode when it can be ([`ascii`]).
+fn build_one(pattern: &str) -> Result<Regex, regex::Error> {
+    let build = |p: &str| {
+        regex::bytes::RegexBuilder::new(p)
+            .size_limit(SIZE_LIMIT)
+            .build()
+    };
+    build(&ascii(pattern)).or_else(|_| build(pattern))
+}
+
 /// Whether one pattern compiles (within the size limit), in one line.
 pub fn check_pattern(pattern: &str) -> Result<(), String> {
-    regex::bytes::RegexBuilder::new(pattern)
-        .size_limit(SIZE_LIMIT)
-        .build()
+    build_one(pattern)
         .map(|_| ())
-        .map_err(|e| {
-            let e = e.to_string();
-            let last = e.lines().last().unwrap_or_default().trim().to_string();
-            format!("not a valid regular expression {pattern:?}: {last}")
-        })
+        .map_err(|e| one_line(pattern, &e))
+}
+
+fn one_line(pattern: &str, e: &regex::Error) -> String {
+    let e = e.to_string();
+    let last = e.lines().last().unwrap_or_default().trim().to_string();
+    format!("not a valid regular expression {pattern:?}: {last}")
 }
 
 #[cfg(test)]
@@ -210,6 +288,24 @@ mod tests {
             Is::Signal(SignalKind::Error)
         );
         assert_eq!(c.labels[..2], [REPEATED, SIMILAR]);
+    }
+
+    #[test]
+    fn patterns_are_ascii_unless_a_class_holds_more() {
+        assert_eq!(ascii(r"^\s*error\b"), r"(?-u)^\s*error\b");
+        assert_eq!(ascii("^\\s*(PASS|✓) "), "(?-u)^\\s*(PASS|✓) ");
+        assert_eq!(ascii("^[━█ ]{8}"), "^[━█ ]{8}");
+        assert_eq!(
+            ascii(r"^\[━ \]"),
+            "(?-u)^\\[━ \\]",
+            "escaped brackets are no class"
+        );
+        let set = RegexSetBuilder::new([ascii("^(PASS|✓) "), ascii(r"^\w+ é$")])
+            .build()
+            .unwrap();
+        assert!(set.is_match("✓ parses".as_bytes()));
+        assert!(set.is_match("abc é".as_bytes()));
+        assert!(!set.is_match("ébc é".as_bytes()), "ASCII \\w");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::jkz_toml::CONFIG_FILE;
 use crate::state_dir::StateDir;
 
 use super::user_filters::table_with;
-use super::{reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET};
+use super::{client_cap, reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET};
 
 pub const PROGRAM: &str = "jkz reduce";
 
@@ -32,12 +32,15 @@ from --command, else from the output's first lines. Signal lines (errors,
 warnings, failing tests, panics, anchors, tracebacks, summaries, exit
 statuses, commit hashes and subjects, protected blocks) are kept verbatim;
 passing tests, progress, download and repeated lines collapse into one line
-that says how many; context fills what the budget leaves (after each signal
-first, then head and tail). Each gap says what it held and its line numbers,
-e.g. [jkz: lines 13-1216: 1,204 passing tests collapsed].
+that says how many; a little context is kept (the lines after each signal,
+a short head and tail), colour codes are dropped. Each gap says what it held
+and its line numbers, e.g. [jkz: lines 13-1216: 1,204 passing tests collapsed].
 The whole input is kept as STATE/context-offload/full-*.txt and the last
 line names it; read a range of it with the Read tool (offset, limit).
-A saving under a fifth or under 1,000 characters prints the input unchanged.
+A saving under a fifth or under 1,000 characters prints the input unchanged;
+so does, without --budget, an output the client would show whole (30,000
+characters, 10,000 for a failing command) whose signal lines do not fit the
+budget, or that is a listing or a diff.
 Rules: `jkz filters list`; a project's own in jkz.toml [[filters]].
 
 Exit codes: 0 done, 1 reading stdin or writing stdout failed, 2 usage.")]
@@ -123,6 +126,9 @@ pub fn run(args: &ReduceArgs, state: &StateDir) -> Result<u8, Failure> {
         exit_code: args.exit_code,
         budget_chars: budget,
         keep,
+        // An explicit budget is a bound the caller wants kept; the
+        // defaults are what the client shows, and it would show more.
+        client_cap: args.budget.is_none().then(|| client_cap(args.exit_code)),
         ..Context::default()
     };
     let stdin = io::stdin();

@@ -246,7 +246,8 @@ mod tests {
             Some("installs")
         );
         assert_eq!(family("git log -n 200").as_deref(), Some("git-log"));
-        assert_eq!(family("git diff HEAD~1").as_deref(), Some("git"));
+        assert_eq!(family("git diff HEAD~1").as_deref(), Some("git-diff"));
+        assert_eq!(family("git merge main").as_deref(), Some("git"));
         assert_eq!(
             family("cat build.log | grep -n error").as_deref(),
             Some("listings")

@@ -6,16 +6,38 @@
 
 use super::stream::{reduce_with, Tuning};
 use super::table::{FilterTable, Is, SignalKind};
-use super::{Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
+use super::{client_cap, Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
 use crate::reduce::classifier::Classifier;
 use crate::reduce::item::units;
 
 fn reduce(input: &str, command: Option<&str>, exit_code: i32, budget: usize) -> Reduced {
+    reduce_for(input, command, exit_code, budget, None)
+}
+
+/// As `jkz reduce` does: knowing what the client itself would show whole.
+fn reduce_as_cli(input: &str, command: Option<&str>, exit_code: i32, budget: usize) -> Reduced {
+    reduce_for(
+        input,
+        command,
+        exit_code,
+        budget,
+        Some(client_cap(Some(exit_code))),
+    )
+}
+
+fn reduce_for(
+    input: &str,
+    command: Option<&str>,
+    exit_code: i32,
+    budget: usize,
+    client_cap: Option<usize>,
+) -> Reduced {
     let ctx = Context {
         command,
         exit_code: Some(exit_code),
         budget_chars: budget,
         keep: None,
+        client_cap,
         ..Context::default()
     };
     let mut warnings = Vec::new();
@@ -92,7 +114,7 @@ fn a_failing_cargo_test_keeps_its_failures_panics_and_summary_and_collapses_1200
 #[test]
 fn a_build_with_120_warnings_keeps_the_error_with_its_snippet_and_groups_the_warnings() {
     let input = include_str!("testdata/cargo-build.txt");
-    let r = reduce(input, Some("cargo build"), 101, FAILURE_BUDGET);
+    let r = reduce(input, Some("cargo build"), 101, 4_000);
     let v = view(&r);
     assert_eq!(r.family, "builds");
     assert_kept(
@@ -108,12 +130,13 @@ fn a_build_with_120_warnings_keeps_the_error_with_its_snippet_and_groups_the_war
     );
     assert!(
         r.stats.overflow,
-        "240 warning and anchor lines do not fit 9,000"
+        "240 warning and anchor lines do not fit 4,000"
     );
     assert!(v.contains("signal lines not shown"));
     assert!(!v.contains("Compiling warn"));
-    // With room, every distinct warning and its anchor.
-    let r = reduce(input, Some("cargo build"), 101, DEFAULT_BUDGET);
+    // With room, every distinct warning and its anchor; the snippets
+    // between them are not what fills it.
+    let r = reduce(input, Some("cargo build"), 101, FAILURE_BUDGET);
     let v = view(&r);
     assert!(!r.stats.overflow);
     for i in 1..=60 {
@@ -282,26 +305,36 @@ fn a_diff_keeps_its_file_and_hunk_headers_and_as_much_of_its_lines_as_fit() {
     let input = include_str!("testdata/git-show.txt");
     let r = reduce(input, Some("git show HEAD~1"), 0, 2_000);
     let v = view(&r);
-    assert_eq!(r.family, "git");
+    assert_eq!(r.family, "git-diff");
     for line in input.lines() {
         if line.starts_with("diff --cc") || line.starts_with("@@@") || line.starts_with("commit ") {
             assert_kept(&v, &[line]);
         }
     }
     assert!(units(&r.view) <= 2_000);
-    // Within the budget, a diff is what was asked for: all of it.
-    let r = reduce(input, Some("git show HEAD~1"), 0, DEFAULT_BUDGET);
-    assert!(!r.stats.reduced);
+    // A diff the client would show whole is what was asked for: all of it,
+    // whatever the budget.
+    let r = reduce_as_cli(input, Some("git show HEAD~1"), 0, 2_000);
+    assert!(!r.stats.reduced, "{:?}", r.stats);
+    assert!(r.stats.unchanged.unwrap().contains("what was asked for"));
 }
 
 #[test]
-fn git_status_file_lines_are_identifiers() {
+fn git_status_unmerged_paths_are_identifiers_and_changed_ones_context() {
     let input = include_str!("testdata/git-status.txt");
     let modified = input
         .lines()
         .find(|l| l.starts_with("\tmodified:"))
         .unwrap();
-    assert_eq!(is("git", modified), Is::Signal(SignalKind::Id));
+    assert_eq!(is("git", modified), Is::Context);
+    assert_eq!(
+        is("git", "\tboth modified:   src/click/core.py"),
+        Is::Signal(SignalKind::Id)
+    );
+    assert_eq!(
+        is("git", "\tdeleted by them: src/click/_termui_impl.py"),
+        Is::Signal(SignalKind::Id)
+    );
     assert_eq!(
         is(
             "git",
@@ -320,11 +353,11 @@ fn listings_are_what_was_asked_for() {
             "find shared -name '*.rs'",
         ),
     ] {
-        let r = reduce(input, Some(command), 0, DEFAULT_BUDGET);
+        let r = reduce_as_cli(input, Some(command), 0, 1_200);
         assert_eq!(r.family, "listings");
         assert!(
             !r.stats.reduced,
-            "under the budget, a listing is left whole"
+            "a listing the client shows whole is left whole"
         );
     }
     let find = include_str!("testdata/find.txt");

@@ -157,6 +157,21 @@ fn list(table: &FilterTable, out: &mut dyn Write) -> std::io::Result<()> {
         if !family.include.is_empty() {
             writeln!(out, "  then the rules of: {}", family.include.join(", "))?;
         }
+        if let Some(context) = family.context {
+            writeln!(out, "  context: at most {context} characters")?;
+        }
+        if family.whole == Some(true) {
+            writeln!(
+                out,
+                "  whole: left as it is when the client would show it whole"
+            )?;
+        }
+        if family.templates == Some(true) {
+            writeln!(
+                out,
+                "  templates: similar signal lines collapse into the first of their shape"
+            )?;
+        }
         for rule in &family.rules {
             let mut extra = String::new();
             if rule.after > 0 {
@@ -164,6 +179,15 @@ fn list(table: &FilterTable, out: &mut dyn Write) -> std::io::Result<()> {
             }
             if let Some(next) = &rule.next {
                 extra.push_str(&format!(" next={next}"));
+            }
+            if let Some(run) = &rule.run {
+                extra.push_str(&format!(" run={run}"));
+            }
+            if let Some(through) = &rule.through {
+                extra.push_str(&format!(" through={through}"));
+            }
+            if let Some(continued) = &rule.continued {
+                extra.push_str(&format!(" continued={continued}"));
             }
             writeln!(out, "  {:<34} {}{extra}", rule.is.to_string(), rule.pattern)?;
         }

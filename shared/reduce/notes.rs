@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::thousands::thousands;
 
+use super::classifier::REPEATED;
 use super::table::SignalKind;
 
 /// At most this many counts of each sort (signal kinds, labels) are named in
@@ -60,9 +61,11 @@ pub fn gap_line(
     if !sig.is_empty() {
         parts.push(format!("{} not shown", sig.join(", ")));
     }
+    // Repeats of the line before (a second blank line) are worth naming
+    // only when they are what the gap mostly is.
     let col: Vec<String> = collapsed
         .iter()
-        .filter(|(_, n)| *n > 0)
+        .filter(|(label, n)| *n > 0 && (*label != REPEATED || *n * 2 >= lines))
         .take(NAMED_PER_GAP)
         .map(|(label, n)| {
             named += n;
@@ -82,32 +85,57 @@ pub fn gap_line(
     format!("[jkz: {range}: {}]", parts.join("; "))
 }
 
-/// A gap of at most this many lines, all of them context or repeats of the
-/// line before, is not marked
-/// where it is: between a commit's hash and its subject, or an error and its
-/// anchor, a line saying "3 lines omitted" would cost more than it tells.
-/// One note after the view counts them all ([`quiet_gaps_line`]).
-pub const QUIET_GAP: u64 = 3;
+/// A gap of at most this many lines, none of them a signal, is not marked
+/// where it is: between a commit's hash and its subject, or an error and
+/// its anchor, a line saying "3 lines omitted" would cost more than it
+/// tells. One note after the view counts them all ([`quiet_gaps_line`]).
+pub const QUIET_GAP: u64 = 40;
 
-/// The short gaps left unmarked: how many lines in how many places.
-pub fn quiet_gaps_line(lines: u64, gaps: u64) -> String {
-    format!(
-        "[jkz: {} omitted in {} between the lines above (context, or repeats of the line before); the full output has them]",
+/// The short gaps left unmarked: how many lines in how many places, and
+/// the collapsed ones among them by label.
+pub fn quiet_gaps_line(lines: u64, gaps: u64, collapsed: &[(&str, u64)]) -> String {
+    let mut named = 0;
+    let parts: Vec<String> = collapsed
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .take(NAMED_PER_GAP)
+        .map(|(label, n)| {
+            named += n;
+            counted(*n, label)
+        })
+        .collect();
+    let place = format!(
+        "{} left out in {} above",
         counted(lines, "more lines"),
-        counted(gaps, "short gaps"),
-    )
+        counted(gaps, "short gaps")
+    );
+    if parts.is_empty() {
+        return format!("[jkz: {place}, all context]");
+    }
+    let other = lines.saturating_sub(named);
+    let rest = if other > 0 {
+        quiet_rest(other)
+    } else {
+        String::new()
+    };
+    format!("[jkz: {place}: {}{rest}]", parts.join(", "))
+}
+
+/// The end of a quiet gaps' note that counts the context among them.
+pub fn quiet_rest(other: u64) -> String {
+    format!("; {} of context", counted(other, "other lines"))
 }
 
 /// The signals did not fit: how many are not shown, of how many, and where
 /// they are.
 pub fn overflow_line(not_shown: u64, total: u64, budget: usize, kept: bool) -> String {
     let where_ = if kept {
-        "the gaps above give their line numbers in the full output"
+        "the gaps above give their lines in the full output"
     } else {
-        "the gaps above give their line numbers (the full output was not kept)"
+        "the gaps above give their lines (the full output was not kept)"
     };
     format!(
-        "[jkz: {} of {} signal lines not shown: they do not fit in {} characters; {where_}]",
+        "[jkz: {} of {} signal lines not shown (over {} characters); {where_}]",
         thousands(not_shown),
         thousands(total),
         thousands(budget as u64),
@@ -149,7 +177,7 @@ pub fn warnings_line(kinds: &HashMap<String, u64>, other: u64) -> Option<String>
 /// Where the whole output is, and how to read a part of it.
 pub fn full_output_line(path: &Path, bytes: u64, lines: u64) -> String {
     format!(
-        "[jkz: full output: {} ({} bytes, {}); read any lines of it with the Read tool, offset = first line number, limit = number of lines]",
+        "[jkz: full output: {} ({} bytes, {}); Read it with offset = line number, limit = line count]",
         path.display(),
         thousands(bytes),
         counted(lines, "lines"),

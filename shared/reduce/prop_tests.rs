@@ -1,22 +1,30 @@
 //! The streaming reducer against a naive oracle.
 //!
 //! The oracle holds the whole input, splits it into lines, finds the
-//! protected blocks with one scan of all of it, and classifies each line
-//! with the family's rules on its own (the one state a rule can carry, its
-//! `next`, followed by hand). From that it knows every signal line, and
-//! checks what the engine must guarantee whatever the input and however it
-//! is read: every signal line is in the view verbatim, or the view says how
-//! many are not shown (and there are at least that many missing); the view
-//! fits its budget (or is the input, unchanged); the kept file is the input
-//! byte for byte; the lines shown are input lines, in input order. The
+//! protected blocks with one scan of all of it, and classifies each line,
+//! without its colour codes, with the family's rules on its own (the state
+//! a rule can carry, its `next`, `run`, `through` and `continued`, followed
+//! by hand). From that it knows every signal line the view owes (not a
+//! repeat of an earlier one, a warning's message again, an anchor of a
+//! repeated warning, or in a family with `templates` a line of an earlier
+//! one's shape that names nothing new), and checks what the engine must
+//! guarantee whatever the input and however it is read: every such line is
+//! in the view verbatim (without colour codes), or the view says how many
+//! are not shown (and there are at least that many missing); the view fits
+//! its budget (or is the input, unchanged); the kept file is the input byte
+//! for byte; the lines shown are input lines, in input order. The
 //! engine reads through a reader that returns random chunk sizes down to 1
 //! byte, with tiny chunks and line pieces, so every edge of the buffers is
 //! reached by small inputs.
 
 use proptest::prelude::*;
 
+use std::collections::{HashMap, HashSet};
+
+use super::ansi::clean;
 use super::classifier::Classifier;
 use super::item::units;
+use super::shape::{identifiers, shape_into, without_location};
 use super::stream::{reduce_with, Tuning};
 use super::table::{parse_families, FilterTable, Is, SignalKind};
 use super::Context;
@@ -44,12 +52,34 @@ is = "collapse:passing tests"
 match = '^D: '
 is = "context"
 next = "signal:id"
+[[filters.rules]]
+match = '^R\d'
+is = "signal:panic"
+run = "context"
+[[filters.rules]]
+match = '^<<<'
+is = "signal:id"
+through = '^>>>'
+[[filters.rules]]
+match = '^T: '
+is = "signal:error"
+continued = '^\t'
+[[filters.rules]]
+match = '^\S+:\d+: warn '
+is = "signal:warning"
+after = 1
 
 [[filters]]
 name = "probe-tight"
 commands = ["probe-tight"]
 include = ["probe"]
 context = 300
+
+[[filters]]
+name = "probe-log"
+commands = ["probe-log"]
+include = ["probe"]
+templates = true
 "#;
 
 fn table() -> FilterTable {
@@ -68,6 +98,15 @@ fn line(noise: u32) -> impl Strategy<Value = Vec<u8>> {
         1 => Just(b"ctx the same".to_vec()),
         1 => Just(Vec::new()),
         1 => (0u32..9).prop_map(|n| format!("D: {n}").into_bytes()),
+        1 => (0u32..5).prop_map(|n| format!("R{n} assert").into_bytes()),
+        1 => prop::sample::select(vec!["<<< ours", ">>> theirs", "\tmore", "T: trouble"])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        1 => (0u32..3, 0u32..50).prop_map(|(f, n)| format!("f{f}.c:{n}: warn the same").into_bytes()),
+        1 => (0u32..50).prop_map(|n| format!("  --> src/x.rs:{n}").into_bytes()),
+        1 => (0u32..4, 0u32..99, 0u32..3).prop_map(|(e, conn, p)| {
+            format!("E{e} conn *{conn} failed \"/p{p}\"").into_bytes()
+        }),
+        1 => (0u32..6).prop_map(|n| format!("\x1b[31mE{n} red\x1b[0m\r").into_bytes()),
         1 => prop::sample::select(vec![
             "<!-- jkz:verdict-json {\"v\": 1} -->",
             "```tldr",
@@ -114,10 +153,18 @@ fn lines_of(input: &[u8]) -> Vec<&[u8]> {
     lines
 }
 
-/// The signal lines, whole (`None`: longer than what is kept of a line).
-fn signals(input: &[u8], table: &FilterTable, max_line: usize) -> Vec<Option<Vec<u8>>> {
-    // Both families have the same rules: `probe-tight` only keeps less context.
-    let classifier = Classifier::new(table, "probe").unwrap();
+/// The signal lines the view owes, as it shows them (without colour
+/// codes; `None`: longer than what is kept of a line).
+fn signals(
+    input: &[u8],
+    table: &FilterTable,
+    max_line: usize,
+    family: &str,
+) -> Vec<Option<Vec<u8>>> {
+    // `probe-tight` has probe's rules and keeps less context; `probe-log`
+    // has them with templates; another command is generic.
+    let classifier = Classifier::new(table, family).unwrap();
+    let rules = &classifier.rules;
     let mut scanner = BlockScanner::with_max_line(max_line);
     let mut events = Vec::new();
     scanner.scan(input, &mut events);
@@ -125,33 +172,107 @@ fn signals(input: &[u8], table: &FilterTable, max_line: usize) -> Vec<Option<Vec
     let blocks = in_order(events);
     let mut out = Vec::new();
     let mut next: Option<Is> = None;
+    let mut last_rule: Option<usize> = None;
+    let mut region: Option<(usize, u32)> = None;
+    let mut seen: HashSet<(Vec<u8>, bool)> = HashSet::new();
+    let mut repeat_anchors = 0u32;
+    let mut templates: HashMap<Vec<u8>, HashSet<u64>> = HashMap::new();
     let mut start = 0u64;
+    let mut buf = Vec::new();
     for line in lines_of(input) {
         let end = start + line.len() as u64 + 1;
-        let in_block = blocks.iter().any(|b| b.start < end && start < b.end);
-        let kept = &line[..line.len().min(max_line)];
-        let bare = kept.strip_suffix(b"\r").unwrap_or(kept);
-        let (mut is, rule) = if in_block {
-            (Is::Signal(SignalKind::Block), None)
-        } else {
-            classifier.rule_for(bare).map_or((Is::Context, None), |r| {
-                (classifier.rules[r].is.clone(), Some(r))
-            })
-        };
-        if !in_block && !bare.iter().all(u8::is_ascii_whitespace) {
-            if let Some(n) = next.take() {
-                if !matches!(is, Is::Signal(_)) {
-                    is = n;
+        start = end;
+        let in_block = blocks
+            .iter()
+            .any(|b| b.start < end && end - line.len() as u64 - 1 < b.end);
+        let whole = line.len() <= max_line;
+        let bare = clean(&line[..line.len().min(max_line)], &mut buf).to_vec();
+        // What the line is, and the rule that said so.
+        let (is, rule) = 'is: {
+            if in_block {
+                last_rule = None;
+                break 'is (Is::Signal(SignalKind::Block), None);
+            }
+            if let Some((r, left)) = region.take() {
+                let claimed = match (&rules[r].through, &rules[r].continued) {
+                    (Some(end), _) => Some(!end.is_match(&bare)),
+                    (None, Some(c)) => c.is_match(&bare).then_some(true),
+                    _ => None,
+                };
+                if let Some(more) = claimed {
+                    if more && left > 1 {
+                        region = Some((r, left - 1));
+                    }
+                    last_rule = None;
+                    next = None;
+                    break 'is (rules[r].is.clone(), None);
                 }
             }
+            let matched = classifier.rule_for(&bare);
+            let (mut is, rule) = match matched {
+                Some(r) if rules[r].run.is_some() && last_rule == Some(r) => {
+                    (rules[r].run.clone().unwrap(), None)
+                }
+                Some(r) => (rules[r].is.clone(), Some(r)),
+                None => (Is::Context, None),
+            };
+            last_rule = matched;
+            if !bare.iter().all(u8::is_ascii_whitespace) {
+                if let Some(n) = next.take() {
+                    if !matches!(is, Is::Signal(_)) {
+                        is = n;
+                    }
+                }
+            }
+            if let Some(r) = rule {
+                if let Some(n) = &rules[r].next {
+                    next = Some(n.clone());
+                }
+                if rules[r].through.is_some() || rules[r].continued.is_some() {
+                    region = Some((r, super::table::MAX_THROUGH));
+                }
+            }
+            (is, rule)
+        };
+        match is {
+            Is::Signal(kind) => {
+                let message = if kind == SignalKind::Warning {
+                    without_location(&bare).to_vec()
+                } else {
+                    bare.clone()
+                };
+                let anchors_left = std::mem::take(&mut repeat_anchors);
+                let repeated = seen.contains(&(message.clone(), whole));
+                if repeated && kind == SignalKind::Warning {
+                    repeat_anchors = rule.map_or(0, |r| rules[r].after).max(1);
+                }
+                let similar = !repeated && classifier.templates && rule.is_some() && {
+                    let mut shape = Vec::new();
+                    shape_into(&bare, &mut shape);
+                    let names = identifiers(&bare);
+                    let old = templates
+                        .get(&shape)
+                        .is_some_and(|known| names.iter().all(|n| known.contains(n)));
+                    if !old {
+                        templates.entry(shape).or_default().extend(names);
+                    }
+                    old
+                };
+                if similar {
+                    continue;
+                }
+                if repeated || (kind == SignalKind::Anchor && anchors_left > 0) {
+                    if kind == SignalKind::Anchor && anchors_left > 0 {
+                        repeat_anchors = anchors_left;
+                    }
+                    continue;
+                }
+                seen.insert((message, whole));
+                out.push(whole.then_some(bare));
+            }
+            Is::Context => repeat_anchors = repeat_anchors.saturating_sub(1),
+            Is::Collapse(_) => {}
         }
-        if let Some(n) = rule.and_then(|r| classifier.rules[r].next.clone()) {
-            next = Some(n);
-        }
-        if matches!(is, Is::Signal(_)) {
-            out.push((line.len() <= max_line).then(|| line.to_vec()));
-        }
-        start = end;
     }
     out
 }
@@ -161,7 +282,7 @@ fn not_shown(view: &[u8]) -> Option<u64> {
     let text = String::from_utf8_lossy(view);
     let line = text
         .lines()
-        .find(|l| l.starts_with("[jkz: ") && l.contains(" signal lines not shown: "))?;
+        .find(|l| l.starts_with("[jkz: ") && l.contains(" signal lines not shown "))?;
     let n = line["[jkz: ".len()..].split(' ').next()?;
     n.replace(',', "").parse().ok()
 }
@@ -179,6 +300,7 @@ fn run(
         exit_code: None,
         budget_chars: budget,
         keep,
+        client_cap: None,
         ..Context::default()
     };
     let mut reader = Trickle(input, read);
@@ -202,7 +324,7 @@ proptest! {
         max_line in prop::sample::select(vec![16usize, 64, 4096]),
         chunk_extra in 0usize..300,
         read in 1usize..3000,
-        command in prop::sample::select(vec!["probe --all", "probe-tight"]),
+        command in prop::sample::select(vec!["probe --all", "probe-tight", "probe-log"]),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::at(dir.path());
@@ -223,7 +345,8 @@ proptest! {
         let shown: std::collections::HashSet<&[u8]> = view.split(|&b| b == b'\n').collect();
         let mut missing: Vec<&Vec<u8>> = Vec::new();
         let mut cut = 0;
-        let all = signals(&input, &table(), max_line);
+        let family = if command == "probe-log" { "probe-log" } else { "probe" };
+        let all = signals(&input, &table(), max_line, family);
         for s in &all {
             match s {
                 Some(line) if shown.contains(&line[..]) => {}
@@ -241,8 +364,9 @@ proptest! {
             prop_assert!(n.unwrap() as usize >= missing.len(), "note says {n:?}, {} missing", missing.len());
         }
 
-        // The lines shown are input lines, in order.
-        let input_lines = lines_of(&input);
+        // The lines shown are input lines (without colour codes), in order.
+        let mut buf = Vec::new();
+        let input_lines: Vec<Vec<u8>> = lines_of(&input).into_iter().map(|l| clean(l, &mut buf).to_vec()).collect();
         let mut at = 0;
         for l in view.split(|&b| b == b'\n').filter(|l| !l.is_empty() && !l.starts_with(b"[jkz: ")) {
             match input_lines[at..].iter().position(|x| *x == l) {
@@ -259,7 +383,7 @@ proptest! {
         max_line in prop::sample::select(vec![16usize, 64]),
         chunk_extra in 0usize..40,
         read in 1usize..40,
-        command in prop::sample::select(vec!["probe", "probe-tight", "unknown"]),
+        command in prop::sample::select(vec!["probe", "probe-tight", "probe-log", "unknown"]),
     ) {
         let tiny = run(&input, budget, Tuning { chunk: max_line + chunk_extra, max_line }, read, None, command);
         let whole = run(&input, budget, Tuning { chunk: 1 << 20, max_line }, usize::MAX, None, command);

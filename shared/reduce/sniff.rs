@@ -4,8 +4,7 @@
 //! lines wins (the earlier in the table on a tie), and none when no line
 //! matches. Compiled only when a call needs it.
 
-use regex::bytes::RegexSetBuilder;
-
+use super::classifier::build_set;
 use super::table::{Family, FilterTable};
 
 /// How many first lines are read, and at most how many bytes of them: a
@@ -25,10 +24,7 @@ pub fn sniff<'t>(table: &'t FilterTable, lines: &[&[u8]]) -> Option<&'t Family> 
     }
     // A pattern that does not compile was reported by `jkz filters test`;
     // here an output is never refused for it.
-    let set = RegexSetBuilder::new(&patterns)
-        .size_limit(16 << 20)
-        .build()
-        .ok()?;
+    let set = build_set(patterns.iter().copied()).ok()?;
     let mut hits = vec![0usize; table.families.len()];
     for line in lines {
         let mut seen = vec![false; table.families.len()];

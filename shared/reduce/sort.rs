@@ -1,11 +1,18 @@
 //! Sorting lines, one at a time and in order, into items the view may show
-//! and counts of what it will not: each line is classified (a protected
-//! block's line is a signal whatever the rules say), then
+//! and counts of what it will not: each line, without its colour codes
+//! ([`super::ansi`]), is classified (a protected block's line is a signal
+//! whatever the rules say; a line in a rule's `through` region is what the
+//! region's first line is), then
 //!
 //! - a collapse line is counted under its label;
 //! - a context line equal to the one before it, or a signal equal to an
 //!   earlier signal, is counted as a repeated line (the first copy is an
-//!   item);
+//!   item); so is a warning whose message (without the location in front)
+//!   came before, with the `file:line` anchors after it: each distinct
+//!   warning is shown once, where it first came, and counted by kind;
+//! - in a family with `templates` (logs), a signal of the shape of an
+//!   earlier one that names no new quoted string or path is counted as a
+//!   similar line;
 //! - in a run of context lines of one shape (they differ only in numbers
 //!   and ids), the first and the last are items and those between are
 //!   counted as similar lines;
@@ -14,17 +21,26 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::ansi::clean;
 use super::classifier::{Classifier, REPEATED, SIMILAR};
 use super::item::{units, Item, ItemClass, Tally, LABELS};
 use super::retain::Retained;
-use super::shape::{digest, kind_text, shape_into};
-use super::table::{Is, SignalKind};
+use super::shape::{digest, identifiers, kind_text, shape_into, without_location};
+use super::table::{Is, SignalKind, MAX_THROUGH};
 
 /// How many distinct signal lines are remembered to count repeats (past
 /// it a repeat is shown again): bounded memory.
 const SEEN_SIGNALS: usize = 1 << 16;
 /// How many kinds of warnings are counted by kind (past it, as "other").
 const WARNING_KINDS: usize = 64;
+
+/// The lines a rule's `through` or `continued` claims: its rule, and how
+/// many more lines it may hold.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    rule: usize,
+    left: u32,
+}
 
 /// A line of a run of similar lines, held until the run goes on (it is
 /// then counted) or ends (it is then an item: the run's last line).
@@ -45,6 +61,18 @@ pub struct LineSorter {
     next: Option<Is>,
     /// Lines left in the last signal's `after`.
     after_left: u32,
+    /// The rule that matched the line before (a rule's `run`).
+    last_rule: Option<usize>,
+    /// The region a `through` or `continued` rule opened.
+    region: Option<Region>,
+    /// Signal shapes seen (a family with `templates`), and the quoted
+    /// strings and paths each has named.
+    templates: HashMap<u64, HashSet<u64>>,
+    template_names: usize,
+    /// Lines left in which anchors belong to a repeated warning.
+    repeat_anchors: u32,
+    /// The line without its colour codes, when it had some.
+    clean: Vec<u8>,
     prev: Vec<u8>,
     has_prev: bool,
     /// The shape of the last context item, when it had numbers or ids.
@@ -65,6 +93,12 @@ impl LineSorter {
             seq: 0,
             next: None,
             after_left: 0,
+            last_rule: None,
+            region: None,
+            templates: HashMap::new(),
+            template_names: 0,
+            repeat_anchors: 0,
+            clean: Vec::new(),
             prev: Vec::new(),
             has_prev: false,
             run_shape: None,
@@ -81,36 +115,79 @@ impl LineSorter {
         self.seq
     }
 
-    /// What a line is, before grouping: the rule's verdict, a block's, or
+    /// What a line (without colour codes and line end) is, before
+    /// grouping: a block's line, a line of an open `through` region, the
+    /// rule's verdict (its `run` when the line before matched it too), or
     /// what an earlier rule's `next` says; and the rule.
     pub fn classify(&mut self, line: &[u8], in_block: bool) -> (Is, Option<usize>) {
-        let (mut is, rule) = if in_block {
-            (Is::Signal(SignalKind::Block), None)
-        } else {
-            match self.classifier.rule_for(line) {
-                Some(r) => (self.classifier.rules[r].is.clone(), Some(r)),
-                None => (Is::Context, None),
+        if in_block {
+            self.last_rule = None;
+            return (Is::Signal(SignalKind::Block), None);
+        }
+        if let Some(region) = self.region.take() {
+            let rule = &self.classifier.rules[region.rule];
+            let claimed = match (&rule.through, &rule.continued) {
+                (Some(end), _) => Some(!end.is_match(line)),
+                (None, Some(c)) => c.is_match(line).then_some(true),
+                (None, None) => None,
+            };
+            if let Some(more) = claimed {
+                let is = rule.is.clone();
+                if more && region.left > 1 {
+                    self.region = Some(Region {
+                        left: region.left - 1,
+                        ..region
+                    });
+                }
+                self.last_rule = None;
+                self.next = None;
+                return (is, None);
             }
+        }
+        let rules = &self.classifier.rules;
+        let matched = self.classifier.rule_for(line);
+        let (mut is, rule) = match matched {
+            Some(r) => match &rules[r].run {
+                Some(run) if self.last_rule == Some(r) => (run.clone(), None),
+                _ => (rules[r].is.clone(), Some(r)),
+            },
+            None => (Is::Context, None),
         };
-        if !in_block && !line.iter().all(u8::is_ascii_whitespace) {
+        self.last_rule = matched;
+        if !line.iter().all(u8::is_ascii_whitespace) {
             if let Some(next) = self.next.take() {
                 if !matches!(is, Is::Signal(_)) {
                     is = next;
                 }
             }
         }
-        if let Some(next) = rule.and_then(|r| self.classifier.rules[r].next.clone()) {
-            self.next = Some(next);
+        if let Some(r) = rule {
+            if let Some(next) = &rules[r].next {
+                self.next = Some(next.clone());
+            }
+            if rules[r].through.is_some() || rules[r].continued.is_some() {
+                self.region = Some(Region {
+                    rule: r,
+                    left: MAX_THROUGH,
+                });
+            }
         }
         (is, rule)
     }
 
     /// Takes the next line (no `\n`; `whole` false when only its start is
     /// given), and whether it lies in a protected block.
-    pub fn push(&mut self, text: &[u8], whole: bool, in_block: bool, out: &mut Retained) {
+    pub fn push(&mut self, raw: &[u8], whole: bool, in_block: bool, out: &mut Retained) {
+        let mut buf = std::mem::take(&mut self.clean);
+        let text = clean(raw, &mut buf);
+        self.push_clean(text, whole, in_block, out);
+        self.clean = buf;
+    }
+
+    fn push_clean(&mut self, text: &[u8], whole: bool, in_block: bool, out: &mut Retained) {
         let seq = self.seq;
         self.seq += 1;
-        let bare = text.strip_suffix(b"\r").unwrap_or(text);
+        let bare = text;
         let (is, rule) = self.classify(bare, in_block);
         let after = rule.map_or(0, |r| self.classifier.rules[r].after);
         let in_after = self.after_left > 0;
@@ -130,19 +207,44 @@ impl LineSorter {
             Is::Signal(kind) => {
                 self.flush_held(out);
                 self.run_shape = None;
-                self.after_left = self.after_left.max(after);
                 if kind == SignalKind::Warning {
                     // Counted by kind, repeats too: the summary's counts.
                     let k = kind_text(bare);
                     self.count_warning(&k);
                 }
-                let h = digest(text);
+                // A warning is the same warning wherever it is: its message
+                // without the location in front.
+                // A line cut short is never the repeat of a whole one.
+                let h = if kind == SignalKind::Warning {
+                    digest(without_location(bare))
+                } else {
+                    digest(text)
+                } ^ u64::from(!whole);
+                let anchors_left = std::mem::take(&mut self.repeat_anchors);
                 // Only an earlier signal counts: a context line with the
                 // same text may not be shown.
-                if self.seen_signals.contains(&h) {
+                let repeated = self.seen_signals.contains(&h);
+                if repeated && kind == SignalKind::Warning {
+                    self.repeat_anchors = after.max(1);
+                }
+                // A template is a message a rule names, not a line of a
+                // region or a block (a deadlock's per-process lines).
+                let similar = !repeated
+                    && self.classifier.templates
+                    && rule.is_some()
+                    && self.is_similar(bare);
+                if similar {
+                    self.tally
+                        .add(LABELS + label_slot(&self.classifier, SIMILAR));
+                } else if repeated || (kind == SignalKind::Anchor && anchors_left > 0) {
+                    if kind == SignalKind::Anchor && anchors_left > 0 {
+                        self.repeat_anchors = anchors_left;
+                    }
                     self.tally
                         .add(LABELS + label_slot(&self.classifier, REPEATED));
                 } else {
+                    // Only a signal shown has context worth its room.
+                    self.after_left = self.after_left.max(after);
                     if self.seen_signals.len() < SEEN_SIGNALS {
                         self.seen_signals.insert(h);
                     }
@@ -162,6 +264,7 @@ impl LineSorter {
                 }
             }
             Is::Context => {
+                self.repeat_anchors = self.repeat_anchors.saturating_sub(1);
                 let class = if in_after {
                     ItemClass::After
                 } else {
@@ -217,6 +320,24 @@ impl LineSorter {
             class,
             before: self.tally.snapshot(),
         });
+    }
+
+    /// Whether a signal has the shape of an earlier one and names no
+    /// quoted string or path it did not (a log's thousandth "connect()
+    /// failed" for a request already shown); remembers it when not.
+    fn is_similar(&mut self, line: &[u8]) -> bool {
+        shape_into(line, &mut self.shape);
+        let shape = digest(&self.shape);
+        let names = identifiers(line);
+        let known = self.templates.get(&shape);
+        if known.is_some_and(|k| names.iter().all(|n| k.contains(n))) {
+            return true;
+        }
+        if self.template_names + names.len() <= SEEN_SIGNALS {
+            self.template_names += names.len();
+            self.templates.entry(shape).or_default().extend(names);
+        }
+        false
     }
 
     fn count_warning(&mut self, kind: &str) {

@@ -35,7 +35,7 @@ use crate::truncate::head_tail::{HeadTailBuffer, CHUNK};
 use super::classifier::Classifier;
 use super::command::family_for_command;
 use super::item::{units, LABELS};
-use super::notes::warnings_line;
+use super::notes::{warnings_line, QUIET_GAP};
 use super::retain::Retained;
 use super::sniff::{sniff, SNIFF_BYTES, SNIFF_LINES};
 use super::sort::LineSorter;
@@ -89,6 +89,10 @@ struct Splitter {
     pending: Option<Line>,
     /// A spare buffer for the next line's text.
     spare: Vec<u8>,
+    /// How many bytes of the output the client itself would show (its
+    /// head), and how many whole lines lie in them.
+    client_head: u64,
+    client_lines: u64,
 }
 
 /// A line held for sniffing: its text, whether whole, whether in a block.
@@ -106,8 +110,10 @@ struct Sink<'t> {
 }
 
 impl Splitter {
-    fn new(max_line: usize) -> Splitter {
+    fn new(max_line: usize, client_head: u64) -> Splitter {
         Splitter {
+            client_head,
+            client_lines: 0,
             scanner: BlockScanner::with_max_line(max_line),
             events: Vec::new(),
             ranges: Vec::new(),
@@ -181,6 +187,9 @@ impl Splitter {
             .any(|&(s, e)| s < line.end && line.start < e)
             || open.0.is_some_and(|s| s <= line.start)
             || open.1.is_some_and(|s| s <= line.start);
+        if line.end <= self.client_head {
+            self.client_lines += 1;
+        }
         sink.line(&line.text, line.whole, in_block);
         self.spare = line.text;
     }
@@ -282,13 +291,23 @@ pub fn reduce_with(
 ) -> io::Result<Reduced> {
     let budget = ctx.budget_chars.max(MIN_BUDGET);
     let hold = hold_units(budget);
-    let hold_bytes = hold * 3;
+    // An output the client would show whole may come back whole: held
+    // until it is past the client's cap (at most 4 bytes a character).
+    let hold_bytes = (hold * 3).max(ctx.client_cap.unwrap_or(0).saturating_mul(4));
     let family = ctx
         .command
         .and_then(|c| family_for_command(table, c))
         .map(|f| f.name.clone());
     let mut buffer = HeadTailBuffer::new(hold_bytes, hold_bytes, tuning.chunk, tuning.max_line);
-    let mut splitter = Splitter::new(tuning.max_line);
+    // What the client would show of the output without jkz, when it is
+    // not shown whole: a failing command's head, or a persisted output's
+    // 2 KB preview. The view keeps at least the signals in it.
+    let client_head = match ctx.client_cap {
+        Some(_) if ctx.exit_code.is_some_and(|c| c != 0) => super::CLIENT_FAILURE_CHARS,
+        Some(_) => crate::tool_output::client::PREVIEW_BYTES,
+        None => 0,
+    };
+    let mut splitter = Splitter::new(tuning.max_line, client_head as u64);
     let mut sink = Sink::new(table, family.as_deref(), budget);
     let mut full: Option<FullOutput> = None;
     let mut full_tried = false;
@@ -358,13 +377,16 @@ pub fn reduce_with(
     let counts = sorter.tally.counts().to_vec();
     let labels = sorter.classifier.labels.clone();
     let context = sorter.classifier.context;
+    let whole_family = sorter.classifier.whole;
     let family = sink.family.clone();
     let candidates = sink.retained.candidates();
-    let head_share = if ctx.exit_code.is_some_and(|c| c != 0) {
-        0.3
-    } else {
-        0.5
-    };
+    let failing = ctx.exit_code.is_some_and(|c| c != 0);
+    // A failing command's end says more than its start.
+    let head_share = if failing { 0.2 } else { 0.3 };
+    // Past the budget, a failing command's view is all the model sees of
+    // it: its signals take the whole budget. Another's is a sample of what
+    // the client would have persisted, with where the rest is: half.
+    let overflow_share = if failing { 1.0 } else { 0.5 };
     let view_of = |full: Option<FullNote>| {
         build(&ViewInput {
             candidates: candidates.clone(),
@@ -374,16 +396,22 @@ pub fn reduce_with(
             budget,
             head_share,
             context,
+            client_lines: splitter.client_lines,
+            overflow_share,
+            quiet_gap: QUIET_GAP,
             warnings: warnings.clone(),
             full,
         })
     };
     let mut view = view_of(provisional.clone());
     let saving = input_units.saturating_sub(view.units as u64);
-    let client_cuts = ctx
-        .client_shows
-        .is_some_and(|shows| input_units > shows as u64);
-    let worth_it = !in_memory || client_cuts || (saving >= 1000 && saving * 5 >= input_units);
+    let client_whole = in_memory && ctx.client_cap.is_some_and(|cap| input_units <= cap as u64);
+    let keep_whole = client_whole && (whole_family || view.overflow);
+    // Left as it is, an output the client would cut loses its end: then
+    // any saving is worth it.
+    let client_cuts = ctx.client_cap.is_some_and(|cap| input_units > cap as u64);
+    let worth_it =
+        !keep_whole && (!in_memory || client_cuts || (saving >= 1000 && saving * 5 >= input_units));
     let collapsed: Vec<(String, u64)> = labels
         .iter()
         .enumerate()
@@ -410,10 +438,16 @@ pub fn reduce_with(
         stats.view_chars = input_units;
         stats.signal_lines_shown = stats.signal_lines;
         stats.overflow = false;
-        stats.unchanged = Some(format!(
-            "reducing would save {} of {} characters: under a fifth or under 1,000",
-            saving, input_units
-        ));
+        stats.unchanged = Some(if keep_whole && whole_family {
+            format!("the client shows its {input_units} characters whole, and they are what was asked for")
+        } else if keep_whole {
+            format!("the client shows its {input_units} characters whole, and its signal lines do not fit the budget")
+        } else {
+            format!(
+                "reducing would save {} of {} characters: under a fifth or under 1,000",
+                saving, input_units
+            )
+        });
         return Ok(Reduced {
             view: buffer.head().to_vec(),
             family,

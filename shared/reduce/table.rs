@@ -26,6 +26,15 @@ pub const GENERIC: &str = "generic";
 /// frames, not a page.
 pub const MAX_AFTER: u32 = 50;
 
+/// The most lines a `through` region holds after its first: a conflict
+/// region, a stack, not a file. Past it the region ends.
+pub const MAX_THROUGH: u32 = 400;
+
+/// The most characters of context a family's view keeps when it says
+/// nothing (`context`): a few lines after its signals, a short head and
+/// tail.
+pub const DEFAULT_CONTEXT: usize = 600;
+
 /// What a signal line is. The order is the order of the counts in a gap
 /// line (`3 error lines, 1 warning line not shown`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -199,6 +208,18 @@ pub struct Rule {
     pub after: u32,
     /// What the next non-blank line is, unless a rule makes it a signal.
     pub next: Option<Is>,
+    /// What a line this rule matches is when the line before it matched
+    /// this rule too (the first `E` line of a pytest failure is its
+    /// assertion; the diff below it is context).
+    pub run: Option<Is>,
+    /// A regular expression: the lines after this one, up to and including
+    /// the first that matches it (at most [`MAX_THROUGH`]), are what this
+    /// line is, whatever other rules say (a conflict region).
+    pub through: Option<String>,
+    /// A regular expression: the lines right after this one that match
+    /// it (at most [`MAX_THROUGH`]) are what this line is (a message's
+    /// continuation lines, indented by a tab).
+    pub continued: Option<String>,
     pub examples: Vec<Example>,
     pub source: Source,
 }
@@ -214,8 +235,16 @@ pub struct Family {
     /// Families whose rules follow this one's.
     pub include: Vec<String>,
     /// The most client characters of context (lines that are neither
-    /// signals nor collapsed) its view keeps; `None`: as the budget allows.
+    /// signals nor collapsed) its view keeps; `None`: [`DEFAULT_CONTEXT`].
     pub context: Option<usize>,
+    /// Its output is what was asked for (a listing, a diff): left whole
+    /// whenever the client would show it whole, reduced only past that
+    /// (`None`: not said, false).
+    pub whole: Option<bool>,
+    /// Its signal lines are messages of a few templates (a log): a signal
+    /// of the shape of an earlier one (numbers and ids blanked) that names
+    /// no new quoted string or path collapses into it as a similar line.
+    pub templates: Option<bool>,
     pub rules: Vec<Rule>,
     pub source: Source,
 }
@@ -285,6 +314,12 @@ impl FilterTable {
                     }
                     if family.context.is_some() {
                         ours.context = family.context;
+                    }
+                    if family.whole.is_some() {
+                        ours.whole = family.whole;
+                    }
+                    if family.templates.is_some() {
+                        ours.templates = family.templates;
                     }
                     ours.source = family.source;
                 }
@@ -361,6 +396,8 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
         sniff: Vec::new(),
         include: Vec::new(),
         context: None,
+        whole: None,
+        templates: None,
         rules: Vec::new(),
         source: Source {
             file: file.map(Path::to_path_buf),
@@ -387,6 +424,8 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
                     ))
                 }
             },
+            "whole" => family.whole = Some(boolean(v, &name)?),
+            "templates" => family.templates = Some(boolean(v, &name)?),
             "rules" => {
                 let Value::Array(rules) = v else {
                     return Err((
@@ -406,7 +445,7 @@ fn parse_family(value: &Value, key: &str, file: Option<&Path>) -> Result<Family,
             _ => {
                 return Err((
                     name,
-                    "unknown key: expected name, description, commands, sniff, include, context or rules"
+                    "unknown key: expected name, description, commands, sniff, include, context, whole, templates or rules"
                         .into(),
                 ))
             }
@@ -448,6 +487,9 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
     let mut is = None;
     let mut rule_after = 0;
     let mut next = None;
+    let mut run = None;
+    let mut through = None;
+    let mut continued = None;
     let mut examples = Vec::new();
     for (k, v) in t {
         let name = format!("{key}.{k}");
@@ -456,6 +498,9 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
             "is" => is = Some(Is::parse(string(v, &name)?).map_err(|why| (name, why))?),
             "after" => rule_after = after(v, &name)?,
             "next" => next = Some(Is::parse(string(v, &name)?).map_err(|why| (name, why))?),
+            "run" => run = Some(Is::parse(string(v, &name)?).map_err(|why| (name, why))?),
+            "through" => through = Some(string(v, &name)?.to_string()),
+            "continued" => continued = Some(string(v, &name)?.to_string()),
             "examples" => {
                 let Value::Array(list) = v else {
                     return Err((
@@ -470,12 +515,11 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
                     examples.push(parse_example(ex, &format!("{name}[{j}]"))?);
                 }
             }
-            _ => {
-                return Err((
-                    name,
-                    "unknown key: expected match, is, after, next or examples".into(),
-                ))
-            }
+            _ => return Err((
+                name,
+                "unknown key: expected match, is, after, next, run, through, continued or examples"
+                    .into(),
+            )),
         }
     }
     let pattern = pattern.ok_or_else(|| {
@@ -495,6 +539,9 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
         is,
         after: rule_after,
         next,
+        run,
+        through,
+        continued,
         examples,
         source: Source {
             file: file.map(Path::to_path_buf),
@@ -543,6 +590,15 @@ fn string<'a>(value: &'a Value, name: &str) -> Result<&'a str, KeyError> {
     })
 }
 
+fn boolean(value: &Value, name: &str) -> Result<bool, KeyError> {
+    value.as_bool().ok_or_else(|| {
+        (
+            name.to_string(),
+            format!("expected true or false, found {}", value.type_str()),
+        )
+    })
+}
+
 fn strings(value: &Value, name: &str) -> Result<Vec<String>, KeyError> {
     let Value::Array(list) = value else {
         return Err((
@@ -584,14 +640,15 @@ mod tests {
     fn the_built_in_table_parses_with_its_fallbacks() {
         let table = FilterTable::built_in();
         for name in [
-            COMMON, GENERIC, "tests", "builds", "installs", "git", "listings", "logs",
+            COMMON, GENERIC, "tests", "builds", "installs", "git", "git-diff", "git-log",
+            "listings", "logs",
         ] {
             assert!(table.family(name).is_some(), "{name}");
         }
         assert!(table
             .families
             .iter()
-            .all(|f| !f.rules.is_empty() || f.name == GENERIC));
+            .all(|f| !f.rules.is_empty() || !f.include.is_empty()));
         assert!(table
             .families
             .iter()

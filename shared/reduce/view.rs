@@ -12,17 +12,20 @@
 //!    [`super::retain`]), a note says how many are not shown, and they are
 //!    chosen by rank (a protected block's lines, errors, failures, panics,
 //!    exit statuses, summaries, traceback frames, identifiers, warnings):
-//!    the first of each kind, then the context after the chosen errors,
-//!    failures and panics, then the others rank by rank from both ends
-//!    towards the middle. A `file:line` anchor goes with the message before
-//!    it;
+//!    the first of each kind (up to a third of the room), then the context
+//!    after the chosen errors, failures and panics, then the first signals
+//!    in order (up to two thirds of what is left: what the client itself
+//!    would have shown of a failing command is its head), then the last
+//!    ones, then the first ones again. A `file:line` anchor goes with the
+//!    message before it;
 //! 2. the context in the `after` lines of each chosen signal;
 //! 3. other context: from the head up to its share, then from the tail,
 //!    then from the head again.
 //!
-//! Context (2 and 3) stops at the family's `context` characters, when it
-//! has one: in a test run or a build the context is mostly noise; in a diff
-//! or a listing it is what was asked for.
+//! Context (2 and 3) is a small extra, never what fills the budget: it
+//! stops at the family's `context` characters (a default of
+//! [`super::table::DEFAULT_CONTEXT`]). The budget is a ceiling for the
+//! signals.
 //!
 //! A gap of a few context lines between two shown lines is not marked where
 //! it is; one note counts them all (a hash and its subject, with the author
@@ -32,11 +35,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use super::classifier::REPEATED;
 use super::item::{units, Item, ItemClass, LABELS};
 use super::notes::{
-    full_output_line, full_output_line_short, gap_line, overflow_line, quiet_gaps_line,
-    GAP_LINE_MAX, QUIET_GAP,
+    full_output_line, full_output_line_short, gap_line, overflow_line, quiet_gaps_line, quiet_rest,
+    GAP_LINE_MAX,
 };
 use super::table::SignalKind;
 
@@ -50,10 +52,22 @@ pub struct ViewInput<'a> {
     /// Collapse labels, by tally slot (after the signal kinds).
     pub labels: &'a [String],
     pub budget: usize,
-    /// The head's share of the context's room (the tail has the rest).
+    /// The head's share of the context, and as much is kept for the tail
+    /// (the lines after the signals have the rest).
     pub head_share: f64,
-    /// The most characters of context shown (`None`: what the budget leaves).
-    pub context: Option<usize>,
+    /// The most characters of context shown.
+    pub context: usize,
+    /// How many first lines the client itself would show of the output
+    /// (0: none, or it shows it whole): when the signals do not fit, those
+    /// among them come first, so the view never shows fewer.
+    pub client_lines: u64,
+    /// The share of the budget the signals may take when they do not all
+    /// fit.
+    pub overflow_share: f64,
+    /// Gaps of at most this many lines, none a signal, are counted in one
+    /// note instead of marked where they are ([`super::notes::QUIET_GAP`]; when the
+    /// signals do not fit with their gaps marked, any such gap is).
+    pub quiet_gap: u64,
     /// The warnings by kind, when they say something.
     pub warnings: Option<String>,
     pub full: Option<FullNote>,
@@ -85,8 +99,9 @@ struct Choice<'v, 'a> {
     cost: usize,
     limit: usize,
     /// The context lines chosen, by their own cost, against the family's
-    /// `context`.
+    /// `context`, and how much of it the current step may fill.
     context: usize,
+    context_limit: usize,
 }
 
 impl<'v, 'a> Choice<'v, 'a> {
@@ -98,6 +113,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             cost,
             limit,
             context: 0,
+            context_limit: input.context,
         }
     }
 
@@ -110,7 +126,7 @@ impl<'v, 'a> Choice<'v, 'a> {
             return false;
         }
         let context = if item.is_signal() { 0 } else { item.cost() };
-        if self.context + context > self.input.context.unwrap_or(usize::MAX) {
+        if self.context + context > self.context_limit.min(self.input.context) {
             return false;
         }
         let prev = self.chosen.range(..item.seq).next_back().map(|(_, i)| &**i);
@@ -150,9 +166,10 @@ fn gap_text(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Option<Str
 /// What lies between two shown lines.
 enum Gap {
     None,
-    /// A few context lines, counted in the closing note (or marked after
-    /// all, when that is shorter): how many, and the line that marks them.
-    Quiet(u64, String),
+    /// A few lines, none of them a signal, counted in the closing note (or
+    /// marked after all, when that is shorter): how many, the lines
+    /// collapsed by label, and the line that marks them.
+    Quiet(u64, Vec<u64>, String),
     Marked(String),
 }
 
@@ -178,22 +195,42 @@ fn gap(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Gap {
         .enumerate()
         .map(|(i, l)| (l.as_str(), to[LABELS + i] - from(LABELS + i)))
         .collect();
-    // Lines equal to the one before them say nothing either (a second
-    // blank line).
-    let nothing_named = signals.iter().all(|(_, n)| *n == 0)
-        && collapsed
-            .iter()
-            .all(|(label, n)| *n == 0 || *label == REPEATED);
-    // Only between shown lines: the view's start and end are always marked.
+    // Only between shown lines, and never over a signal not shown: the
+    // view's start and end, and every signal left out, are marked where
+    // they are.
     let text = gap_line(first, end, &signals, &collapsed);
-    if nothing_named && end - first <= QUIET_GAP && a.is_some() && b.is_some() {
-        return Gap::Quiet(end - first, text);
+    let no_signal = signals.iter().all(|(_, n)| *n == 0);
+    if no_signal && end - first <= input.quiet_gap && a.is_some() && b.is_some() {
+        let by_label = collapsed.iter().map(|(_, n)| *n).collect();
+        return Gap::Quiet(end - first, by_label, text);
     }
     Gap::Marked(text)
 }
 
-/// Chooses and writes the view.
+/// Chooses and writes the view. When the signals do not fit with every
+/// long gap between them marked where it is, they may fit with the gaps
+/// counted in one note: line numbers are worth less than signals.
 pub fn build(input: &ViewInput) -> View {
+    let view = build_once(input);
+    if !view.overflow || input.quiet_gap == u64::MAX {
+        return view;
+    }
+    let quieter = ViewInput {
+        candidates: input.candidates.clone(),
+        warnings: input.warnings.clone(),
+        full: input.full.clone(),
+        quiet_gap: u64::MAX,
+        ..*input
+    };
+    let all = build_once(&quieter);
+    if all.overflow {
+        view
+    } else {
+        all
+    }
+}
+
+fn build_once(input: &ViewInput) -> View {
     let signals: Vec<&Rc<Item>> = input
         .candidates
         .values()
@@ -208,7 +245,7 @@ pub fn build(input: &ViewInput) -> View {
             + GAP_LINE_MAX
             + 1
             + overflow_max(total_signals, input)
-            + quiet_gaps_line(input.total_lines, input.total_lines).len()
+            + quiet_note_max(input)
             + 1;
         if worst <= input.budget {
             long
@@ -216,9 +253,8 @@ pub fn build(input: &ViewInput) -> View {
             full_output_line_short(&f.path)
         }
     });
-    let notes_cost = full_line.as_ref().map_or(0, |l| units(l.as_bytes()) + 1)
-        + quiet_gaps_line(input.total_lines, input.total_lines).len()
-        + 1;
+    let notes_cost =
+        full_line.as_ref().map_or(0, |l| units(l.as_bytes()) + 1) + quiet_note_max(input) + 1;
     // The warnings by kind are what groups them when they do not all fit:
     // kept whenever the budget can spare their line.
     let warnings_cost = input
@@ -237,36 +273,26 @@ pub fn build(input: &ViewInput) -> View {
         overflow = !signals.iter().all(|s| choice.add(s));
     }
     if overflow {
-        choice = Choice::new(
-            input,
-            limit.saturating_sub(overflow_max(total_signals, input)),
-        );
-        fill_signals(&mut choice, &signals);
+        let room = limit.saturating_sub(overflow_max(total_signals, input));
+        let share = (input.budget as f64 * input.overflow_share) as usize;
+        choice = Choice::new(input, room);
+        fill_signals(&mut choice, &signals, share);
     }
 
-    // The context that belongs to the chosen signals.
-    add_after(&mut choice, |_| true);
-
-    // Other context: head, tail, head.
-    let context: Vec<&Rc<Item>> = input
-        .candidates
-        .values()
-        .filter(|i| !i.is_signal() && !choice.chosen.contains_key(&i.seq))
-        .collect();
-    let context_left = input
-        .context
-        .map_or(usize::MAX, |c| c.saturating_sub(choice.context));
-    let head_room = (choice.room().min(context_left) as f64 * input.head_share) as usize;
-    let start = choice.cost;
-    let (mut lo, mut hi) = (0, context.len());
-    while lo < hi && choice.cost.saturating_sub(start) < head_room && choice.add(context[lo]) {
-        lo += 1;
-    }
-    while lo < hi && choice.add(context[hi - 1]) {
-        hi -= 1;
-    }
-    while lo < hi && choice.add(context[lo]) {
-        lo += 1;
+    // When the signals fit: the output's first lines (up to `head_share`
+    // of the context), the lines after the signals (leaving as much for
+    // the end), its last lines, and its first again. When they do not, the
+    // room is theirs.
+    if !overflow {
+        let cap = input.context;
+        let ends = (cap as f64 * input.head_share) as usize;
+        choice.context_limit = ends;
+        add_head(&mut choice);
+        choice.context_limit = cap.saturating_sub(ends);
+        add_after(&mut choice, |_| true);
+        choice.context_limit = cap;
+        add_tail(&mut choice);
+        add_head(&mut choice);
     }
 
     let signals_shown = choice.chosen.values().filter(|i| i.is_signal()).count() as u64;
@@ -287,8 +313,14 @@ pub fn build(input: &ViewInput) -> View {
     notes.extend(full_line);
     // The quiet gaps: one note, or their own lines when those are shorter
     // (a single blank line left out).
-    let (quiet_lines, quiet_gaps, quiet_marked) = quiet(input, &choice.chosen);
-    let note = quiet_gaps_line(quiet_lines, quiet_gaps);
+    let (quiet_lines, quiet_gaps, quiet_labels, quiet_marked) = quiet(input, &choice.chosen);
+    let named: Vec<(&str, u64)> = input
+        .labels
+        .iter()
+        .map(String::as_str)
+        .zip(quiet_labels)
+        .collect();
+    let note = quiet_gaps_line(quiet_lines, quiet_gaps, &named);
     let mark_quiet = quiet_marked <= note.len() + 1;
     if quiet_gaps > 0 && !mark_quiet {
         notes.insert(0, note);
@@ -349,10 +381,13 @@ impl Unit<'_> {
     }
 }
 
-/// The signals do not all fit: the first of each kind, highest rank first;
-/// then the context after the chosen errors, failures and panics; then the
-/// others, rank by rank, from both ends towards the middle.
-fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>]) {
+/// The signals do not all fit. First those the client itself would have
+/// shown (its head), so the view never shows fewer; then, up to `share`
+/// characters in all, the first of each kind, highest rank first (up to a
+/// third of the room); the context after the chosen errors, failures and
+/// panics; the first signals in order (up to two thirds of what is left),
+/// the last ones, and the first ones again.
+fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>], share: usize) {
     let mut units: Vec<Unit> = Vec::new();
     for s in signals {
         let is_anchor = kind_and_key(s).0 == SignalKind::Anchor;
@@ -366,50 +401,53 @@ fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>]) {
             }),
         }
     }
-    let mut order: Vec<usize> = (0..units.len()).collect();
+    let client_lines = choice.input.client_lines;
+    let mut lo = 0;
+    while lo < units.len() && units[lo].lead.seq < client_lines && units[lo].add(choice) {
+        lo += 1;
+    }
+    let share_end = share.max(choice.cost).min(choice.limit);
+    let room = |choice: &Choice| share_end.saturating_sub(choice.cost);
+    let mut order: Vec<usize> = (lo..units.len()).collect();
     order.sort_by_key(|&i| (rank(kind_and_key(units[i].lead).0), units[i].lead.seq));
-    let mut keys = HashSet::new();
-    let mut rest: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+    let firsts_end = choice.cost + room(choice) / 3;
+    let mut keys: HashSet<u64> = units[..lo].iter().map(|u| kind_and_key(u.lead).1).collect();
     for i in order {
-        let (kind, key) = kind_and_key(units[i].lead);
-        if keys.insert(key) {
+        let (_, key) = kind_and_key(units[i].lead);
+        if keys.insert(key) && choice.cost < firsts_end {
             units[i].add(choice);
-        } else {
-            rest.entry(rank(kind)).or_default().push(i);
         }
     }
     add_after(choice, |kind| rank(kind) <= rank(SignalKind::Panic));
-    for list in rest.values() {
-        let (mut lo, mut hi) = (0, list.len());
-        let (mut lo_open, mut hi_open) = (true, true);
-        while lo < hi && (lo_open || hi_open) {
-            if hi_open {
-                if units[list[hi - 1]].add(choice) {
-                    hi -= 1;
-                } else {
-                    hi_open = false;
-                }
-            }
-            if lo < hi && lo_open {
-                if units[list[lo]].add(choice) {
-                    lo += 1;
-                } else {
-                    lo_open = false;
-                }
-            }
-        }
+    let head_end = choice.cost + room(choice) * 2 / 3;
+    while lo < units.len() && choice.cost < head_end && units[lo].add(choice) {
+        lo += 1;
+    }
+    let mut hi = units.len();
+    while hi > lo && choice.cost < share_end && units[hi - 1].add(choice) {
+        hi -= 1;
+    }
+    while lo < hi && choice.cost < share_end && units[lo].add(choice) {
+        lo += 1;
     }
 }
 
 /// Adds the `after` context of the chosen signals of the kinds `which`
-/// picks, each signal's in order, while it fits.
+/// picks, by rank then in order, each signal's lines in order, while it
+/// fits.
 fn add_after(choice: &mut Choice, which: impl Fn(SignalKind) -> bool) {
-    let chosen: Vec<u64> = choice
+    // An error's lines first: what follows a failure says more than what
+    // follows a summary.
+    let mut chosen: Vec<(u8, u64)> = choice
         .chosen
         .values()
-        .filter(|i| matches!(i.class, ItemClass::Signal { kind, .. } if which(kind)))
-        .map(|i| i.seq)
+        .filter_map(|i| match i.class {
+            ItemClass::Signal { kind, .. } if which(kind) => Some((rank(kind), i.seq)),
+            _ => None,
+        })
         .collect();
+    chosen.sort_unstable();
+    let chosen: Vec<u64> = chosen.into_iter().map(|(_, seq)| seq).collect();
     let candidates = &choice.input.candidates;
     for seq in chosen {
         for item in candidates.range(seq + 1..).map(|(_, i)| i) {
@@ -419,8 +457,10 @@ fn add_after(choice: &mut Choice, which: impl Fn(SignalKind) -> bool) {
                         break;
                     }
                 }
-                ItemClass::Signal { .. } => {}
-                ItemClass::Context => break,
+                // Past a signal the view does not show, the lines after
+                // it are its own, not ours.
+                ItemClass::Signal { .. } if choice.chosen.contains_key(&item.seq) => {}
+                ItemClass::Signal { .. } | ItemClass::Context => break,
             }
         }
     }
@@ -431,16 +471,63 @@ fn overflow_max(total: u64, input: &ViewInput) -> usize {
     overflow_line(total, total, input.budget, input.full.is_some()).len() + 1
 }
 
-/// The quiet gaps between the chosen items: (lines, gaps, what marking
-/// each where it is would cost).
-fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64, usize) {
+/// The quiet gaps between the chosen items: (lines, gaps, lines collapsed
+/// by label, what marking each where it is would cost).
+fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64, Vec<u64>, usize) {
     let items: Vec<&Item> = chosen.values().map(|i| &**i).collect();
-    items.windows(2).fold((0, 0, 0), |(lines, gaps, cost), w| {
-        match gap(input, Some(w[0]), Some(w[1])) {
-            Gap::Quiet(n, text) => (lines + n, gaps + 1, cost + text.len() + 1),
-            _ => (lines, gaps, cost),
+    let mut by_label = vec![0; input.labels.len()];
+    let (mut lines, mut gaps, mut cost) = (0, 0, 0);
+    for w in items.windows(2) {
+        if let Gap::Quiet(n, labels, text) = gap(input, Some(w[0]), Some(w[1])) {
+            lines += n;
+            gaps += 1;
+            cost += units(text.as_bytes()) + 1;
+            for (total, n) in by_label.iter_mut().zip(labels) {
+                *total += n;
+            }
         }
-    })
+    }
+    (lines, gaps, by_label, cost)
+}
+
+/// The longest the quiet gaps' note can be for this input: every count at
+/// its widest, the longest labels named.
+fn quiet_note_max(input: &ViewInput) -> usize {
+    let mut labels: Vec<&str> = input.labels.iter().map(String::as_str).collect();
+    labels.sort_by_key(|l| std::cmp::Reverse(l.len()));
+    let widest: Vec<(&str, u64)> = labels.into_iter().map(|l| (l, input.total_lines)).collect();
+    // The counts named there leave no other lines; a real note may have
+    // them too.
+    units(quiet_gaps_line(input.total_lines, input.total_lines, &widest).as_bytes())
+        + units(quiet_rest(input.total_lines).as_bytes())
+}
+
+/// Context lines not chosen yet, in order.
+fn unchosen_context<'v>(choice: &Choice<'v, '_>) -> Vec<&'v Rc<Item>> {
+    choice
+        .input
+        .candidates
+        .values()
+        .filter(|i| !i.is_signal() && !choice.chosen.contains_key(&i.seq))
+        .collect()
+}
+
+/// Context from the output's first lines, while it fits.
+fn add_head(choice: &mut Choice) {
+    for item in unchosen_context(choice) {
+        if !choice.add(item) {
+            break;
+        }
+    }
+}
+
+/// Context from the output's last lines, while it fits.
+fn add_tail(choice: &mut Choice) {
+    for item in unchosen_context(choice).into_iter().rev() {
+        if !choice.add(item) {
+            break;
+        }
+    }
 }
 
 fn render(
@@ -454,7 +541,7 @@ fn render(
     let gap_line = |out: &mut Vec<u8>, a: Option<&Item>, b: Option<&Item>| {
         let text = match gap(input, a, b) {
             Gap::Marked(text) => text,
-            Gap::Quiet(_, text) if mark_quiet => text,
+            Gap::Quiet(_, _, text) if mark_quiet => text,
             Gap::Quiet(..) | Gap::None => return,
         };
         out.extend_from_slice(text.as_bytes());

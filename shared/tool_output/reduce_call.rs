@@ -181,7 +181,7 @@ pub fn reduce_call(
             .unwrap_or_else(|| call.viewer.budget(call.exit_code)),
         keep,
         kept_at: call.kept_at,
-        client_shows: call.viewer.shows_whole(call.exit_code),
+        client_cap: call.viewer.shows_whole(call.exit_code),
     };
     let mut tap = Tap::new(input);
     let reduced = reduce::reduce(&mut tap, &ctx, table, warnings)?;

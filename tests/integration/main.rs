@@ -23,6 +23,7 @@ mod postgres;
 mod races;
 mod readers;
 mod reduce;
+mod reduce_corpus;
 mod registry;
 mod regression;
 mod session;
