@@ -8,8 +8,9 @@
 //! - a context line equal to the one before it, or a signal equal to an
 //!   earlier signal, is counted as a repeated line (the first copy is an
 //!   item); so is a warning whose message (without the location in front)
-//!   came before, with the `file:line` anchors after it: each distinct
-//!   warning is shown once, where it first came, and counted by kind;
+//!   came before (its `file:line` anchors stay, as every anchor does): each
+//!   distinct warning is shown once, where it first came, and counted by
+//!   kind;
 //! - in a family with `templates` (logs), a signal of the shape of an
 //!   earlier one that names no new quoted string or path is counted as a
 //!   similar line;
@@ -69,8 +70,6 @@ pub struct LineSorter {
     /// strings and paths each has named.
     templates: HashMap<u64, HashSet<u64>>,
     template_names: usize,
-    /// Lines left in which anchors belong to a repeated warning.
-    repeat_anchors: u32,
     /// The line without its colour codes, when it had some.
     clean: Vec<u8>,
     prev: Vec<u8>,
@@ -97,7 +96,6 @@ impl LineSorter {
             region: None,
             templates: HashMap::new(),
             template_names: 0,
-            repeat_anchors: 0,
             clean: Vec::new(),
             prev: Vec::new(),
             has_prev: false,
@@ -220,13 +218,9 @@ impl LineSorter {
                 } else {
                     digest(text)
                 } ^ u64::from(!whole);
-                let anchors_left = std::mem::take(&mut self.repeat_anchors);
                 // Only an earlier signal counts: a context line with the
                 // same text may not be shown.
                 let repeated = self.seen_signals.contains(&h);
-                if repeated && kind == SignalKind::Warning {
-                    self.repeat_anchors = after.max(1);
-                }
                 // A template is a message a rule names, not a line of a
                 // region or a block (a deadlock's per-process lines).
                 let similar = !repeated
@@ -236,10 +230,9 @@ impl LineSorter {
                 if similar {
                     self.tally
                         .add(LABELS + label_slot(&self.classifier, SIMILAR));
-                } else if repeated || (kind == SignalKind::Anchor && anchors_left > 0) {
-                    if kind == SignalKind::Anchor && anchors_left > 0 {
-                        self.repeat_anchors = anchors_left;
-                    }
+                } else if repeated {
+                    // A repeated warning's own `file:line` anchors stay:
+                    // they say where this one is.
                     self.tally
                         .add(LABELS + label_slot(&self.classifier, REPEATED));
                 } else {
@@ -264,7 +257,6 @@ impl LineSorter {
                 }
             }
             Is::Context => {
-                self.repeat_anchors = self.repeat_anchors.saturating_sub(1);
                 let class = if in_after {
                     ItemClass::After
                 } else {

@@ -56,12 +56,6 @@ const EXPECTED_MISSES: &[(&str, &str)] = &[
         "listing-ls-R-express",
         "question: the res.redirect test file, one name among 13,000",
     ),
-    // signals.txt lists the anchor of a warning it lists earlier: a
-    // repeat, which the view counts instead of showing.
-    (
-        "build-cargo-clippy-pedantic-indexmap",
-        "signals.txt: the anchor src/map/slice.rs:567:24 of a repeated `reference as raw pointer`",
-    ),
 ];
 
 /// Failing commands whose first 10,000 characters (what the client shows)

@@ -779,8 +779,11 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         with.contains("LAST-LINE") && without.contains("LAST-LINE"),
         "{table}"
     );
+    // `cat` of a file is what was asked for: the engine shows as much of
+    // it as its budget for Gemini allows (20,000 characters, with the
+    // client's own wrapping around it), never the client's whole cut.
     assert!(
-        with.chars().count() * 4 < without.chars().count(),
-        "a quarter of the client's cut at most: {table}"
+        with.chars().count() < 21_000 && with.chars().count() < without.chars().count(),
+        "within jkz's budget and under the client's cut: {table}"
     );
 }
