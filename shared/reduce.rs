@@ -50,6 +50,7 @@
 //! is read once, in fixed chunks.
 
 mod ansi;
+mod built_in;
 pub mod classifier;
 pub mod cmd;
 pub mod command;
