@@ -56,6 +56,8 @@ pub mod cmd;
 pub mod command;
 pub mod filters_cmd;
 mod item;
+mod matcher;
+mod needles;
 mod notes;
 mod retain;
 pub mod shape;

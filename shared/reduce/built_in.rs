@@ -66,6 +66,7 @@ fn rule(
     continued: Option<&str>,
     examples: Vec<(&str, Is)>,
     key: &str,
+    needles: Option<&[&str]>,
 ) -> Rule {
     Rule {
         pattern: pattern.to_string(),
@@ -83,6 +84,7 @@ fn rule(
             })
             .collect(),
         source: source(key),
+        needles: needles.map(strings),
     }
 }
 
@@ -91,11 +93,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_compiled_table_is_filters_toml() {
-        assert_eq!(
-            FilterTable::built_in(),
-            FilterTable::parse_built_in().unwrap()
+    fn the_compiled_table_is_filters_toml_with_needles() {
+        let mut compiled = FilterTable::built_in();
+        let needles = compiled
+            .families
+            .iter_mut()
+            .flat_map(|f| &mut f.rules)
+            .filter_map(|r| r.needles.take())
+            .count();
+        assert_eq!(compiled, FilterTable::parse_built_in().unwrap());
+        assert!(compiled.families.len() >= 10);
+        let rules = compiled
+            .families
+            .iter()
+            .map(|f| f.rules.len())
+            .sum::<usize>();
+        assert!(
+            needles * 10 >= rules * 7,
+            "{needles} of {rules} rules have needles"
         );
-        assert!(FilterTable::built_in().families.len() >= 10);
+    }
+
+    /// A rule's needles never keep it from a line it matches: every line
+    /// of the library's real outputs and of the corpus, and every example.
+    #[test]
+    fn a_line_a_rule_matches_holds_one_of_its_needles() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<String> = Vec::new();
+        for dir in [
+            root.join("shared/reduce/testdata"),
+            root.join("bench/fixtures"),
+        ] {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let file = if path.is_dir() {
+                    path.join("output.txt")
+                } else {
+                    path
+                };
+                texts.push(String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned());
+            }
+        }
+        let mut buf = Vec::new();
+        for family in FilterTable::built_in().families {
+            for rule in family.rules {
+                let Some(needles) = &rule.needles else {
+                    continue;
+                };
+                let re = regex::bytes::Regex::new(&rule.pattern).unwrap();
+                let examples = rule.examples.iter().map(|e| e.line.as_str());
+                let lines = texts.iter().flat_map(|t| t.lines()).chain(examples);
+                for line in lines {
+                    let line = super::super::ansi::clean(line.as_bytes(), &mut buf);
+                    if re.is_match(line) {
+                        assert!(
+                            needles
+                                .iter()
+                                .any(|n| memchr::memmem::find(line, n.as_bytes()).is_some()),
+                            "{} {:?} matches {:?} without any of {needles:?}",
+                            rule.source,
+                            rule.pattern,
+                            String::from_utf8_lossy(line)
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -222,6 +222,11 @@ pub struct Rule {
     pub continued: Option<String>,
     pub examples: Vec<Example>,
     pub source: Source,
+    /// Strings one of which every line the rule matches contains, read
+    /// from the pattern when the built-in table is compiled (`None`: not
+    /// known, as for a project's rules): the rule is compiled and tried only
+    /// on lines that hold one.
+    pub needles: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -552,6 +557,7 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
             file: file.map(Path::to_path_buf),
             key: key.to_string(),
         },
+        needles: None,
     })
 }
 
