@@ -7,7 +7,7 @@
 //! the rest. A rule without needles (a project's own, or one that can match
 //! without a literal) is compiled at once and tried on every line.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::bytes::Regex;
@@ -21,9 +21,24 @@ pub struct NeedleMatcher {
     /// The rules tried on every line, in order.
     always: Vec<usize>,
     /// Every rule's needles, and the rule each belongs to.
-    needles: Option<AhoCorasick>,
+    needles: RefCell<Option<AhoCorasick>>,
+    needle_list: Vec<String>,
     owner: Vec<usize>,
     candidates: RefCell<Vec<usize>>,
+    /// Lines looked at: past [`LONG`], the needles are searched by a DFA,
+    /// slower to build and faster to run.
+    lines: Cell<u64>,
+}
+
+/// Lines after which a long output pays for a faster needle search.
+const LONG: u64 = 5_000;
+
+fn searcher(needles: &[&str], kind: AhoCorasickKind) -> AhoCorasick {
+    AhoCorasick::builder()
+        .match_kind(MatchKind::Standard)
+        .kind(Some(kind))
+        .build(needles)
+        .expect("a few hundred short needles build")
 }
 
 impl NeedleMatcher {
@@ -61,24 +76,17 @@ impl NeedleMatcher {
                 None => OnceCell::new(),
             })
             .collect();
-        let needles = if needles.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::Standard)
-                    .kind(Some(AhoCorasickKind::NoncontiguousNFA))
-                    .build(&needles)
-                    .expect("a few hundred short needles build"),
-            )
-        };
+        let search =
+            (!needles.is_empty()).then(|| searcher(&needles, AhoCorasickKind::NoncontiguousNFA));
         Ok(NeedleMatcher {
             patterns,
             compiled,
             always,
-            needles,
+            needles: RefCell::new(search),
+            needle_list: needles.iter().map(|n| n.to_string()).collect(),
             owner,
             candidates: RefCell::new(Vec::new()),
+            lines: Cell::new(0),
         })
     }
 
@@ -87,7 +95,14 @@ impl NeedleMatcher {
         let mut candidates = self.candidates.borrow_mut();
         candidates.clear();
         candidates.extend_from_slice(&self.always);
-        if let Some(needles) = &self.needles {
+        let lines = self.lines.get() + 1;
+        self.lines.set(lines);
+        let mut needles = self.needles.borrow_mut();
+        if lines == LONG && needles.is_some() {
+            let list: Vec<&str> = self.needle_list.iter().map(String::as_str).collect();
+            *needles = Some(searcher(&list, AhoCorasickKind::DFA));
+        }
+        if let Some(needles) = needles.as_ref() {
             candidates.extend(
                 needles
                     .find_overlapping_iter(line)
@@ -139,6 +154,26 @@ mod tests {
         assert_eq!(m.first(b"test a ... ok"), Some(0));
         assert_eq!(m.first(b"test a ... FAILED"), None);
         assert_eq!(m.first(b"nothing"), None);
+    }
+
+    #[test]
+    fn a_long_output_searches_its_needles_faster_and_finds_the_same() {
+        let needles = vec!["error".to_string(), "Error".to_string()];
+        let warn = vec!["warn".to_string()];
+        let rules: Vec<(&str, Option<&[String]>)> = vec![
+            (r"(?i)^\s*error:", Some(&needles)),
+            (r"warn(ing)?:", Some(&warn)),
+        ];
+        let m = NeedleMatcher::new(rules.into_iter()).unwrap();
+        let lines: [&[u8]; 4] = [b"error: a", b"x warn: y", b"Error: warn: z", b"plain"];
+        let before: Vec<Option<usize>> = lines.iter().map(|l| m.first(l)).collect();
+        for i in 0..LONG {
+            m.first(lines[(i % 4) as usize]);
+        }
+        assert!(m.lines.get() > LONG);
+        let after: Vec<Option<usize>> = lines.iter().map(|l| m.first(l)).collect();
+        assert_eq!(before, after);
+        assert_eq!(after, [Some(0), Some(1), Some(0), None]);
     }
 
     #[test]
