@@ -7,8 +7,10 @@ Columns, for every fixture:
   client  Claude Code alone: the raw output under the client's rule (below);
   squeez  `squeez filter HINT < output.txt`, then the client's rule;
   jkz     the --jkz command with output.txt on stdin and JKZ_EXIT_CODE / JKZ_COMMAND in
-          its environment, run in a scratch git repository with a state/ directory (a project
-          that opted in, so jkz can keep the full output), then the client's rule.
+          its environment ({command} and {exit_code} in its words are replaced by them, so
+          no shell need stand between), run in a scratch git repository with a state/
+          directory (a project that opted in, so jkz can keep the full output), then the
+          client's rule.
 Both reducers stand in the command's place (a wrap keeps its exit status), so the client
 still applies its own rule to what they print.
 
@@ -157,10 +159,11 @@ def measure(fixture: Path, squeez: str, jkz: list[str], runs: int, project: str,
     # squeez reads its config from ~/.claude/squeez: an empty one gives its defaults.
     squeez_env = dict(base_env, HOME=squeez_home, SQUEEZ_DIR=os.path.join(squeez_home, "squeez"))
     jkz_env = dict(base_env, JKZ_EXIT_CODE=str(code), JKZ_COMMAND=meta["command"])
+    jkz_argv = [a.replace("{command}", meta["command"]).replace("{exit_code}", str(code)) for a in jkz]
     tools = {
         "cat": (["cat"], base_env),
         "squeez": ([squeez, "filter", meta["squeez_hint"]], squeez_env),
-        "jkz": (jkz, jkz_env),
+        "jkz": (jkz_argv, jkz_env),
     }
     times = {t: [] for t in tools}
     outs = {}

@@ -7,9 +7,12 @@
 #
 #   RUNS=5                 runs per fixture and reducer (p50 of them)
 #   JKZ_REDUCE_CMD='…'     the jkz reducer: output on stdin, JKZ_EXIT_CODE and
-#                          JKZ_COMMAND in its environment, the view on stdout
-#                          (default: target/release/jkz-truncate --max-bytes 29000,
-#                          built when missing)
+#                          JKZ_COMMAND in its environment ({command} and
+#                          {exit_code} in it are replaced by them), the view on
+#                          stdout (default: target/release/jkz-truncate
+#                          --max-bytes 29000, built when missing), e.g.
+#                          'target/release/jkz reduce --command {command} --exit-code {exit_code}'
+
 #   JKZ_BENCH_DIR=DIR      where squeez is installed (default target/bench)
 #   SQUEEZ_VERSION=1.48.18 the squeez release compared against
 #   CARGO=cargo            the cargo to build and install with

@@ -6,9 +6,13 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use jkz::jkz_cmd::{run, JkzCli};
+use jkz::jkz_cmd::{run, run_reduce, JkzCli};
 
 fn main() -> ExitCode {
-    let (program, result) = run(JkzCli::parse());
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let (program, result) = match run_reduce(&args) {
+        Some(done) => done,
+        None => run(JkzCli::parse_from(args)),
+    };
     jkz::exit::exit(program, result)
 }

@@ -113,6 +113,32 @@ pub enum Command {
     Registry(crate::team::cmd::RegistryArgs),
 }
 
+/// `jkz reduce` with only its own arguments and `--state-dir` parsed: it
+/// runs once per command an agent runs, and building the whole command
+/// line's parser (every subcommand's arguments) cost it half a
+/// millisecond. `None` when the arguments are not `reduce …`, or are not
+/// valid for it (`--help`, a bad flag: the whole parser then answers, with
+/// the same messages as ever).
+pub fn run_reduce(args: &[std::ffi::OsString]) -> Option<(&'static str, Result<u8, Failure>)> {
+    #[derive(Parser, Debug)]
+    #[command(name = "jkz reduce")]
+    struct ReduceCli {
+        #[command(flatten)]
+        state: crate::state_dir::StateDirArg,
+        #[command(flatten)]
+        args: crate::reduce::cmd::ReduceArgs,
+    }
+    if args.get(1).map(|a| a.as_os_str()) != Some(std::ffi::OsStr::new("reduce")) {
+        return None;
+    }
+    let cli = ReduceCli::try_parse_from(args[1..].iter()).ok()?;
+    let state = cli.state.resolve();
+    Some((
+        crate::reduce::cmd::PROGRAM,
+        crate::reduce::cmd::run(&cli.args, &state),
+    ))
+}
+
 /// Runs a parsed command line: the program name its errors carry
 /// (`jkz gc`, …) and the subcommand's result.
 pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {

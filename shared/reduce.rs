@@ -50,11 +50,14 @@
 //! is read once, in fixed chunks.
 
 mod ansi;
+mod built_in;
 pub mod classifier;
 pub mod cmd;
 pub mod command;
 pub mod filters_cmd;
 mod item;
+mod matcher;
+mod needles;
 mod notes;
 mod retain;
 pub mod shape;

@@ -1,16 +1,20 @@
 //! One family's rules compiled for one call: its own rules, those of the
-//! families it includes, then the `common` family's, as one `RegexSet`.
+//! families it includes, then the `common` family's, as one [`Matcher`].
 //! Only the family the call needs is compiled, so a call pays for its few
 //! dozen patterns, not the whole table.
 
-use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+use regex::bytes::Regex;
+#[cfg(test)]
+use regex::bytes::RegexSetBuilder;
+
+use super::needles::NeedleMatcher;
 
 use super::table::{FilterTable, Is, Rule, Source, TableError, COMMON, DEFAULT_CONTEXT};
 
 /// The most memory one compiled set may take: far above what the table's
 /// patterns need, low enough that a pathological user pattern is refused
 /// with a message instead of slowing every call.
-const SIZE_LIMIT: usize = 16 << 20;
+pub(super) const SIZE_LIMIT: usize = 16 << 20;
 
 /// Labels every family has: lines equal to an earlier one, and runs of
 /// lines that differ only in their numbers and ids.
@@ -30,6 +34,9 @@ pub struct CompiledRule {
     pub through: Option<Regex>,
     /// The lines that continue this rule's line.
     pub continued: Option<Regex>,
+    /// Strings one of which every line it matches holds (see
+    /// [`super::needles`]).
+    pub needles: Option<Vec<String>>,
     pub pattern: String,
     /// The family it was written in, and where.
     pub family: String,
@@ -40,7 +47,7 @@ pub struct CompiledRule {
 #[derive(Debug)]
 pub struct Classifier {
     pub family: String,
-    set: RegexSet,
+    set: NeedleMatcher,
     pub rules: Vec<CompiledRule>,
     /// Collapse labels: [`REPEATED`], [`SIMILAR`], then the rules' own in
     /// the order they first appear.
@@ -70,8 +77,12 @@ impl Classifier {
                 rules.push(compile_rule(rule, name, &mut labels)?);
             }
         }
-        let set =
-            build_set(rules.iter().map(|r| r.pattern.as_str())).map_err(|e| blame(&rules, e))?;
+        let set = NeedleMatcher::new(
+            rules
+                .iter()
+                .map(|r| (r.pattern.as_str(), r.needles.as_deref())),
+        )
+        .map_err(|(i, e)| blame(&rules[i..=i], e))?;
         Ok(Classifier {
             family: family.to_string(),
             set,
@@ -91,8 +102,7 @@ impl Classifier {
 
     /// The first rule that matches `line` (no line end), by index.
     pub fn rule_for(&self, line: &[u8]) -> Option<usize> {
-        // `matches` finds them all; the lowest index is the first rule.
-        self.set.matches(line).iter().next()
+        self.set.first(line)
     }
 
     /// What the family makes of `line` on its own (no rule before it asked
@@ -142,6 +152,7 @@ fn compile_rule(
         run: rule.run.clone(),
         through,
         continued,
+        needles: rule.needles.clone(),
         pattern: rule.pattern.clone(),
         family: family.to_string(),
         source: rule.source.clone(),
@@ -217,23 +228,8 @@ pub fn ascii(pattern: &str) -> std::borrow::Cow<'_, str> {
     format!("(?-u){pattern}").into()
 }
 
-/// One set of `patterns`, each in ASCII mode when it can be ([`ascii`]);
-/// as written when that does not compile (a class this scan misread).
-pub fn build_set<'p>(
-    patterns: impl Iterator<Item = &'p str> + Clone,
-) -> Result<RegexSet, regex::Error> {
-    let build = |p: Vec<std::borrow::Cow<'p, str>>| {
-        RegexSetBuilder::new(p)
-            .size_limit(SIZE_LIMIT)
-            .dfa_size_limit(SIZE_LIMIT)
-            .build()
-    };
-    build(patterns.clone().map(ascii).collect())
-        .or_else(|_| build(patterns.map(std::borrow::Cow::Borrowed).collect()))
-}
-
 /// One pattern, in ASCII mode when it can be ([`ascii`]).
-fn build_one(pattern: &str) -> Result<Regex, regex::Error> {
+pub(super) fn build_one(pattern: &str) -> Result<Regex, regex::Error> {
     let build = |p: &str| {
         regex::bytes::RegexBuilder::new(p)
             .size_limit(SIZE_LIMIT)

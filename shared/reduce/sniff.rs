@@ -4,7 +4,7 @@
 //! lines wins (the earlier in the table on a tie), and none when no line
 //! matches. Compiled only when a call needs it.
 
-use super::classifier::build_set;
+use super::matcher::Matcher;
 use super::table::{Family, FilterTable};
 
 /// How many first lines are read, and at most how many bytes of them: a
@@ -24,13 +24,14 @@ pub fn sniff<'t>(table: &'t FilterTable, lines: &[&[u8]]) -> Option<&'t Family> 
     }
     // A pattern that does not compile was reported by `jkz filters test`;
     // here an output is never refused for it.
-    let set = build_set(patterns.iter().copied()).ok()?;
+    let set = Matcher::new(patterns.iter().copied()).ok()?;
     let mut hits = vec![0usize; table.families.len()];
     for line in lines {
         let mut seen = vec![false; table.families.len()];
-        for p in set.matches(line).iter() {
+        set.each(line, |p| {
             seen[owners[p]] = true;
-        }
+            true
+        });
         for (h, s) in hits.iter_mut().zip(seen) {
             *h += usize::from(s);
         }

@@ -29,7 +29,7 @@ use std::path::Path;
 use memchr::memchr;
 
 use crate::blocks::{BlockScanner, Event};
-use crate::truncate::full_output::{FullOutput, Keep, KEEP_LIMIT};
+use crate::truncate::full_output::{FullOutput, Keep, WholeOutput, KEEP_LIMIT};
 use crate::truncate::head_tail::{HeadTailBuffer, CHUNK};
 
 use super::classifier::Classifier;
@@ -360,18 +360,34 @@ pub fn reduce_with(
         // Exact: the client counts invalid UTF-8 as U+FFFD.
         input_units = units(buffer.head()) as u64;
     }
-    start_full(&mut full, warn);
+    // An input held whole is written at once when it is kept; a longer
+    // one's writer is already running. Kept by whoever wrote it: no copy.
+    let mut whole: Option<WholeOutput> = None;
+    if in_memory {
+        if let (None, Some(dir)) = (ctx.kept_at, ctx.keep) {
+            match WholeOutput::plan(dir) {
+                Ok(planned) => whole = planned,
+                Err(e) => crate::truncate::warn(warn, "jkz reduce", &e),
+            }
+        }
+    } else {
+        start_full(&mut full, warn);
+    }
     let provisional = match ctx.kept_at {
         Some(path) => Some(FullNote {
             path: absolute(path),
             bytes: total,
             lines,
         }),
-        None => full.as_ref().map(|f| FullNote {
-            path: absolute(f.path()),
-            bytes: total.min(KEEP_LIMIT),
-            lines,
-        }),
+        None => full
+            .as_ref()
+            .map(|f| f.path())
+            .or(whole.as_ref().map(|w| w.path()))
+            .map(|path| FullNote {
+                path: absolute(path),
+                bytes: total.min(KEEP_LIMIT),
+                lines,
+            }),
     };
     let warnings = warnings_line(&sorter.warning_kinds, sorter.warnings_other);
     let counts = sorter.tally.counts().to_vec();
@@ -454,7 +470,15 @@ pub fn reduce_with(
             stats,
         });
     }
-    if let Some(mut f) = full.take() {
+    if let Some(w) = whole.take() {
+        match w.write(buffer.head()) {
+            Ok(path) => stats.full_output = Some(absolute(&path)),
+            Err(why) => {
+                crate::truncate::warn(warn, "jkz reduce", &why);
+                view = view_of(None);
+            }
+        }
+    } else if let Some(mut f) = full.take() {
         let rest: Vec<_> = buffer.drain_chunks().collect();
         for chunk in rest {
             // One coming back means the writer failed: commit says why.

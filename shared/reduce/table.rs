@@ -222,6 +222,11 @@ pub struct Rule {
     pub continued: Option<String>,
     pub examples: Vec<Example>,
     pub source: Source,
+    /// Strings one of which every line the rule matches contains, read
+    /// from the pattern when the built-in table is compiled (`None`: not
+    /// known, as for a project's rules): the rule is compiled and tried only
+    /// on lines that hold one.
+    pub needles: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -279,12 +284,17 @@ impl fmt::Display for TableError {
 impl std::error::Error for TableError {}
 
 impl FilterTable {
-    /// The built-in table (checked by the tests: it always parses).
-    pub fn built_in() -> FilterTable {
-        let table: Table = BUILT_IN.parse().expect("filters.toml is TOML");
-        FilterTable {
-            families: parse_families(&table, None).expect("filters.toml is a valid table"),
-        }
+    /// The built-in table, parsed from `filters.toml` (the build compiles
+    /// it once: `super::built_in`).
+    pub fn parse_built_in() -> Result<FilterTable, TableError> {
+        let table: Table = BUILT_IN.parse().map_err(|e| TableError {
+            file: None,
+            key: String::new(),
+            why: format!("not TOML: {e}"),
+        })?;
+        Ok(FilterTable {
+            families: parse_families(&table, None)?,
+        })
     }
 
     pub fn family(&self, name: &str) -> Option<&Family> {
@@ -547,6 +557,7 @@ fn parse_rule(value: &Value, key: &str, file: Option<&Path>) -> Result<Rule, Key
             file: file.map(Path::to_path_buf),
             key: key.to_string(),
         },
+        needles: None,
     })
 }
 

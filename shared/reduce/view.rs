@@ -169,7 +169,7 @@ enum Gap {
     /// A few lines, none of them a signal, counted in the closing note (or
     /// marked after all, when that is shorter): how many, the lines
     /// collapsed by label, and the line that marks them.
-    Quiet(u64, Vec<u64>, String),
+    Quiet(u64, Vec<u64>),
     Marked(String),
 }
 
@@ -185,26 +185,42 @@ fn gap(input: &ViewInput, a: Option<&Item>, b: Option<&Item>) -> Gap {
             a.before[slot] + u64::from(a.own_slot() == Some(slot))
         })
     };
+    let between = |slot: usize| to[slot] - from(slot);
+    // Only between shown lines, and never over a signal not shown: the
+    // view's start and end, and every signal left out, are marked where
+    // they are.
+    let no_signal = (0..LABELS).all(|slot| between(slot) == 0);
+    if no_signal && end - first <= input.quiet_gap && a.is_some() && b.is_some() {
+        let by_label = (0..input.labels.len())
+            .map(|i| between(LABELS + i))
+            .collect();
+        return Gap::Quiet(end - first, by_label);
+    }
+    Gap::Marked(marked(input, first, end, between))
+}
+
+/// The line that marks the gap of lines `first..end`, given how many of
+/// each tally slot lie in it.
+fn marked(input: &ViewInput, first: u64, end: u64, between: impl Fn(usize) -> u64) -> String {
     let signals: Vec<(SignalKind, u64)> = SignalKind::ALL
         .iter()
-        .map(|&k| (k, to[k.index()] - from(k.index())))
+        .map(|&k| (k, between(k.index())))
         .collect();
     let collapsed: Vec<(&str, u64)> = input
         .labels
         .iter()
         .enumerate()
-        .map(|(i, l)| (l.as_str(), to[LABELS + i] - from(LABELS + i)))
+        .map(|(i, l)| (l.as_str(), between(LABELS + i)))
         .collect();
-    // Only between shown lines, and never over a signal not shown: the
-    // view's start and end, and every signal left out, are marked where
-    // they are.
-    let text = gap_line(first, end, &signals, &collapsed);
-    let no_signal = signals.iter().all(|(_, n)| *n == 0);
-    if no_signal && end - first <= input.quiet_gap && a.is_some() && b.is_some() {
-        let by_label = collapsed.iter().map(|(_, n)| *n).collect();
-        return Gap::Quiet(end - first, by_label, text);
-    }
-    Gap::Marked(text)
+    gap_line(first, end, &signals, &collapsed)
+}
+
+/// The line that would mark a quiet gap where it is.
+fn quiet_text(input: &ViewInput, a: &Item, b: &Item, by_label: &[u64]) -> String {
+    let first = a.seq + 1;
+    marked(input, first, b.seq, |slot| {
+        slot.checked_sub(LABELS).map_or(0, |i| by_label[i])
+    })
 }
 
 /// Chooses and writes the view. When the signals do not fit with every
@@ -478,10 +494,10 @@ fn quiet(input: &ViewInput, chosen: &BTreeMap<u64, Rc<Item>>) -> (u64, u64, Vec<
     let mut by_label = vec![0; input.labels.len()];
     let (mut lines, mut gaps, mut cost) = (0, 0, 0);
     for w in items.windows(2) {
-        if let Gap::Quiet(n, labels, text) = gap(input, Some(w[0]), Some(w[1])) {
+        if let Gap::Quiet(n, labels) = gap(input, Some(w[0]), Some(w[1])) {
             lines += n;
             gaps += 1;
-            cost += units(text.as_bytes()) + 1;
+            cost += units(quiet_text(input, w[0], w[1], &labels).as_bytes()) + 1;
             for (total, n) in by_label.iter_mut().zip(labels) {
                 *total += n;
             }
@@ -541,7 +557,12 @@ fn render(
     let gap_line = |out: &mut Vec<u8>, a: Option<&Item>, b: Option<&Item>| {
         let text = match gap(input, a, b) {
             Gap::Marked(text) => text,
-            Gap::Quiet(_, _, text) if mark_quiet => text,
+            Gap::Quiet(_, labels) if mark_quiet => quiet_text(
+                input,
+                a.expect("between two items"),
+                b.expect("between two items"),
+                &labels,
+            ),
             Gap::Quiet(..) | Gap::None => return,
         };
         out.extend_from_slice(text.as_bytes());

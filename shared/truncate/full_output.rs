@@ -269,6 +269,54 @@ fn incomplete_name(dest: &Path) -> PathBuf {
     dest.with_file_name(format!("{stem}-incomplete.txt"))
 }
 
+/// A new full output's file name: `full-<UTC time>-<pid>.txt`.
+fn full_name() -> String {
+    format!(
+        "full-{}-{}.txt",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        std::process::id()
+    )
+}
+
+/// A full output to be written at once from an input held whole, without
+/// a writer thread: for an input already in memory, starting the thread
+/// cost more than the write (on a busy machine, up to a millisecond).
+#[derive(Debug)]
+pub struct WholeOutput {
+    dest: PathBuf,
+}
+
+impl WholeOutput {
+    /// Where a new full output in `dir`'s `context-offload/` will go;
+    /// `Ok(None)` when the state directory is implicit and the project has
+    /// not opted in.
+    pub fn plan(dir: &StateDir) -> Result<Option<WholeOutput>, String> {
+        let offload = dir
+            .ensure_subdir(OFFLOAD_DIR)
+            .map_err(|e| format!("cannot create {}: {e}", dir.join(OFFLOAD_DIR).display()))?;
+        Ok(offload.map(|offload| WholeOutput {
+            dest: offload.join(full_name()),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Writes `bytes` (at most [`KEEP_LIMIT`] of them: a longer input is
+    /// never held whole) and puts the file in place: its path, or why not.
+    pub fn write(self, bytes: &[u8]) -> Result<PathBuf, String> {
+        let mut file = AtomicFile::create(&self.dest).map_err(|e| message(&self.dest, &e))?;
+        let kept = &bytes[..bytes
+            .len()
+            .min(usize::try_from(KEEP_LIMIT).unwrap_or(usize::MAX))];
+        file.write_all(kept)
+            .and_then(|()| file.commit_unsynced())
+            .map_err(|e| message(&self.dest, &e))?;
+        Ok(self.dest)
+    }
+}
+
 /// A full output being written by its writer thread.
 #[derive(Debug)]
 pub struct FullOutput {
@@ -296,12 +344,7 @@ impl FullOutput {
                 let Some(offload) = offload else {
                     return Ok(None);
                 };
-                let name = format!(
-                    "full-{}-{}.txt",
-                    chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
-                    std::process::id()
-                );
-                let dest = offload.join(name);
+                let dest = offload.join(full_name());
                 let file = AtomicFile::create(&dest).map_err(|e| message(&dest, &e))?;
                 let file = Capped {
                     file,
