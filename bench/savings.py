@@ -20,9 +20,11 @@ docs/tool-output-guard.md and shared/tool_output/client.rs):
   - exit 0, more: persisted to a file; the model sees its first 2,000 bytes, cut after the
     last newline in them, inside a <persisted-output> note (PERSISTED_WRAPPER_CHARS, a
     constant: the note's text, ~240 characters with a typical path);
-  - exit N != 0: `Exit code N` and the head of the output, FAIL_HEAD_CHARS characters
-    (docs/tool-output-guard.md measured "the first ~10,000 characters" on a 400,000-byte
-    output; nothing of the rest reaches the model, and nothing is kept).
+  - exit N != 0: `Exit code N` and the output's first FAIL_READ_CHARS characters, trailing
+    white space trimmed; when that text is over FAIL_WHOLE_CHARS characters, its first and
+    last FAIL_END_CHARS around `... [K characters truncated] ...` (measured on 2.1.332,
+    docs/clients.md "What a failing command shows"; nothing else reaches the model, and
+    nothing is kept).
 
 A signal line (signals.txt) counts as kept when it is a whole line of the view; a line the
 view cuts in the middle is not whole. Both sides are compared without ANSI colour codes and
@@ -58,7 +60,9 @@ from pathlib import Path
 INLINE_CHARS = 30_000
 PREVIEW_BYTES = 2_000
 PERSISTED_WRAPPER_CHARS = 240
-FAIL_HEAD_CHARS = 10_000
+FAIL_READ_CHARS = 30_000
+FAIL_WHOLE_CHARS = 11_024
+FAIL_END_CHARS = 5_000
 # Outputs the client shows whole on success; latency targets are for these.
 SMALL_CHARS = 30_000
 
@@ -69,18 +73,32 @@ PATH_TOKEN = re.compile(r"/[^\s'\"\]\[)(<>,;]+")
 def client_view(text: str, exit_code: int) -> dict:
     """What the client puts in the window for a Bash result `text` ending with `exit_code`."""
     if exit_code != 0:
-        head = text[:FAIL_HEAD_CHARS]
-        view = f"Exit code {exit_code}\n" + head
-        cut = len(text) > FAIL_HEAD_CHARS
-        return {"view": view, "chars": len(view), "mode": "fail-head" if cut else "fail-whole",
-                "last_line_cut": cut and not head.endswith("\n"), "kept_by_client": False}
+        read = text[:FAIL_READ_CHARS]
+        whole = f"Exit code {exit_code}\n" + read.rstrip()
+        # The last line read is whole only when the output ends there.
+        read_cut = len(text) > FAIL_READ_CHARS and not read.endswith("\n")
+        if len(whole) <= FAIL_WHOLE_CHARS:
+            return {"view": whole, "chars": len(whole), "mode": "fail-whole",
+                    "partial": [whole.count("\n")] if read_cut else [], "kept_by_client": False}
+        head, tail = whole[:FAIL_END_CHARS], whole[-FAIL_END_CHARS:]
+        view = f"{head}\n\n... [{len(whole) - 2 * FAIL_END_CHARS} characters truncated] ...\n\n{tail}"
+        lines = view.count("\n")
+        partial = []
+        if not head.endswith("\n"):
+            partial.append(head.count("\n"))
+        if whole[-FAIL_END_CHARS - 1] != "\n":
+            partial.append(head.count("\n") + 4)
+        if read_cut:
+            partial.append(lines)
+        return {"view": view, "chars": len(view), "mode": "fail-ends", "partial": partial,
+                "kept_by_client": False}
     if len(text) <= INLINE_CHARS:
-        return {"view": text, "chars": len(text), "mode": "inline", "last_line_cut": False, "kept_by_client": False}
+        return {"view": text, "chars": len(text), "mode": "inline", "partial": [], "kept_by_client": False}
     first = text.encode("utf-8")[:PREVIEW_BYTES]
     nl = first.rfind(b"\n")
     preview = (first[:nl] if nl >= 0 else first).decode("utf-8", errors="ignore")
     return {"view": preview, "chars": len(preview) + PERSISTED_WRAPPER_CHARS, "mode": "persisted",
-            "last_line_cut": nl < 0, "kept_by_client": True}
+            "partial": [preview.count("\n")] if nl < 0 else [], "kept_by_client": True}
 
 
 def norm(line: str) -> str:
@@ -88,22 +106,20 @@ def norm(line: str) -> str:
     return ANSI.sub("", line).removesuffix("\r")
 
 
-def whole_lines(view: str, last_line_cut: bool) -> set[str]:
-    lines = view.split("\n")
-    if last_line_cut:
-        lines = lines[:-1]
-    return {norm(l) for l in lines}
+def whole_lines(view: str, partial: list[int]) -> set[str]:
+    """The view's lines, without those it shows cut (by index)."""
+    return {norm(l) for i, l in enumerate(view.split("\n")) if i not in partial}
 
 
 def signals_kept(signals: list[str], view: dict) -> int:
-    lines = whole_lines(view["view"], view["last_line_cut"])
+    lines = whole_lines(view["view"], view["partial"])
     return sum(1 for s in signals if norm(s) in lines)
 
 
 def signals_found(signals: list[str], view: dict) -> int:
     """The lenient count: the signal line's text, without colour and surrounding blanks, is
     somewhere in the view's whole lines (a reducer that re-indents or prefixes a line keeps it)."""
-    lines = whole_lines(view["view"], view["last_line_cut"])
+    lines = whole_lines(view["view"], view["partial"])
     text = "\n".join(lines)
     return sum(1 for s in signals if norm(s).strip() in text)
 
@@ -332,7 +348,8 @@ def main() -> int:
     doc = {
         "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": {"inline_chars": INLINE_CHARS, "preview_bytes": PREVIEW_BYTES,
-                  "persisted_wrapper_chars": PERSISTED_WRAPPER_CHARS, "fail_head_chars": FAIL_HEAD_CHARS},
+                  "persisted_wrapper_chars": PERSISTED_WRAPPER_CHARS, "fail_read_chars": FAIL_READ_CHARS,
+                  "fail_whole_chars": FAIL_WHOLE_CHARS, "fail_end_chars": FAIL_END_CHARS},
         "squeez": squeez_version,
         "jkz": args.jkz,
         "runs": args.runs,

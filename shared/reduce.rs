@@ -40,7 +40,7 @@
 //! truncation engine's store, [`crate::truncate::full_output`]). When
 //! reducing would save under a fifth of the input's characters or under
 //! 1,000 of them, the input comes back unchanged and nothing is kept; so it
-//! does when the client would show it whole ([`Context::client_cap`]) and
+//! does when the client would show it whole ([`Context::client`]) and
 //! its signals do not fit the budget, or its family's output is what was
 //! asked for.
 //!
@@ -89,13 +89,44 @@ pub const MIN_BUDGET: usize = 1_000;
 /// inline (its cap), well under the client's own 30,000-character limit.
 pub const DEFAULT_BUDGET: usize = 20_000;
 
-/// The budget for a failing command: the client shows the model about the
-/// first 10,000 characters of one, after its `Exit code N` line.
-pub const FAILURE_BUDGET: usize = 9_000;
+/// The budget for a failing command: Claude Code shows the model a failing
+/// one's first and last 5,000 characters (10,040 in all with its lines),
+/// and a view of 10,000 whole ([`claude_bash`]).
+pub const FAILURE_BUDGET: usize = 10_000;
 
-/// What the client shows of a failing Bash command: `Exit code N` and
-/// about the first 10,000 characters.
-pub const CLIENT_FAILURE_CHARS: usize = 10_000;
+/// Claude Code's cut of a failing Bash command's output (measured on
+/// 2.1.332, docs/clients.md): after `Exit code N⏎`, the output's first
+/// [`CLAUDE_FAILURE_READ`] characters, whole when that text is at most
+/// [`CLAUDE_FAILURE_WHOLE`] characters, else its first and last
+/// [`CLAUDE_FAILURE_END`].
+pub const CLAUDE_FAILURE_READ: usize = 30_000;
+pub const CLAUDE_FAILURE_WHOLE: usize = 11_024;
+pub const CLAUDE_FAILURE_END: usize = 5_000;
+
+/// How a client shows a tool's output: whole up to `whole` characters;
+/// past it, of the output's first `read` characters, the first `head` and
+/// the last `tail`. Lines the client would show are the lines jkz's view
+/// keeps first when the signals do not fit, so it never shows fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientCut {
+    pub whole: usize,
+    pub read: usize,
+    pub head: usize,
+    pub tail: usize,
+}
+
+impl ClientCut {
+    /// A client that shows the first `head` characters of what it does not
+    /// show whole (a persisted output's preview).
+    pub fn head(whole: usize, head: usize) -> ClientCut {
+        ClientCut {
+            whole,
+            read: usize::MAX,
+            head,
+            tail: 0,
+        }
+    }
+}
 
 /// What a call knows about the output it reduces.
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,23 +144,47 @@ pub struct Context<'a> {
     /// output, written there as it ran): the view names it, and nothing is
     /// copied.
     pub kept_at: Option<&'a std::path::Path>,
-    /// The most characters the client itself shows of this output whole
-    /// ([`client_cap`] for a Bash command in Claude Code; `None`: no such
-    /// rule). An output within it is left as it is when its signal lines
-    /// do not fit the budget (the client would show them all) or when its
-    /// family's output is what was asked for (a listing, a diff): jkz
-    /// never shows fewer of its signal lines than the client alone.
-    pub client_cap: Option<usize>,
+    /// How the client itself shows this output ([`claude_bash`] for a Bash
+    /// command in Claude Code; `None`: whole, whatever its size). An output
+    /// it shows whole is left as it is when its signal lines do not fit
+    /// the budget (the client would show them all) or when its family's
+    /// output is what was asked for (a listing, a diff); of a longer one,
+    /// the signal lines the client would show come first: jkz never shows
+    /// fewer of its signal lines than the client alone.
+    pub client: Option<ClientCut>,
 }
 
-/// What Claude Code shows whole of a Bash command's output: up to 30,000
-/// characters, or about 10,000 when it failed.
-pub fn client_cap(exit_code: Option<i32>) -> usize {
-    if exit_code.is_some_and(|c| c != 0) {
-        CLIENT_FAILURE_CHARS
-    } else {
-        crate::tool_output::client::BASH_INLINE_CHARS as usize
+/// How Claude Code shows a Bash command's output: whole up to 30,000
+/// characters, else a 2 KB preview; a failing command's as
+/// [`CLAUDE_FAILURE_READ`] says.
+pub fn claude_bash(exit_code: Option<i32>) -> ClientCut {
+    match exit_code {
+        Some(code) if code != 0 => {
+            let exit_line = format!("Exit code {code}\n").len();
+            ClientCut {
+                whole: CLAUDE_FAILURE_WHOLE - exit_line,
+                read: CLAUDE_FAILURE_READ,
+                head: CLAUDE_FAILURE_END - exit_line,
+                tail: CLAUDE_FAILURE_END,
+            }
+        }
+        _ => ClientCut::head(
+            crate::tool_output::client::BASH_INLINE_CHARS as usize,
+            crate::tool_output::client::PREVIEW_BYTES,
+        ),
     }
+}
+
+/// The characters Claude Code shows of a failing command's output of
+/// `chars` characters, with its `Exit code N` line and its marker.
+pub fn claude_failure_shown(chars: u64, exit_code: Option<i32>) -> u64 {
+    let exit_line = format!("Exit code {}\n", exit_code.unwrap_or(1)).len() as u64;
+    let read = exit_line + chars.min(CLAUDE_FAILURE_READ as u64);
+    if read <= CLAUDE_FAILURE_WHOLE as u64 {
+        return read;
+    }
+    let marker = format!("\n\n... [{} characters truncated] ...\n\n", read - 10_000);
+    2 * CLAUDE_FAILURE_END as u64 + marker.len() as u64
 }
 
 /// The view and what it cost.

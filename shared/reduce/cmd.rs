@@ -20,7 +20,9 @@ use crate::jkz_toml::CONFIG_FILE;
 use crate::state_dir::StateDir;
 
 use super::user_filters::table_with;
-use super::{client_cap, reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET};
+use super::{
+    claude_bash, reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET,
+};
 
 pub const PROGRAM: &str = "jkz reduce";
 
@@ -50,11 +52,11 @@ pub struct ReduceArgs {
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
     /// The command's exit status: a failing command's default budget is
-    /// 9,000 characters, and its view favours the tail.
+    /// 10,000 characters, and its view favours the tail.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
     /// The most client characters (UTF-16 units) the view may take; at least
-    /// 1,000. Default: 20,000, or 9,000 with a non-zero --exit-code.
+    /// 1,000. Default: 20,000, or 10,000 with a non-zero --exit-code.
     #[arg(long, value_name = "CHARS", value_parser = budget)]
     pub budget: Option<usize>,
     /// Do not keep the whole input under the state directory.
@@ -128,7 +130,7 @@ pub fn run(args: &ReduceArgs, state: &StateDir) -> Result<u8, Failure> {
         keep,
         // An explicit budget is a bound the caller wants kept; the
         // defaults are what the client shows, and it would show more.
-        client_cap: args.budget.is_none().then(|| client_cap(args.exit_code)),
+        client: args.budget.is_none().then(|| claude_bash(args.exit_code)),
         ..Context::default()
     };
     let stdin = io::stdin();

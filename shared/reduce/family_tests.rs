@@ -6,7 +6,7 @@
 
 use super::stream::{reduce_with, Tuning};
 use super::table::{FilterTable, Is, SignalKind};
-use super::{client_cap, Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
+use super::{claude_bash, ClientCut, Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
 use crate::reduce::classifier::Classifier;
 use crate::reduce::item::units;
 
@@ -21,7 +21,7 @@ fn reduce_as_cli(input: &str, command: Option<&str>, exit_code: i32, budget: usi
         command,
         exit_code,
         budget,
-        Some(client_cap(Some(exit_code))),
+        Some(claude_bash(Some(exit_code))),
     )
 }
 
@@ -30,14 +30,14 @@ fn reduce_for(
     command: Option<&str>,
     exit_code: i32,
     budget: usize,
-    client_cap: Option<usize>,
+    client: Option<ClientCut>,
 ) -> Reduced {
     let ctx = Context {
         command,
         exit_code: Some(exit_code),
         budget_chars: budget,
         keep: None,
-        client_cap,
+        client,
         ..Context::default()
     };
     let mut warnings = Vec::new();

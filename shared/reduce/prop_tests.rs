@@ -300,7 +300,7 @@ fn run(
         exit_code: None,
         budget_chars: budget,
         keep,
-        client_cap: None,
+        client: None,
         ..Context::default()
     };
     let mut reader = Trickle(input, read);

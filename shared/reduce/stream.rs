@@ -89,10 +89,74 @@ struct Splitter {
     pending: Option<Line>,
     /// A spare buffer for the next line's text.
     spare: Vec<u8>,
-    /// How many bytes of the output the client itself would show (its
-    /// head), and how many whole lines lie in them.
-    client_head: u64,
-    client_lines: u64,
+    /// The lines the client itself would show.
+    client: ClientLines,
+}
+
+/// Which whole lines of an output a client that cuts it would show (by
+/// bytes: a character is at least one), as ranges of line numbers: those
+/// in its head, and those in the tail of what it reads. Bounded memory: the
+/// lines that may still lie in the tail are kept, nothing more.
+#[derive(Debug, Default)]
+struct ClientLines {
+    head: u64,
+    read: u64,
+    tail: u64,
+    head_lines: u64,
+    /// Line number, start and end of the lines that may lie in the tail.
+    recent: std::collections::VecDeque<(u64, u64, u64)>,
+    seq: u64,
+}
+
+impl ClientLines {
+    fn new(cut: Option<super::ClientCut>) -> ClientLines {
+        match cut {
+            Some(c) => ClientLines {
+                head: c.head as u64,
+                read: c.read as u64,
+                tail: c.tail as u64,
+                ..ClientLines::default()
+            },
+            None => ClientLines::default(),
+        }
+    }
+
+    fn line(&mut self, start: u64, end: u64) {
+        let seq = self.seq;
+        self.seq += 1;
+        if end <= self.head {
+            self.head_lines += 1;
+        }
+        if self.tail == 0 || end > self.read {
+            return;
+        }
+        self.recent.push_back((seq, start, end));
+        // The tail ends at or after this line: what starts before its
+        // start can no longer be in it.
+        let from = end.saturating_sub(self.tail);
+        while self.recent.front().is_some_and(|&(_, s, _)| s < from) {
+            self.recent.pop_front();
+        }
+    }
+
+    /// The ranges of line numbers shown, once the output ended at `total`
+    /// bytes.
+    fn shown(&self, total: u64) -> Vec<std::ops::Range<u64>> {
+        let mut out = Vec::with_capacity(2);
+        out.push(0..self.head_lines);
+        let end = total.min(self.read);
+        let from = end.saturating_sub(self.tail);
+        let mut tail = self
+            .recent
+            .iter()
+            .filter(|&&(_, s, e)| s >= from && e <= end)
+            .map(|&(seq, _, _)| seq);
+        if let Some(first) = tail.next() {
+            let last = tail.next_back().unwrap_or(first);
+            out.push(first..last + 1);
+        }
+        out
+    }
 }
 
 /// A line held for sniffing: its text, whether whole, whether in a block.
@@ -110,10 +174,9 @@ struct Sink<'t> {
 }
 
 impl Splitter {
-    fn new(max_line: usize, client_head: u64) -> Splitter {
+    fn new(max_line: usize, client: ClientLines) -> Splitter {
         Splitter {
-            client_head,
-            client_lines: 0,
+            client,
             scanner: BlockScanner::with_max_line(max_line),
             events: Vec::new(),
             ranges: Vec::new(),
@@ -187,9 +250,7 @@ impl Splitter {
             .any(|&(s, e)| s < line.end && line.start < e)
             || open.0.is_some_and(|s| s <= line.start)
             || open.1.is_some_and(|s| s <= line.start);
-        if line.end <= self.client_head {
-            self.client_lines += 1;
-        }
+        self.client.line(line.start, line.end);
         sink.line(&line.text, line.whole, in_block);
         self.spare = line.text;
     }
@@ -293,21 +354,16 @@ pub fn reduce_with(
     let hold = hold_units(budget);
     // An output the client would show whole may come back whole: held
     // until it is past the client's cap (at most 4 bytes a character).
-    let hold_bytes = (hold * 3).max(ctx.client_cap.unwrap_or(0).saturating_mul(4));
+    let hold_bytes = (hold * 3).max(ctx.client.map_or(0, |c| c.whole).saturating_mul(4));
     let family = ctx
         .command
         .and_then(|c| family_for_command(table, c))
         .map(|f| f.name.clone());
     let mut buffer = HeadTailBuffer::new(hold_bytes, hold_bytes, tuning.chunk, tuning.max_line);
     // What the client would show of the output without jkz, when it is
-    // not shown whole: a failing command's head, or a persisted output's
-    // 2 KB preview. The view keeps at least the signals in it.
-    let client_head = match ctx.client_cap {
-        Some(_) if ctx.exit_code.is_some_and(|c| c != 0) => super::CLIENT_FAILURE_CHARS,
-        Some(_) => crate::tool_output::client::PREVIEW_BYTES,
-        None => 0,
-    };
-    let mut splitter = Splitter::new(tuning.max_line, client_head as u64);
+    // not shown whole (a failing command's head and tail, a persisted
+    // output's preview): the view keeps at least the signals in it.
+    let mut splitter = Splitter::new(tuning.max_line, ClientLines::new(ctx.client));
     let mut sink = Sink::new(table, family.as_deref(), budget);
     let mut full: Option<FullOutput> = None;
     let mut full_tried = false;
@@ -403,6 +459,7 @@ pub fn reduce_with(
     // it: its signals take the whole budget. Another's is a sample of what
     // the client would have persisted, with where the rest is: half.
     let overflow_share = if failing { 1.0 } else { 0.5 };
+    let client_shown = splitter.client.shown(total);
     let view_of = |full: Option<FullNote>| {
         build(&ViewInput {
             candidates: candidates.clone(),
@@ -412,7 +469,7 @@ pub fn reduce_with(
             budget,
             head_share,
             context,
-            client_lines: splitter.client_lines,
+            client_shown: &client_shown,
             overflow_share,
             quiet_gap: QUIET_GAP,
             warnings: warnings.clone(),
@@ -421,11 +478,11 @@ pub fn reduce_with(
     };
     let mut view = view_of(provisional.clone());
     let saving = input_units.saturating_sub(view.units as u64);
-    let client_whole = in_memory && ctx.client_cap.is_some_and(|cap| input_units <= cap as u64);
+    let client_whole = in_memory && ctx.client.is_some_and(|c| input_units <= c.whole as u64);
     let keep_whole = client_whole && (whole_family || view.overflow);
     // Left as it is, an output the client would cut loses its end: then
     // any saving is worth it.
-    let client_cuts = ctx.client_cap.is_some_and(|cap| input_units > cap as u64);
+    let client_cuts = ctx.client.is_some_and(|c| input_units > c.whole as u64);
     let worth_it =
         !keep_whole && (!in_memory || client_cuts || (saving >= 1000 && saving * 5 >= input_units));
     let collapsed: Vec<(String, u64)> = labels
@@ -518,4 +575,75 @@ pub fn reduce_with(
 
 fn absolute(path: &Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The naive oracle: every line's span, then those inside the head or
+    /// inside the tail of what is read.
+    fn naive(lengths: &[u64], cut: super::super::ClientCut) -> Vec<u64> {
+        let mut spans = Vec::new();
+        let mut at = 0;
+        for &len in lengths {
+            spans.push((at, at + len + 1));
+            at += len + 1;
+        }
+        let end = at.min(cut.read as u64);
+        let from = end.saturating_sub(cut.tail as u64);
+        spans
+            .iter()
+            .enumerate()
+            .filter(|(_, &(s, e))| e <= cut.head as u64 || (cut.tail > 0 && s >= from && e <= end))
+            .map(|(i, _)| i as u64)
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_client_lines_are_those_the_client_shows(
+            lengths in proptest::collection::vec(0u64..60, 0..200),
+            head in 0usize..400,
+            read in 0usize..8000,
+            tail in 0usize..400,
+        ) {
+            let cut = super::super::ClientCut { whole: 0, read, head, tail };
+            let mut lines = ClientLines::new(Some(cut));
+            let mut at = 0;
+            for &len in &lengths {
+                lines.line(at, at + len + 1);
+                at += len + 1;
+            }
+            let shown: Vec<u64> = lines
+                .shown(at)
+                .iter()
+                .flat_map(|r| r.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            prop_assert_eq!(shown, naive(&lengths, cut));
+        }
+    }
+
+    #[test]
+    fn a_failing_commands_view_in_claude_code_is_as_measured() {
+        // docs/clients.md, "What a failing command shows".
+        for (chars, shown) in [
+            (9_000, 9_012),
+            (11_012, 11_024),
+            (11_013, 10_039),
+            (12_000, 10_039),
+            (30_000, 10_040),
+            (31_000, 10_040),
+            (400_000, 10_040),
+        ] {
+            assert_eq!(
+                super::super::claude_failure_shown(chars, Some(1)),
+                shown,
+                "{chars}"
+            );
+        }
+    }
 }

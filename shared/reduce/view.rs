@@ -57,10 +57,10 @@ pub struct ViewInput<'a> {
     pub head_share: f64,
     /// The most characters of context shown.
     pub context: usize,
-    /// How many first lines the client itself would show of the output
-    /// (0: none, or it shows it whole): when the signals do not fit, those
-    /// among them come first, so the view never shows fewer.
-    pub client_lines: u64,
+    /// The lines (by number) the client itself would show of the output
+    /// (none: it shows it whole): when the signals do not fit, those among
+    /// them come first, so the view never shows fewer.
+    pub client_shown: &'a [std::ops::Range<u64>],
     /// The share of the budget the signals may take when they do not all
     /// fit.
     pub overflow_share: f64,
@@ -417,9 +417,14 @@ fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>], share: usize) {
             }),
         }
     }
-    let client_lines = choice.input.client_lines;
+    let shown = choice.input.client_shown;
+    for u in &units {
+        if shown.iter().any(|r| r.contains(&u.lead.seq)) && !u.add(choice) {
+            break;
+        }
+    }
     let mut lo = 0;
-    while lo < units.len() && units[lo].lead.seq < client_lines && units[lo].add(choice) {
+    while lo < units.len() && choice.chosen.contains_key(&units[lo].lead.seq) {
         lo += 1;
     }
     let share_end = share.max(choice.cost).min(choice.limit);
@@ -427,7 +432,11 @@ fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>], share: usize) {
     let mut order: Vec<usize> = (lo..units.len()).collect();
     order.sort_by_key(|&i| (rank(kind_and_key(units[i].lead).0), units[i].lead.seq));
     let firsts_end = choice.cost + room(choice) / 3;
-    let mut keys: HashSet<u64> = units[..lo].iter().map(|u| kind_and_key(u.lead).1).collect();
+    let mut keys: HashSet<u64> = units
+        .iter()
+        .filter(|u| choice.chosen.contains_key(&u.lead.seq))
+        .map(|u| kind_and_key(u.lead).1)
+        .collect();
     for i in order {
         let (_, key) = kind_and_key(units[i].lead);
         if keys.insert(key) && choice.cost < firsts_end {

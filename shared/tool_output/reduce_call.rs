@@ -5,7 +5,7 @@
 //!
 //! 1. The output goes through the reduction engine ([`crate::reduce`]) with
 //!    the budget of the client's view: what it shows inline, or on a
-//!    failing command the ~10,000 characters Claude Code keeps.
+//!    failing command the 10,000 characters Claude Code shows whole.
 //! 2. When the output is identical to one of the last [`RECENT_CALLS`]
 //!    calls of the same session ([`recent`]), the view is one line pointing
 //!    at that call and at the file keeping the output whole.
@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use super::client::{FullOutput, BASH_INLINE_CHARS, PREVIEW_BYTES};
 use super::ledger::{self, Entry};
 use super::recent;
-use crate::reduce::{self, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET};
+use crate::reduce::{self, ClientCut, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET};
 use crate::state_dir::StateDir;
 
 /// Outputs identical to one of this many earlier calls of the session
@@ -33,11 +33,6 @@ pub const RECENT_CALLS: usize = 20;
 /// An output shorter than this (characters) is never replaced by a
 /// pointer: the line would save too little.
 pub const REPEAT_MIN_CHARS: u64 = 1_000;
-
-/// Claude Code's view of a failing Bash command: `Exit code N` and about
-/// this many characters of the output (measured: 10,040 in all on a
-/// 400,000-byte output; docs/tool-output-guard.md).
-pub const CLAUDE_FAILURE_CHARS: u64 = 10_000;
 
 /// Codex CLI keeps 10,000 tokens of a shell output, counted as 4 bytes
 /// each, head and tail (measured: 419,000 bytes reached the model as
@@ -74,16 +69,31 @@ impl Viewer {
         }
     }
 
-    /// The most characters the client shows of an output whole, when it
-    /// cuts longer ones: the engine reduces a longer one whatever it saves.
-    pub fn shows_whole(self, exit_code: Option<i32>) -> Option<usize> {
-        match (self, failing(exit_code)) {
-            (Viewer::Claude, true) => Some(CLAUDE_FAILURE_CHARS as usize),
-            (Viewer::Claude, false) => Some(BASH_INLINE_CHARS as usize),
-            (Viewer::Codex, _) => Some(CODEX_KEEPS as usize),
-            (Viewer::Gemini, _) => Some(GEMINI_KEEPS as usize),
-            (Viewer::ClaudeMcp, _) => Some(super::client::MCP_INLINE_CHARS as usize),
-            (Viewer::ClaudeWhole, _) => None,
+    /// How the client shows an output it may cut: the engine reduces a
+    /// longer one whatever it saves, and keeps first the signal lines the
+    /// client would show.
+    pub fn cut(self, exit_code: Option<i32>) -> Option<ClientCut> {
+        match self {
+            Viewer::Claude => Some(reduce::claude_bash(exit_code)),
+            // Head and tail, half each.
+            Viewer::Codex => Some(ClientCut {
+                whole: CODEX_KEEPS as usize,
+                read: usize::MAX,
+                head: CODEX_KEEPS as usize / 2,
+                tail: CODEX_KEEPS as usize / 2,
+            }),
+            // Its first fifth and last four fifths.
+            Viewer::Gemini => Some(ClientCut {
+                whole: GEMINI_KEEPS as usize,
+                read: usize::MAX,
+                head: GEMINI_KEEPS as usize / 5,
+                tail: GEMINI_KEEPS as usize * 4 / 5,
+            }),
+            Viewer::ClaudeMcp => Some(ClientCut::head(
+                super::client::MCP_INLINE_CHARS as usize,
+                super::client::PREVIEW_BYTES,
+            )),
+            Viewer::ClaudeWhole => None,
         }
     }
 
@@ -91,9 +101,7 @@ impl Viewer {
     /// bytes and `chars` characters whose first bytes are `head`.
     pub fn client_bytes(self, bytes: u64, chars: u64, head: &[u8], exit_code: Option<i32>) -> u64 {
         match self {
-            Viewer::Claude if failing(exit_code) => {
-                exit_line(exit_code).len() as u64 + bytes.min(CLAUDE_FAILURE_CHARS)
-            }
+            Viewer::Claude if failing(exit_code) => reduce::claude_failure_shown(bytes, exit_code),
             Viewer::Claude => super::client::shown_bytes(&FullOutput {
                 bytes,
                 over_limit: chars > BASH_INLINE_CHARS,
@@ -181,7 +189,7 @@ pub fn reduce_call(
             .unwrap_or_else(|| call.viewer.budget(call.exit_code)),
         keep,
         kept_at: call.kept_at,
-        client_cap: call.viewer.shows_whole(call.exit_code),
+        client: call.viewer.cut(call.exit_code),
     };
     let mut tap = Tap::new(input);
     let reduced = reduce::reduce(&mut tap, &ctx, table, warnings)?;
@@ -398,10 +406,10 @@ mod tests {
         }
         let e = &out.entry;
         assert_eq!(e.full, raw.len() as u64);
-        assert_eq!(
-            e.client,
-            "Exit code 101\n".len() as u64 + CLAUDE_FAILURE_CHARS
-        );
+        // As measured: the first and last 5,000 characters around the
+        // client's marker, 10,040 in all for a long output.
+        assert!(raw.len() > 30_000);
+        assert_eq!(e.client, 10_040);
         assert_eq!(e.jkz, view.len() as u64 + "Exit code 101\n".len() as u64);
         assert_eq!(e.exit, Some(101));
         assert_eq!(e.via.as_deref(), Some("wrap"));
