@@ -152,6 +152,22 @@ pub struct Context<'a> {
     /// the signal lines the client would show come first: jkz never shows
     /// fewer of its signal lines than the client alone.
     pub client: Option<ClientCut>,
+    /// How the agent reads a range of the kept file (the view's last line
+    /// says so).
+    pub reader: Reader,
+}
+
+/// How an agent reads a range of a file in its client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reader {
+    /// Claude Code's Read tool: `offset` the first line (1-based), `limit`
+    /// the count.
+    #[default]
+    ClaudeRead,
+    /// Gemini CLI's `read_file`: `offset` 0-based.
+    GeminiReadFile,
+    /// A shell command (Codex CLI reads files with its shell tool).
+    Shell,
 }
 
 /// How Claude Code shows a Bash command's output: whole up to 30,000

@@ -174,10 +174,18 @@ pub fn warnings_line(kinds: &HashMap<String, u64>, other: u64) -> Option<String>
     ))
 }
 
-/// Where the whole output is, and how to read a part of it.
-pub fn full_output_line(path: &Path, bytes: u64, lines: u64) -> String {
+/// Where the whole output is, and how to read a part of it with what the
+/// agent's client has.
+pub fn full_output_line(path: &Path, bytes: u64, lines: u64, reader: super::Reader) -> String {
+    let how = match reader {
+        super::Reader::ClaudeRead => "Read it with offset = line number, limit = line count",
+        super::Reader::GeminiReadFile => {
+            "read_file it with offset = line number - 1, limit = line count"
+        }
+        super::Reader::Shell => "read lines N to M with sed -n 'N,Mp' and the path",
+    };
     format!(
-        "[jkz: full output: {} ({} bytes, {}); Read it with offset = line number, limit = line count]",
+        "[jkz: full output: {} ({} bytes, {}); {how}]",
         path.display(),
         thousands(bytes),
         counted(lines, "lines"),

@@ -434,6 +434,7 @@ pub fn reduce_with(
             path: absolute(path),
             bytes: total,
             lines,
+            reader: ctx.reader,
         }),
         None => full
             .as_ref()
@@ -443,6 +444,7 @@ pub fn reduce_with(
                 path: absolute(path),
                 bytes: total.min(KEEP_LIMIT),
                 lines,
+                reader: ctx.reader,
             }),
     };
     let warnings = warnings_line(&sorter.warning_kinds, sorter.warnings_other);
@@ -549,6 +551,7 @@ pub fn reduce_with(
                         path: path.clone(),
                         bytes: total.min(KEEP_LIMIT),
                         lines,
+                        reader: ctx.reader,
                     }));
                 }
                 stats.full_output = Some(path);

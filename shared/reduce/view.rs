@@ -79,6 +79,7 @@ pub struct FullNote {
     pub path: PathBuf,
     pub bytes: u64,
     pub lines: u64,
+    pub reader: super::Reader,
 }
 
 #[derive(Debug)]
@@ -255,7 +256,7 @@ fn build_once(input: &ViewInput) -> View {
     let total_signals: u64 = input.final_counts[..LABELS].iter().sum();
     let all_held = signals.len() as u64 == total_signals;
     let full_line = input.full.as_ref().map(|f| {
-        let long = full_output_line(&f.path, f.bytes, f.lines);
+        let long = full_output_line(&f.path, f.bytes, f.lines, f.reader);
         let worst = units(long.as_bytes())
             + 1
             + GAP_LINE_MAX

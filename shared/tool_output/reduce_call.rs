@@ -190,6 +190,11 @@ pub fn reduce_call(
         keep,
         kept_at: call.kept_at,
         client: call.viewer.cut(call.exit_code),
+        reader: match call.viewer {
+            Viewer::Codex => reduce::Reader::Shell,
+            Viewer::Gemini => reduce::Reader::GeminiReadFile,
+            _ => reduce::Reader::ClaudeRead,
+        },
     };
     let mut tap = Tap::new(input);
     let reduced = reduce::reduce(&mut tap, &ctx, table, warnings)?;
@@ -380,6 +385,46 @@ mod tests {
         }
         out.push_str("test ledger::rounding ... FAILED\n\nfailures:\n\n---- ledger::rounding stdout ----\nthread 'ledger::rounding' panicked at src/ledger.rs:12:5:\nassertion failed: cents == 100\n\ntest result: FAILED. 3 passed; 1 failed; 0 ignored\n");
         out
+    }
+
+    #[test]
+    fn the_view_says_how_to_read_the_kept_file_with_the_clients_own_tools() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path().join("state"));
+        std::fs::create_dir(tmp.path().join("state")).unwrap();
+        let raw = test_run(3000);
+        for (viewer, how) in [
+            (
+                Viewer::Claude,
+                "Read it with offset = line number, limit = line count]",
+            ),
+            (
+                Viewer::Codex,
+                "read lines N to M with sed -n 'N,Mp' and the path]",
+            ),
+            (
+                Viewer::Gemini,
+                "read_file it with offset = line number - 1, limit = line count]",
+            ),
+        ] {
+            let out = reduce_call(
+                &mut raw.as_bytes(),
+                &Call {
+                    viewer,
+                    ..call(&state, None, Some(101))
+                },
+                &FilterTable::built_in(),
+                &mut Vec::new(),
+            )
+            .unwrap();
+            let view = String::from_utf8(out.view).unwrap();
+            let last = view.trim_end().lines().last().unwrap();
+            assert!(
+                last.starts_with("[jkz: full output: "),
+                "{viewer:?}: {last}"
+            );
+            assert!(last.ends_with(how), "{viewer:?}: {last}");
+        }
     }
 
     #[test]
