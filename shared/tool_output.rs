@@ -33,6 +33,7 @@
 pub mod client;
 pub mod help;
 pub mod ledger;
+pub mod outline;
 pub mod persisted;
 pub mod recent;
 pub mod reduce_call;
@@ -115,9 +116,11 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     }
     let cwd = input.cwd();
     let tool_results = persisted::tool_results_dir(&input);
+    let asked = |k: &str| input.raw.get("tool_input").is_some_and(|i| !i[k].is_null());
     let input_meta = Meta {
         session: input.text("session_id").map(str::to_string),
         plan_mode: input.text("permission_mode") == Some("plan"),
+        read_range: asked("offset") || asked("limit"),
     };
     let output = match ToolOutput::from_input(input) {
         Ok(Some(output)) => output,
@@ -163,7 +166,12 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         .chain(roles::built_in())
         .collect();
     let head_share = roles::head_share(&output.call, &rules);
-    let guarded = guard(&output, &tool_results, cap, head_share, &state, &mut notes);
+    let outlined = outline_read(&output, &input_meta, cap);
+    let family = outlined.as_ref().map(|_| "outline".to_string());
+    let guarded = match outlined {
+        Some(g) => Ok(Some(g)),
+        None => guard(&output, &tool_results, cap, head_share, &state, &mut notes),
+    };
     for n in notes {
         warnings.warn(n);
     }
@@ -188,6 +196,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         blocks: guarded.blocks,
         ms: started.elapsed().as_millis() as u64,
         via: Some("post-tool-use".into()),
+        family,
         ..Entry::default()
     };
     if let Err(e) = ledger::append(&state, &entry) {
@@ -206,6 +215,44 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
 struct Meta {
     session: Option<String>,
     plan_mode: bool,
+    /// A Read of a range the agent chose (`offset` or `limit`).
+    read_range: bool,
+}
+
+/// A whole Read of a large source file, as its head and its outline
+/// ([`outline`]); `None` when the Read stands or gets the head cut: a
+/// range the agent asked for, a language the scan does not know, nothing
+/// gained.
+fn outline_read(output: &ToolOutput, meta: &Meta, cap: u64) -> Option<Guarded> {
+    if meta.read_range || meta.plan_mode || !may_need_guard(output, cap) {
+        return None;
+    }
+    let (path, start, total) = output.read_file()?;
+    let Body::Inline(text) = &output.body else {
+        return None;
+    };
+    if start != 1 || !outline::knows(path) {
+        return None;
+    }
+    let budget = budget_of(output, cap);
+    let view = outline::outline(path, text, total, budget as usize)?;
+    if view.len() as u64 > budget {
+        return None;
+    }
+    let over_limit = output
+        .kind
+        .inline_limit()
+        .is_some_and(|l| text.chars().count() as u64 + output.beside > l);
+    let head = &text.as_bytes()[..text.len().min(PREVIEW_BYTES + 1)];
+    Some(finish(
+        output,
+        view,
+        text.len() as u64,
+        0,
+        over_limit,
+        head,
+        None,
+    ))
 }
 
 /// Bash (a command that ran unwrapped), Grep and MCP outputs: reduced by

@@ -125,6 +125,16 @@ impl ToolOutput {
         }))
     }
 
+    /// A Read's file: its path, the first line read and the file's lines.
+    pub fn read_file(&self) -> Option<(&str, u64, u64)> {
+        let f = self.response.get("file")?;
+        Some((
+            f.get("filePath")?.as_str()?,
+            f.get("startLine")?.as_u64()?,
+            f.get("totalLines")?.as_u64()?,
+        ))
+    }
+
     /// The hook's answer: the response with the guarded text replaced by
     /// `text`.
     pub fn answer(&self, text: String) -> Value {

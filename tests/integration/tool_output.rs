@@ -304,6 +304,78 @@ fn read_keeps_the_head_only_so_line_numbers_stay_true() {
     assert_eq!(f["numLines"], text.lines().count());
 }
 
+/// A Rust file of `functions` functions, seven lines each.
+fn rust_source(functions: usize) -> String {
+    (0..functions)
+        .map(|i| format!("/// Step {i}.\npub fn step_{i:04}(x: u32) -> u32 {{\n    let y = x + {i};\n    let z = y * 3;\n    y ^ z\n}}\n\n"))
+        .collect()
+}
+
+fn read_event(dir: &Dir, file: &str, content: &str, input: Value) -> Vec<u8> {
+    let n = content.lines().count();
+    let mut tool_input = json!({"file_path": file});
+    for (k, v) in input.as_object().unwrap() {
+        tool_input[k] = v.clone();
+    }
+    event(
+        dir,
+        "Read",
+        tool_input,
+        json!({"type": "text", "file": {"filePath": file, "content": content,
+            "numLines": n, "startLine": 1, "totalLines": n}}),
+    )
+}
+
+#[test]
+fn a_large_source_read_becomes_its_head_and_an_outline_with_true_line_numbers() {
+    let dir = project();
+    let content = rust_source(600);
+    let file = dir.write("src/steps.rs", &content);
+    let file = file.display().to_string();
+    let a = answer(&hook(&dir, read_event(&dir, &file, &content, json!({}))));
+    let f = &a["updatedToolOutput"]["file"];
+    let text = f["content"].as_str().unwrap();
+    assert!(text.len() <= 20_000, "{}", text.len());
+    assert!(
+        text.starts_with("/// Step 0.\npub fn step_0000("),
+        "{text:.200}"
+    );
+    assert_eq!(f["numLines"], text.lines().count());
+    assert_eq!(f["startLine"], 1);
+    let lines: Vec<&str> = content.lines().collect();
+    let outline: Vec<(usize, &str)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix('L')?.split_once(" | "))
+        .map(|(n, t)| (n.parse().unwrap(), t))
+        .collect();
+    assert!(outline.len() > 100, "{text}");
+    for (n, t) in &outline {
+        assert_eq!(lines[n - 1], *t, "line {n}");
+    }
+    assert!(
+        outline
+            .iter()
+            .any(|(_, t)| t.starts_with("pub fn step_0599(")),
+        "the last function is listed"
+    );
+    assert!(text.contains("the file's own line number"), "{text}");
+    let ledger = std::fs::read_to_string(dir.join("state/tool-output.jsonl")).unwrap();
+    assert!(ledger.contains("\"family\":\"outline\""), "{ledger}");
+
+    // A range the agent asked for is not outlined.
+    let a = answer(&hook(
+        &dir,
+        read_event(&dir, &file, &content, json!({"offset": 1, "limit": 4000})),
+    ));
+    let text = a["updatedToolOutput"]["file"]["content"].as_str().unwrap();
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("L") && l.contains(" | ")),
+        "{text}"
+    );
+}
+
 #[test]
 fn grep_content_is_split_evenly() {
     let dir = project();
