@@ -481,6 +481,98 @@ fn claude_a_failing_400k_cargo_test_keeps_its_failures_and_the_model_reads_the_k
     assert_eq!(wrap[0]["full"], raw.len(), "{ledger}");
 }
 
+/// A Rust file of `functions` functions, eight lines each (the fn line of
+/// `step_i` is line 8i + 2).
+fn rust_source(functions: usize) -> String {
+    (0..functions)
+        .map(|i| format!("/// Step {i}: mixes the input with its index, its triple and their difference.\npub fn step_{i:04}(x: u32) -> u32 {{\n    let y = x.wrapping_add({i}); // the input, offset by the step's own index\n    let z = y.wrapping_mul(3); // its triple, which may wrap around on purpose\n    let w = z.wrapping_sub(y); // the difference, twice the offset input\n    y ^ z ^ w // all three, mixed\n}}\n\n"))
+        .collect()
+}
+
+const STEP_180: &str = "pub fn step_0180(x: u32) -> u32 {";
+const STEP_180_RENAMED: &str = "pub fn step_0180_checked(x: u32) -> u32 {";
+
+#[test]
+fn claude_a_large_source_read_is_an_outline_and_the_agent_edits_a_line_it_lists() {
+    let file: Arc<std::sync::OnceLock<String>> = Arc::new(std::sync::OnceLock::new());
+    let at = Arc::clone(&file);
+    let server = ModelServer::start(Arc::new(move |r: &Recorded| {
+        let path = at.get().cloned().unwrap_or_default();
+        match results_so_far(r) {
+            0 => Reply::ToolUse {
+                name: "Read".into(),
+                input: json!({"file_path": path}),
+            },
+            1 => Reply::ToolUse {
+                name: "Edit".into(),
+                input: json!({"file_path": path, "old_string": STEP_180,
+                              "new_string": STEP_180_RENAMED}),
+            },
+            _ => Reply::Text("Done.".into()),
+        }
+    }));
+    let project = Project::new(server.base_url());
+    let out = std::process::Command::new(bin("jkz"))
+        .current_dir(project.path())
+        .env("HOME", project.home.path())
+        .env("PATH", path_with_jkz())
+        .args(["install", "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let source = rust_source(240);
+    let path = project.path().join("src/steps.rs");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, &source).unwrap();
+    file.set(path.canonicalize().unwrap().display().to_string())
+        .unwrap();
+    let run = project.claude("Rename step 180.", &["--allowedTools", "Read,Edit"]);
+    let mut results = Vec::new();
+    for r in server.messages() {
+        if results_so_far(&r) > results.len() {
+            results.extend(tool_results(&r));
+        }
+    }
+    let (read, read_error) = results
+        .first()
+        .unwrap_or_else(|| panic!("no Read result\n{}", run.report()));
+    eprintln!(
+        "Claude Code, a Read of a {}-character source file: the model saw {} characters",
+        source.chars().count(),
+        read.chars().count()
+    );
+    assert!(!read_error, "{read:.2000}");
+    // The head, numbered by the client from 1; the outline past it, each
+    // line after the client's own number and with the file's.
+    assert!(read.starts_with("1\t/// Step 0:"), "{read:.300}");
+    let fn_line = 8 * 180 + 2;
+    assert!(
+        read.contains(&format!("\tL{fn_line} | {STEP_180}")),
+        "step 180 at line {fn_line} not listed:\n{read}"
+    );
+    assert!(
+        read.chars().count() < source.chars().count() / 2,
+        "{}",
+        read.len()
+    );
+
+    // The agent edits the line the outline lists: the client allows it.
+    let (edit, edit_error) = results
+        .get(1)
+        .unwrap_or_else(|| panic!("no Edit result\n{}", run.report()));
+    assert!(!edit_error, "{edit}\n{}", run.report());
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        now.contains(STEP_180_RENAMED) && !now.contains(STEP_180),
+        "{edit}"
+    );
+}
+
 // ------------------------------------------------------------------ Codex CLI
 
 /// What Codex's next request carries of `./cargo-test 2>&1`, and the
