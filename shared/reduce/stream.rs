@@ -462,6 +462,10 @@ pub fn reduce_with(
     // the client would have persisted, with where the rest is: half.
     let overflow_share = if failing { 1.0 } else { 0.5 };
     let client_shown = splitter.client.shown(total);
+    // A tenth over: the client's own marker and line ends.
+    let client_fits = ctx
+        .client
+        .is_none_or(|c| c.head.saturating_add(c.tail) <= budget + budget / 10);
     let view_of = |full: Option<FullNote>| {
         build(&ViewInput {
             candidates: candidates.clone(),
@@ -472,6 +476,7 @@ pub fn reduce_with(
             head_share,
             context,
             client_shown: &client_shown,
+            client_fits,
             overflow_share,
             quiet_gap: QUIET_GAP,
             warnings: warnings.clone(),

@@ -61,6 +61,11 @@ pub struct ViewInput<'a> {
     /// (none: it shows it whole): when the signals do not fit, those among
     /// them come first, so the view never shows fewer.
     pub client_shown: &'a [std::ops::Range<u64>],
+    /// Whether what the client shows of the output fits the budget: then
+    /// its signal lines all come first; else (a client that shows more than
+    /// jkz's budget) they take at most half the room, and the first of
+    /// each kind elsewhere still gets in.
+    pub client_fits: bool,
     /// The share of the budget the signals may take when they do not all
     /// fit.
     pub overflow_share: f64,
@@ -419,8 +424,20 @@ fn fill_signals(choice: &mut Choice, signals: &[&Rc<Item>], share: usize) {
         }
     }
     let shown = choice.input.client_shown;
+    let client_end = if choice.input.client_fits {
+        choice.limit
+    } else {
+        choice.cost
+            + share
+                .max(choice.cost)
+                .min(choice.limit)
+                .saturating_sub(choice.cost)
+                / 2
+    };
     for u in &units {
-        if shown.iter().any(|r| r.contains(&u.lead.seq)) && !u.add(choice) {
+        if shown.iter().any(|r| r.contains(&u.lead.seq))
+            && (choice.cost >= client_end || !u.add(choice))
+        {
             break;
         }
     }

@@ -12,10 +12,15 @@
 //! So when the output (with what jkz adds) would be cut, the hook appends
 //! the protected blocks (verdicts, plans, decisions, TL;DRs, other `jkz:`
 //! signals; `crate::blocks`) that lie in the dropped middle, newest of
-//! each kind first in kind priority, within [`CONTEXT_BUDGET`] characters
-//! (a block larger than its share is cut to its head). The client shows
-//! them with `<` and `>` escaped as `&lt;` and `&gt;`. Everything else of
-//! the output is Gemini CLI's cut, unchanged. Nothing to add: no output.
+//! each kind first in kind priority, then the signal lines of the
+//! reduction engine's rules (errors, failing tests, panics, tracebacks,
+//! summaries, warnings; `crate::reduce`) that lie there, each after its
+//! line number, the first and the last when not all fit — within
+//! [`CONTEXT_BUDGET`] characters (a block larger than its share is cut to
+//! its head). The client shows them with `<` and `>` escaped as `&lt;` and
+//! `&gt;`. Everything else of the output is Gemini CLI's cut, unchanged.
+//! Nothing to add: no output. (A shell call jkz wraps at `BeforeTool`
+//! reaches this hook reduced already, under the cut.)
 
 use serde_json::{json, Value};
 
@@ -48,7 +53,12 @@ pub fn run(event: &HookInput, warnings: &mut Warnings) -> Option<String> {
             return None;
         }
     };
-    let context = rescued(content)?;
+    let command = event
+        .raw
+        .get("tool_input")
+        .and_then(|i| i.get("command"))
+        .and_then(Value::as_str);
+    let context = rescued(content, command)?;
     Some(
         json!({
             "hookSpecificOutput": {
@@ -60,9 +70,10 @@ pub fn run(event: &HookInput, warnings: &mut Warnings) -> Option<String> {
     )
 }
 
-/// The text to append to `output` so that the client's cut keeps its
-/// protected blocks; none when the cut would drop none.
-pub fn rescued(output: &str) -> Option<String> {
+/// The text to append to `output` (what `command` printed) so that the
+/// client's cut keeps its protected blocks and signal lines; none when the
+/// cut would drop none.
+pub fn rescued(output: &str, command: Option<&str>) -> Option<String> {
     let len = client_len(output);
     // The client appends "\n\n<hook_context>…</hook_context>" (33 characters
     // and the context) and then cuts: with the most jkz may add, is there a
@@ -79,7 +90,8 @@ pub fn rescued(output: &str) -> Option<String> {
         .into_iter()
         .filter(|b| !(b.end as usize <= head_end || b.start as usize >= tail_start))
         .collect();
-    if dropped.is_empty() {
+    let signals = signal_lines(output, command, head_end, tail_start, &dropped);
+    if dropped.is_empty() && signals.is_empty() {
         return None;
     }
     // Newest of each kind first, kinds in priority order (the truncation
@@ -94,9 +106,9 @@ pub fn rescued(output: &str) -> Option<String> {
         }
     }
     let header = format!(
-        "jkz: protected blocks from the middle of this output, which Gemini CLI's cut \
-(its first {CLIENT_HEAD} and last {} characters) drops; the full output is in the file the \
-client names above.",
+        "jkz: protected blocks and signal lines from the middle of this output, which Gemini \
+CLI's cut (its first {CLIENT_HEAD} and last {} characters) drops; the full output is in the \
+file the client names above.",
         CLIENT_THRESHOLD - CLIENT_HEAD
     );
     let mut out = header;
@@ -115,7 +127,109 @@ client names above.",
         }
         left = CONTEXT_BUDGET.saturating_sub(client_len(&out));
     }
+    append_signals(&mut out, &signals);
     Some(out)
+}
+
+/// The signal lines of the output's dropped middle (bytes `head_end` to
+/// `tail_start`) outside the blocks already rescued, as `L<n>: text`, by
+/// the built-in rules of the command's family (or the family the output's
+/// first lines look like).
+fn signal_lines(
+    output: &str,
+    command: Option<&str>,
+    head_end: usize,
+    tail_start: usize,
+    blocks: &[ProtectedBlock],
+) -> Vec<String> {
+    use crate::reduce::table::{FilterTable, Is, GENERIC};
+    let table = FilterTable::built_in();
+    let family = command
+        .and_then(|c| crate::reduce::command::family_for_command(&table, c))
+        .or_else(|| {
+            let first: Vec<&[u8]> = output
+                .lines()
+                .take(crate::reduce::sniff::SNIFF_LINES)
+                .map(str::as_bytes)
+                .collect();
+            crate::reduce::sniff::sniff(&table, &first)
+        })
+        .map_or(GENERIC.to_string(), |f| f.name.clone());
+    let Ok(classifier) = crate::reduce::classifier::Classifier::new(&table, &family) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (i, line) in output.split_inclusive('\n').enumerate() {
+        let (start, end) = (at, at + line.len());
+        at = end;
+        if start < head_end || end > tail_start {
+            continue;
+        }
+        if blocks
+            .iter()
+            .any(|b| (b.start as usize) < end && start < b.end as usize)
+        {
+            continue;
+        }
+        let text = line.trim_end();
+        if let (Is::Signal(_), _) = classifier.classify_alone(text) {
+            out.push(format!("L{}: {}", i + 1, head_units(text, 400)));
+        }
+    }
+    out
+}
+
+/// Appends `lines` within what is left of [`CONTEXT_BUDGET`]: the first
+/// ones and the last ones, and how many between are not listed.
+fn append_signals(out: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let note_room = 120;
+    let room = CONTEXT_BUDGET.saturating_sub(client_len(out) + 2);
+    if room < note_room + 200 {
+        return;
+    }
+    let cost = |l: &String| client_len(l) + 1;
+    let (mut lo, mut hi, mut used) = (
+        0,
+        lines.len(),
+        client_len("\n\nSignal lines (line number: text):"),
+    );
+    while lo < hi {
+        let from_front = lo <= 2 * (lines.len() - hi);
+        let l = if from_front {
+            &lines[lo]
+        } else {
+            &lines[hi - 1]
+        };
+        let reserve = if hi - lo > 1 { note_room } else { 0 };
+        if used + cost(l) + reserve > room {
+            break;
+        }
+        used += cost(l);
+        if from_front {
+            lo += 1;
+        } else {
+            hi -= 1;
+        }
+    }
+    out.push_str("\n\nSignal lines (line number: text):");
+    for l in &lines[..lo] {
+        out.push('\n');
+        out.push_str(l);
+    }
+    if lo < hi {
+        out.push_str(&format!(
+            "\n[jkz: {} more signal lines not listed here]",
+            hi - lo
+        ));
+    }
+    for l in &lines[hi..] {
+        out.push('\n');
+        out.push_str(l);
+    }
 }
 
 /// The byte offset in `s` after its first `units` client characters.
@@ -140,7 +254,7 @@ mod tests {
             filler(3000),
             filler(3000)
         );
-        let text = rescued(&output).expect("a block in the middle");
+        let text = rescued(&output, None).expect("a block in the middle");
         assert!(text.contains("GUAVA"), "{text}");
         assert!(
             !text.contains("HEAD-TLDR"),
@@ -155,15 +269,55 @@ mod tests {
 
     #[test]
     fn says_nothing_when_nothing_is_cut_or_lost() {
-        assert_eq!(rescued("short\n"), None);
-        assert_eq!(rescued(&filler(5000)), None, "cut, but no block lost");
+        assert_eq!(rescued("short\n", None), None);
+        assert_eq!(
+            rescued(&filler(5000), None),
+            None,
+            "cut, but no block or signal lost"
+        );
+    }
+
+    #[test]
+    fn the_failures_in_the_dropped_middle_are_listed_with_their_line_numbers() {
+        let mut output = String::from("running 9000 tests\n");
+        for i in 0..1500 {
+            output.push_str(&format!("test module_{i:05}::case ... ok\n"));
+        }
+        output.push_str("test parser::nested ... FAILED\n");
+        let failed_at = output.lines().count();
+        for i in 1500..3000 {
+            output.push_str(&format!("test module_{i:05}::case ... ok\n"));
+        }
+        let text = rescued(&output, Some("cargo test")).expect("a failure in the middle");
+        assert!(
+            text.contains(&format!("L{failed_at}: test parser::nested ... FAILED")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("... ok"),
+            "passing tests are not signals: {text}"
+        );
+        assert!(client_len(&text) <= CONTEXT_BUDGET);
+    }
+
+    #[test]
+    fn more_signal_lines_than_fit_keep_the_first_and_last_and_count_the_rest() {
+        let mut output = String::from("building\n");
+        output.push_str(&filler(300));
+        for i in 0..2000 {
+            output.push_str(&format!("error[E0308]: mismatched types number {i}\n"));
+        }
+        output.push_str(&filler(1000));
+        let text = rescued(&output, Some("cargo build")).unwrap();
+        assert!(text.contains("more signal lines not listed here"), "{text}");
+        assert!(client_len(&text) <= CONTEXT_BUDGET, "{}", client_len(&text));
     }
 
     #[test]
     fn a_huge_block_is_cut_to_its_head_within_the_budget() {
         let plan = format!("```compact-plan\nPLAN-START\n{}```\n", filler(2000));
         let output = format!("{}{plan}{}", filler(2000), filler(3000));
-        let text = rescued(&output).unwrap();
+        let text = rescued(&output, None).unwrap();
         assert!(text.contains("PLAN-START") && text.contains("block cut here"));
         assert!(client_len(&text) <= CONTEXT_BUDGET);
     }
