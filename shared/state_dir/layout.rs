@@ -116,6 +116,59 @@ pub const SUBDIRS: [&str; 7] = [
     EVENTS_DIR,
 ];
 
+/// True when `name` is an entry jkz may have made at the top of a state
+/// root: a name of the table above (a database with SQLite's `-wal`,
+/// `-shm` and `-journal` beside it, a settings backup of any checkout, a
+/// snapshot), or a lock file (`.<name>.lock`) or temp file
+/// (`.<name>.….tmp`) of jkz's. What a root a git config or `jkz attach`
+/// names may hold besides ([`super::root::usable_root`]): a directory
+/// holding anything else is not a state root, and jkz does not take it
+/// over. A feature that adds an entry at the top adds it here.
+pub fn is_root_entry(name: &str) -> bool {
+    const NAMES: [&str; 21] = [
+        PIPELINE_DIR,
+        SESSION_RECORD_DIR,
+        "clients",
+        GEMINI_SETTINGS_BACKUP,
+        OFFLOAD_DIR,
+        DELIBERATIONS_DIR,
+        CIRCUIT_DIR,
+        LOCKS_DIR,
+        TOOL_OUTPUT_LEDGER,
+        TOOL_OUTPUT_LEDGER_ROTATED,
+        CODEX_COMPACT_PROMPT,
+        CHAT_DB_CORRUPT,
+        MEMORY_DB_CORRUPT,
+        PATTERNS_FEEDBACK,
+        WATCH_LIST,
+        LIVE_SESSION,
+        SETTINGS_BACKUP,
+        EVENTS_DIR,
+        CHAT_DB,
+        MEMORY_DB,
+        FINDINGS_DB,
+    ];
+    const DATABASES: [&str; 4] = [CHAT_DB, MEMORY_DB, FINDINGS_DB, METRICS_DB];
+    if NAMES.contains(&name) || is_snapshot_name(name) {
+        return true;
+    }
+    if let Some(hex) = name
+        .strip_prefix(SETTINGS_BACKUP)
+        .and_then(|rest| rest.strip_prefix('.'))
+    {
+        return hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    if DATABASES.iter().any(|db| {
+        name.strip_prefix(db)
+            .is_some_and(|rest| matches!(rest, "" | "-wal" | "-shm" | "-journal"))
+    }) {
+        return true;
+    }
+    name.starts_with('.')
+        && name.len() > 1
+        && (name.ends_with(".lock") || name.ends_with(crate::atomic::TEMP_SUFFIX))
+}
+
 /// The start of every pre-compact snapshot's name.
 pub const SNAPSHOT_PREFIX: &str = "pre-compact-";
 
