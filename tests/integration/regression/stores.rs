@@ -204,3 +204,201 @@ fn jkz_attach_took_over_a_directory_that_was_not_a_state_root() {
         run.report()
     );
 }
+
+/// Every event `jkz events --json` shows in `dir`'s state directory, with
+/// the environment `env`.
+fn events(dir: &Dir, env: &[(&str, &str)]) -> Vec<Value> {
+    let mut cmd = dir.cmd("jkz").args(["events", "--json"]);
+    for (k, v) in env {
+        cmd = cmd.env(k, v);
+    }
+    let run = cmd.run().success();
+    run.stdout_str()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{}", run.report())))
+        .collect()
+}
+
+/// The issues of `events`' `phase.changed` events, in order.
+fn phase_issues(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "phase.changed")
+        .map(|e| e["issue"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The length a gzip file says it holds (its trailer's ISIZE).
+fn gzip_length(path: &Path) -> u64 {
+    let bytes = std::fs::read(path).unwrap();
+    let tail: [u8; 4] = bytes[bytes.len() - 4..].try_into().unwrap();
+    u64::from(u32::from_le_bytes(tail))
+}
+
+#[test]
+fn a_late_writers_segment_made_rebuild_drop_a_closed_segments_events() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.join("state")).unwrap();
+    // The writers' clock, fixed (JKZ_TEST_LOG_NOW, honoured by the debug
+    // builds the tests run): the first writes on 9 March.
+    let set = |issue: &str, at: &str| {
+        dir.cmd("jkz")
+            .args(["state", "set", issue, "current_phase", "plan"])
+            .env("JKZ_TEST_LOG_NOW", at)
+            .run()
+            .success()
+    };
+    set("42", "2026-03-09T10:00:00Z");
+    let open = dir.join("state/events/20260309-0000.jsonl");
+    let closed = dir.join("state/events/20260309-0000.jsonl.gz");
+    // Idle for a day: the next reader closes it.
+    crate::util::age(&open, crate::util::DAY);
+    assert_eq!(phase_issues(&events(&dir, &[])), ["42"]);
+    assert!(closed.exists() && !open.exists());
+    // A writer whose clock is a day behind: a new open segment under the
+    // closed one's name, and (same shape, same length) its length.
+    set("43", "2026-03-09T11:00:00Z");
+    assert_eq!(
+        std::fs::metadata(&open).unwrap().len(),
+        gzip_length(&closed),
+        "the case that broke: the same name and length"
+    );
+    let both = ["42", "43"];
+    assert_eq!(phase_issues(&events(&dir, &[])), both, "caught up");
+    let rebuilt = dir.cmd("jkz").args(["events", "rebuild"]).run().success();
+    assert!(
+        rebuilt.stdout_str().contains(": 2 events"),
+        "{}",
+        rebuilt.report()
+    );
+    assert_eq!(phase_issues(&events(&dir, &[])), both, "rebuilt");
+    // And the metrics, derived from the index, count both.
+    let metrics = dir
+        .cmd("jkz")
+        .args(["metrics", "--json", "--since", "2026-03-01T00:00:00Z"])
+        .env("JKZ_TEST_LOG_NOW", "2026-03-10T00:00:00Z")
+        .run()
+        .success();
+    let report: Value = serde_json::from_str(&metrics.stdout_str()).unwrap();
+    assert_eq!(report["events"]["phase.changed"], 2, "{}", metrics.report());
+    let issues: Vec<&str> = report["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["issue"].as_str().unwrap())
+        .collect();
+    assert_eq!(issues, both, "{}", metrics.report());
+}
+
+/// A child holding an exclusive `flock` on `path` until dropped.
+struct HeldLock(std::process::Child);
+
+impl HeldLock {
+    /// `flock -x PATH`, holding it while its shell waits on stdin; `None`
+    /// where flock(1) is not installed.
+    fn take(path: &Path) -> Option<HeldLock> {
+        use std::io::BufRead;
+        let mut child = Command::new("flock")
+            .arg("-x")
+            .arg(path)
+            .args(["sh", "-c", "echo held; read _"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "held\n", "flock did not take the lock");
+        Some(HeldLock(child))
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take()); // `read` ends, the lock goes with it
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_held_flock_on_todays_segment_blocked_state_set_and_session_start() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.join("state")).unwrap();
+    // One writer a minute, so the events' ids sort as they were written.
+    let set = |phase: &str, minute: u32| {
+        promptly(
+            dir.cmd("jkz")
+                .args(["state", "set", "42", "current_phase", phase])
+                .env("JKZ_TEST_LOG_NOW", format!("2026-03-09T10:{minute:02}:00Z")),
+        )
+    };
+    set("plan", 0);
+    let segment = dir.join("state/events/20260309-0000.jsonl");
+    let before = std::fs::read(&segment).unwrap();
+    let Some(held) = HeldLock::take(&segment) else {
+        crate::util::cannot_run("flock(1) is not installed");
+        return;
+    };
+    // Both answer at once, their events spooled, the segment untouched.
+    set("build", 1);
+    let start = json!({
+        "session_id": "sess-1",
+        "transcript_path": "/dev/null",
+        "cwd": dir.path(),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    });
+    promptly(
+        dir.cmd("jkz-session-start")
+            .env("CLAUDE_PROJECT_DIR", dir.path())
+            .env("JKZ_TEST_LOG_NOW", "2026-03-09T10:02:00Z")
+            .stdin(start.to_string()),
+    );
+    assert_eq!(std::fs::read(&segment).unwrap(), before);
+    let pending = dir.join("state/events/pending");
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 2);
+    // A reader while it is still held waits for nothing either, and reads
+    // the spooled events where they are: the change to "build" is jkz's,
+    // not one made behind its back (no second, "direct" event for it).
+    let kinds = |all: &[Value]| -> Vec<String> {
+        all.iter()
+            .map(|e| format!("{} {}", e["type"], e["payload"]["to"]))
+            .collect()
+    };
+    let want = [
+        "\"phase.changed\" \"plan\"",
+        "\"phase.changed\" \"build\"",
+        "\"session.started\" null",
+    ];
+    let started = Instant::now();
+    assert_eq!(kinds(&events(&dir, &[])), want);
+    assert!(started.elapsed() < PROMPT);
+    assert_eq!(std::fs::read(&segment).unwrap(), before);
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 2);
+    drop(held);
+    // Released: the next reader appends them to the segment, once.
+    assert_eq!(kinds(&events(&dir, &[])), want);
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+    let log = String::from_utf8(std::fs::read(&segment).unwrap()).unwrap();
+    assert_eq!(log.lines().count(), 3, "{log}");
+    let rebuilt = dir.cmd("jkz").args(["events", "rebuild"]).run().success();
+    assert!(
+        rebuilt.stdout_str().contains(": 3 events"),
+        "{}",
+        rebuilt.report()
+    );
+    // So does the next writer, when no reader came first.
+    let held = HeldLock::take(&segment).unwrap();
+    set("review", 3);
+    drop(held);
+    set("done", 4);
+    let log = String::from_utf8(std::fs::read(&segment).unwrap()).unwrap();
+    let review = log.find("\"to\":\"review\"").expect("the spooled line");
+    let done = log.find("\"to\":\"done\"").expect("the next writer's line");
+    assert!(review < done, "{log}");
+    let mut want = want.to_vec();
+    want.extend(["\"phase.changed\" \"review\"", "\"phase.changed\" \"done\""]);
+    assert_eq!(kinds(&events(&dir, &[])), want);
+}
