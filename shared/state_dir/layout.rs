@@ -18,7 +18,7 @@
 //! | [`MEMORY_DB`] (with SQLite's `-wal`, `-shm`), [`MEMORY_DB_CORRUPT`] | `jkz patterns`, `jkz run`, `jkz-truncate --record`, `jkz ui` (pin, reject) | learned patterns with evidence and feedback (FTS5); rebuilt from the records and the feedback log |
 //! | [`PATTERNS_FEEDBACK`] | the same | the append-only feedback log of the patterns |
 //! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
-//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db`, `pending/` | every jkz writer | the event log (never removed), its rebuildable index, and the spool of lines a held segment lock kept out for a moment |
 //! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
 //! | [`CODEX_COMPACT_PROMPT`] | `jkz install --client codex`, `jkz-pre-compact` (Codex) | the compaction prompt Codex CLI reads (`experimental_compact_prompt_file`) |
 //! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
