@@ -402,3 +402,119 @@ fn a_held_flock_on_todays_segment_blocked_state_set_and_session_start() {
     want.extend(["\"phase.changed\" \"review\"", "\"phase.changed\" \"done\""]);
     assert_eq!(kinds(&events(&dir, &[])), want);
 }
+
+/// The lines of `jkz doctor`'s report about the registry.
+fn registry_lines(p: &Project) -> Vec<String> {
+    let doctor = p.jkz(&["doctor"], T);
+    doctor
+        .stdout_str()
+        .lines()
+        .filter(|l| l.contains("registry:"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_renamed_column_of_jkz_claims_left_migrate_up_to_date_and_doctor_ok() {
+    let Some(server) = crate::postgres::shared() else {
+        return;
+    };
+    let db = server.database();
+    let mut p = Project::new();
+    p.env = vec![
+        ("JKZ_REGISTRY_URL".into(), server.url(&db)),
+        ("PGPASSWORD".into(), crate::postgres::PASSWORD.into()),
+        ("PGSSLMODE".into(), "prefer".into()),
+    ];
+    // The first writer makes the tables; they are the schema, column for
+    // column (this holds the expected schema to the migrations).
+    p.jkz(&["claim", "42", "--session", "chat-a"], T).success();
+    let run = p.jkz(&["registry", "migrate"], T).success();
+    assert!(
+        run.stdout_str()
+            .contains("(up to date; every table and column checked)"),
+        "{}",
+        run.report()
+    );
+    let lines = registry_lines(&p);
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("ok   registry: PostgreSQL"),
+        "{lines:?}"
+    );
+
+    server
+        .admin(&db)
+        .batch_execute("ALTER TABLE jkz_claims RENAME COLUMN session_id TO owner_session")
+        .unwrap();
+    // What that does: no claim can be made (nor enforced).
+    let claim = p.jkz(&["claim", "43", "--session", "chat-a"], T);
+    assert_ne!(claim.code(), Some(0), "{}", claim.report());
+
+    let run = p.jkz(&["registry", "migrate"], T).expect_code(1);
+    let out = run.stdout_str();
+    assert!(!out.contains("up to date"), "{}", run.report());
+    assert!(
+        out.contains("differs jkz_claims.session_id: column session_id (text) is missing")
+            && out.contains("\"owner_session\" (text) is not jkz's: very likely it, renamed")
+            && out.contains("ALTER TABLE jkz_claims RENAME COLUMN \"owner_session\" TO session_id"),
+        "{}",
+        run.report()
+    );
+    assert!(
+        run.stderr_str().contains("jkz registry migrate --repair"),
+        "{}",
+        run.report()
+    );
+    let lines = registry_lines(&p);
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("FAIL registry: table jkz_claims.session_id")
+                && l.contains("renamed")
+        ),
+        "{lines:?}"
+    );
+
+    // Repaired where safe: renamed back, the claims it held kept.
+    let run = p.jkz(&["registry", "migrate", "--repair"], T).success();
+    assert!(
+        run.stdout_str().contains("repaired jkz_claims.session_id")
+            && run
+                .stdout_str()
+                .contains("(up to date; every table and column checked)"),
+        "{}",
+        run.report()
+    );
+    p.jkz(&["claim", "43", "--session", "chat-a"], T).success();
+    p.jkz(&["claim", "42", "--session", "chat-b"], T)
+        .expect_code(3);
+    let lines = registry_lines(&p);
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("ok   registry:"),
+        "{lines:?}"
+    );
+
+    // What is not safe to do unasked is shown, not done.
+    server
+        .admin(&db)
+        .batch_execute("ALTER TABLE jkz_claims ALTER COLUMN acquired TYPE text")
+        .unwrap();
+    let run = p
+        .jkz(&["registry", "migrate", "--repair"], T)
+        .expect_code(1);
+    assert!(
+        run.stdout_str().contains(
+            "differs jkz_claims.acquired: column acquired is text, not bigint; repair by hand: ALTER TABLE jkz_claims ALTER COLUMN acquired TYPE bigint USING acquired::bigint"
+        ),
+        "{}",
+        run.report()
+    );
+    let ty: String = server
+        .admin(&db)
+        .query_one(
+            "SELECT data_type FROM information_schema.columns WHERE table_name = 'jkz_claims' AND column_name = 'acquired'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(ty, "text", "left as it was");
+}
