@@ -73,31 +73,48 @@ fn git_head_as_a_fifo_hung_session_start_and_user_prompt_submit() {
 
 #[test]
 fn dot_git_linked_to_dev_zero_grew_session_start_to_gigabytes() {
+    if std::fs::metadata("/proc/self/io").is_err() {
+        crate::util::cannot_run("no /proc/self/io: the bytes a process read cannot be counted");
+        return;
+    }
     let dir = Dir::new();
     std::os::unix::fs::symlink("/dev/zero", dir.join(".git")).unwrap();
     // Named, and outside that directory (whose layout cannot be read).
     let elsewhere = Dir::new();
     let state = elsewhere.join("state");
-    let event = json!({
-        "session_id": "chat-a",
-        "transcript_path": "/dev/null",
-        "cwd": dir.path(),
-        "hook_event_name": "SessionStart",
-        "source": "startup",
-    });
-    // 512 MiB of address space: a hook needs a few dozen; reading
-    // /dev/zero to its end needs all there is, and is stopped by this.
-    let run = promptly(
-        Cmd::under_sh("ulimit -v 524288;", "jkz-chat", dir.path())
-            .env("JKZ_STATE_DIR", &state)
-            .env("JKZ_TEST_NOW", T.to_string())
-            .stdin(event.to_string()),
+    let event = elsewhere.write(
+        "start.json",
+        json!({
+            "session_id": "chat-a",
+            "transcript_path": "/dev/null",
+            "cwd": dir.path(),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        })
+        .to_string(),
     );
-    assert!(
-        run.stdout().is_empty() && run.stderr_str().is_empty(),
-        "{}",
-        run.report()
-    );
+    // The hook under a shell that then prints the bytes read by it and its
+    // reaped child (`rchar`): every byte of /dev/zero read counts, however
+    // the read ends. 512 MiB of address space caps the damage meanwhile.
+    let script = "ulimit -v 524288; \"$0\" < \"$1\"; code=$?; cat /proc/$$/io; exit $code";
+    let started = Instant::now();
+    let out = crate::util::scrubbed("sh", dir.path())
+        .args(["-c", script])
+        .arg(crate::util::bin("jkz-chat"))
+        .arg(&event)
+        .env("JKZ_STATE_DIR", &state)
+        .env("JKZ_TEST_NOW", T.to_string())
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < PROMPT, "took {:?}", started.elapsed());
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let read: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rchar in {stdout}"));
+    assert!(read < 16 << 20, "the hook read {read} bytes\n{stdout}");
     let chats = Cmd::new("jkz", dir.path())
         .args(["chats", "--json"])
         .env("JKZ_STATE_DIR", &state)
@@ -335,7 +352,15 @@ fn a_held_flock_on_todays_segment_blocked_state_set_and_session_start() {
         )
     };
     set("plan", 0);
-    let segment = dir.join("state/events/20260309-0000.jsonl");
+    // Today's segment, as the writer's clock has it.
+    let segments: Vec<_> = std::fs::read_dir(dir.join("state/events"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    let segment = segments[0].clone();
     let before = std::fs::read(&segment).unwrap();
     let Some(held) = HeldLock::take(&segment) else {
         crate::util::cannot_run("flock(1) is not installed");
