@@ -283,8 +283,15 @@ pub const MAX_USER_FILE: u64 = 16 * 1024 * 1024;
 /// [`MAX_USER_FILE`] bytes, through the one reader of files that are not
 /// jkz's ([`crate::user_file::read_user_file_bounded`]): links followed,
 /// only a regular file, never blocking; larger is an `InvalidData` error.
+/// A refused one (a FIFO, a device, a directory) is said on stderr as a
+/// refused state file is: many callers pass over an unreadable settings
+/// file without a word.
 pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
-    crate::user_file::read_user_file_bounded(path, MAX_USER_FILE)
+    crate::user_file::read_user_file_bounded(path, MAX_USER_FILE).inspect_err(|e| {
+        if e.kind() == io::ErrorKind::InvalidInput {
+            report_refused(path, e);
+        }
+    })
 }
 
 fn read_bounded(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
