@@ -118,8 +118,8 @@ pub const SUBDIRS: [&str; 7] = [
 
 /// True when `name` is an entry jkz may have made at the top of a state
 /// root: a name of the table above (a database with SQLite's `-wal`,
-/// `-shm` and `-journal` beside it, a settings backup of any checkout, a
-/// snapshot), or a lock file (`.<name>.lock`) or temp file
+/// `-shm` and `-journal` beside it, and its `.corrupt` copy moved aside; a
+/// settings backup of any checkout; a snapshot), or a lock file (`.<name>.lock`) or temp file
 /// (`.<name>.….tmp`) of jkz's. What a root a git config or `jkz attach`
 /// names may hold besides ([`super::root::usable_root`]): a directory
 /// holding anything else is not a state root, and jkz does not take it
@@ -160,7 +160,7 @@ pub fn is_root_entry(name: &str) -> bool {
     }
     if DATABASES.iter().any(|db| {
         name.strip_prefix(db)
-            .is_some_and(|rest| matches!(rest, "" | "-wal" | "-shm" | "-journal"))
+            .is_some_and(|rest| matches!(rest, "" | "-wal" | "-shm" | "-journal" | ".corrupt"))
     }) {
         return true;
     }
