@@ -1,8 +1,14 @@
-//! The clock of the registry, the findings and the observer: Unix seconds.
+//! The clock of the registry, the findings and the observer: Unix seconds;
+//! and the event log's clock ([`log_now`]).
 //!
 //! `JKZ_TEST_NOW` (Unix seconds) replaces the system clock. It exists for
 //! tests only — "stale after 5 minutes" cannot be waited for in a test —
-//! and is documented as such; nothing else in jkz reads it.
+//! and is documented as such; nothing but the registry's clock reads it.
+//!
+//! `JKZ_TEST_LOG_NOW` (RFC 3339) replaces the event log's clock, and is
+//! honoured by debug builds only (the test suite's): a writer whose clock
+//! is a day behind (a late writer, skew, a jump) and two readers that agree
+//! on "now" to the second cannot be had from the system clock.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -22,6 +28,23 @@ pub fn now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// The variable that fixes the event log's clock (debug builds, tests only).
+pub const TEST_LOG_CLOCK_ENV: &str = "JKZ_TEST_LOG_NOW";
+
+/// Now, for the event log: the time a new event carries, and the end of the
+/// window `jkz metrics` reports on. In a debug build, `JKZ_TEST_LOG_NOW`
+/// when it holds an RFC 3339 time; else the system clock.
+pub fn log_now() -> chrono::DateTime<chrono::Utc> {
+    #[cfg(debug_assertions)]
+    if let Some(fixed) = std::env::var(TEST_LOG_CLOCK_ENV)
+        .ok()
+        .and_then(|v| chrono::DateTime::parse_from_rfc3339(v.trim()).ok())
+    {
+        return fixed.with_timezone(&chrono::Utc);
+    }
+    chrono::Utc::now()
 }
 
 /// `secs` (Unix seconds) as `2026-11-23T16:01:02Z`.

@@ -43,6 +43,7 @@ pub mod event;
 pub mod id;
 pub mod index;
 pub mod lines;
+pub mod pending;
 pub mod reconcile;
 pub mod scan;
 pub mod segment;

@@ -51,6 +51,7 @@ pub mod read;
 pub mod retention;
 pub mod root;
 pub mod stray;
+pub mod system;
 pub mod tracked;
 pub use read::{
     append_lines, check_listed_dir, open_file_below, open_state_file, open_state_file_to_append,

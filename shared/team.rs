@@ -45,6 +45,7 @@ pub mod pgpass;
 pub mod schema;
 pub mod tls;
 pub mod url;
+pub mod verify;
 
 pub use config::{backend, Backend};
 pub use error::TeamError;

@@ -77,10 +77,11 @@ fn issue_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Erro
 }
 
 impl Event {
-    /// A new event of type `kind`, now, in this process's session (the
-    /// client's `CLAUDE_CODE_SESSION_ID` or `CLAUDE_SESSION_ID`, when valid).
+    /// A new event of type `kind`, now ([`crate::clock::log_now`]), in this
+    /// process's session (the client's `CLAUDE_CODE_SESSION_ID` or
+    /// `CLAUDE_SESSION_ID`, when valid).
     pub fn new(kind: &str) -> Event {
-        Event::at(kind, Utc::now())
+        Event::at(kind, crate::clock::log_now())
     }
 
     /// A new event of type `kind` as of `now` (ids stay unique and sorted

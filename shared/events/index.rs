@@ -2,12 +2,23 @@
 //! (`jkz events --issue 42`) read a few rows instead of every segment.
 //!
 //! It is derived, never the truth: deleting it loses nothing. Every reader
-//! first brings it up to date ([`Index::catch_up`]: each open segment is
-//! read from where the index stopped, each newly closed one is checked
-//! against what was read of it before it was closed), and one that is
-//! missing, damaged or from another version of jkz is rebuilt from the log
-//! (with a one-line warning when it existed). `jkz events rebuild` does the
-//! same on demand.
+//! first brings it up to date ([`Index::catch_up`]: lines left in the spool
+//! are appended ([`super::pending`]), each open segment is read from where
+//! the index stopped, each newly closed one is checked against what was
+//! read of it before it was closed), and one that is missing, damaged or
+//! from another version of jkz is rebuilt from the log (with a one-line
+//! warning when it existed). `jkz events rebuild` does the same on demand.
+//!
+//! A segment is known by what it is, never by its name alone: a name can
+//! be taken again (a writer whose clock is a day behind appends to a day
+//! whose segment was closed, and a new open segment takes the closed one's
+//! name). The index keeps, for each segment it read, its inode, the bytes
+//! read, and its head: its first [`HEAD_BYTES`] bytes, decompressed, which
+//! hold its first event's id, unique. Reading on from where it stopped
+//! needs the same inode and head; taking a closed segment as read already
+//! (the one its open segment became) needs the open one's head, and its
+//! length to the byte. Anything else is read whole again (an event is
+//! kept once, by id, however often it is read).
 //!
 //! An event is indexed once, by id: the same line read twice (a segment
 //! read again, a crash between compressing a segment and removing the open
@@ -46,7 +57,10 @@ pub const INDEX_FILE: &str = "index.db";
 /// The lock every index user holds (see the module documentation).
 const LOCK_FILE: &str = ".index.lock";
 /// The schema's version (`PRAGMA user_version`); any other is rebuilt.
-const VERSION: i64 = 2;
+const VERSION: i64 = 3;
+/// How many of a segment's first bytes tell it from every other: the
+/// first line's `{"id":"…"` is 41 bytes.
+pub const HEAD_BYTES: u64 = 64;
 /// How long a user waits for a rebuild by another process (or a rebuild
 /// for the users) before it gives up.
 const LOCK_WAIT: Duration = Duration::from_secs(60);
@@ -61,7 +75,7 @@ const BUILDING_FILE: &str = "index.db.building";
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE segments (name TEXT PRIMARY KEY, ino INTEGER NOT NULL, indexed INTEGER NOT NULL,
-                       complete INTEGER NOT NULL);
+                       complete INTEGER NOT NULL, head BLOB NOT NULL);
 CREATE TABLE events (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
                      ts TEXT NOT NULL, issue TEXT, session TEXT, line TEXT NOT NULL);
 CREATE TABLE fields (issue TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL,
@@ -86,6 +100,26 @@ pub const TRACKED_FIELDS: [&str; 6] = [
     "qa_fix_count",
     "plan_iterations",
 ];
+
+/// What the index knows of one segment it read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SegmentRow {
+    ino: i64,
+    /// Bytes read (of the decompressed content, for a closed one).
+    indexed: i64,
+    /// A closed segment read to its end.
+    complete: bool,
+    /// Its first [`HEAD_BYTES`] bytes (fewer when it was shorter).
+    head: Vec<u8>,
+}
+
+impl SegmentRow {
+    /// True when a segment whose head is now `head` is the one this row
+    /// was read from (a segment shorter than [`HEAD_BYTES`] then has grown).
+    fn same_head(&self, head: Option<&[u8]>) -> bool {
+        head.is_some_and(|h| h.starts_with(&self.head))
+    }
+}
 
 /// An open, up-to-date index.
 pub struct Index {
@@ -200,10 +234,11 @@ impl Index {
             let Ok(meta) = fs::symlink_metadata(&path) else {
                 continue;
             };
+            let ino = meta.ino() as i64;
             total = total.saturating_add(match (name.gz, known.get(&name.file_name())) {
-                (_, Some(&(_, _, true))) => 0,
-                (false, Some(&(ino, indexed, false))) if ino == meta.ino() as i64 => {
-                    meta.len().saturating_sub(indexed as u64)
+                (_, Some(row)) if row.complete && row.ino == ino => 0,
+                (false, Some(row)) if !row.complete && row.ino == ino => {
+                    meta.len().saturating_sub(row.indexed as u64)
                 }
                 (false, _) => meta.len(),
                 (true, _) => meta.len().saturating_mul(10),
@@ -212,14 +247,14 @@ impl Index {
         Ok(total)
     }
 
-    /// The index's progress per segment: name → (inode, bytes indexed, complete).
-    fn segment_rows(&self) -> io::Result<HashMap<String, (i64, i64, bool)>> {
+    /// The index's progress per segment, by name.
+    fn segment_rows(&self) -> io::Result<HashMap<String, SegmentRow>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT name, ino, indexed, complete FROM segments")
+            .prepare("SELECT name, ino, indexed, complete, head FROM segments")
             .map_err(sql)?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+            .query_map([], |r| Ok((r.get(0)?, segment_row(r, 1)?)))
             .map_err(sql)?;
         rows.collect::<rusqlite::Result<_>>().map_err(sql)
     }
@@ -313,6 +348,7 @@ impl Index {
     /// Reads what the log has that the index has not; returns how many
     /// events were added.
     pub fn catch_up(&mut self) -> io::Result<u64> {
+        super::pending::drain(&self.dir);
         let segments = segment::list(&self.dir)?;
         let known = self.segment_rows()?;
         let mut added = 0;
@@ -321,10 +357,16 @@ impl Index {
             let Ok(meta) = fs::symlink_metadata(path) else {
                 continue; // closed meanwhile: the closed one is listed next time
             };
+            let ino = meta.ino() as i64;
             match known.get(&file_name) {
-                Some(&(_, _, true)) => continue,
-                Some(&(ino, indexed, false))
-                    if !name.gz && ino == meta.ino() as i64 && indexed as u64 == meta.len() =>
+                // A closed segment never changes once renamed into place.
+                Some(row) if row.complete && row.ino == ino => continue,
+                Some(row)
+                    if !name.gz
+                        && !row.complete
+                        && row.ino == ino
+                        && row.indexed as u64 == meta.len()
+                        && row.same_head(head_of(path, false).ok().as_deref()) =>
                 {
                     continue
                 }
@@ -332,6 +374,7 @@ impl Index {
             }
             added += self.index_segment(name, path)?;
         }
+        added += self.index_spooled()?;
         // Open segments that were closed since: their rows go.
         let present: Vec<String> = segments.iter().map(|(n, _)| n.file_name()).collect();
         let gone: Vec<&String> = known.keys().filter(|k| !present.contains(k)).collect();
@@ -346,6 +389,38 @@ impl Index {
         Ok(added)
     }
 
+    /// Indexes the lines still in the spool (a segment's lock was held when
+    /// they were written, and still is): read where they are, every time,
+    /// until a drain moves them into a segment. The spool is empty but for
+    /// such moments.
+    fn index_spooled(&mut self) -> io::Result<u64> {
+        let spooled = super::pending::list(&self.dir);
+        if spooled.is_empty() {
+            return Ok(0);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let mut added = 0;
+        for (_, path) in &spooled {
+            let (new, scanned) = insert_lines(&tx, path, false, 0);
+            match scanned {
+                Ok(_) => added += new,
+                // Drained meanwhile (into a segment, read next time), or
+                // refused (said on stderr).
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::InvalidInput
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(added)
+    }
+
     /// Indexes what is new in one segment, in one transaction.
     fn index_segment(&mut self, name: &SegmentName, path: &Path) -> io::Result<u64> {
         let file_name = name.file_name();
@@ -353,11 +428,11 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let row: Option<(i64, i64, bool)> = tx
+        let row: Option<SegmentRow> = tx
             .query_row(
-                "SELECT ino, indexed, complete FROM segments WHERE name = ?1",
+                "SELECT ino, indexed, complete, head FROM segments WHERE name = ?1",
                 [&file_name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| segment_row(r, 0),
             )
             .optional()
             .map_err(sql)?;
@@ -367,31 +442,44 @@ impl Index {
             Err(e) => return Err(e),
         };
         let ino = meta.ino() as i64;
+        // Unknown (unreadable, not gzip): no row matches it, so the
+        // segment is read whole and the scan says what is wrong.
+        let head = head_of(path, name.gz).ok();
         let start = match row {
-            Some((_, _, true)) => return Ok(0),
-            Some((old, indexed, false))
-                if !name.gz && old == ino && indexed as u64 <= meta.len() =>
+            Some(row) if row.complete && row.ino == ino => return Ok(0),
+            Some(row)
+                if !name.gz
+                    && !row.complete
+                    && row.ino == ino
+                    && row.indexed as u64 <= meta.len()
+                    && row.same_head(head.as_deref()) =>
             {
-                indexed as u64
+                row.indexed as u64
             }
             _ => 0,
         };
         if name.gz && start == 0 {
-            // Closed from an open segment the index had read to its end:
-            // nothing new (gzip's trailer holds the length, mod 2^32).
-            let opened: Option<i64> = tx
+            // Closed from the open segment the index had read to its end:
+            // nothing new. The same segment: its head, and its length to
+            // the byte (gzip's trailer holds it, mod 2^32). A late writer's
+            // open segment under the same name has another head.
+            let opened: Option<SegmentRow> = tx
                 .query_row(
-                    "SELECT indexed FROM segments WHERE name = ?1",
+                    "SELECT ino, indexed, complete, head FROM segments WHERE name = ?1",
                     [name.opened().file_name()],
-                    |r| r.get(0),
+                    |r| segment_row(r, 0),
                 )
                 .optional()
                 .map_err(sql)?;
-            if let (Some(indexed), Some(size)) = (opened, gzip_length(path)) {
-                if indexed > 0 && indexed as u32 == size {
+            if let (Some(opened), Some(size)) = (opened, gzip_length(path)) {
+                if opened.indexed > 0
+                    && opened.indexed as u32 == size
+                    && opened.head.len() as u64 == HEAD_BYTES.min(opened.indexed as u64)
+                    && opened.same_head(head.as_deref())
+                {
                     tx.execute(
-                        "INSERT OR REPLACE INTO segments (name, ino, indexed, complete) VALUES (?1, ?2, ?3, 1)",
-                        params![file_name, ino, indexed],
+                        "INSERT OR REPLACE INTO segments (name, ino, indexed, complete, head) VALUES (?1, ?2, ?3, 1, ?4)",
+                        params![file_name, ino, opened.indexed, head.unwrap_or_default()],
                     )
                     .map_err(sql)?;
                     tx.commit().map_err(sql)?;
@@ -399,67 +487,20 @@ impl Index {
                 }
             }
         }
-        let mut added = 0;
-        let mut failed = None;
-        let scanned = {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO events (id, type, ts, issue, session, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(sql)?;
-            let mut field = tx
-                .prepare_cached(
-                    "INSERT INTO fields (issue, field, value, id) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (issue, field) DO UPDATE SET value = excluded.value, id = excluded.id
-                     WHERE excluded.id > fields.id",
-                )
-                .map_err(sql)?;
-            scan::scan(path, name.gz, start, &mut |event, line| {
-                if failed.is_some() {
-                    return;
-                }
-                let tracked = matches!(event.kind.as_str(), "phase.changed" | "state.changed")
-                    .then(|| Event::parse(line))
-                    .flatten();
-                let line = String::from_utf8_lossy(line);
-                let inserted = insert.execute(params![
-                    event.id,
-                    event.kind,
-                    event.timestamp,
-                    event.issue,
-                    event.session,
-                    line
-                ]);
-                match inserted {
-                    Ok(1) => {
-                        added += 1;
-                        if let Some((issue, f, value)) = tracked.as_ref().and_then(tracked_change) {
-                            if let Err(e) = field.execute(params![issue, f, value, event.id]) {
-                                failed = Some(e);
-                            }
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => failed = Some(e),
-                }
-            })
-        };
+        let (added, scanned) = insert_lines(&tx, path, name.gz, start);
         let scanned = match scanned {
             Ok(s) => s,
             // A segment refused (a link, a FIFO: reported on stderr) or
             // unreadable: skipped, the others still indexed.
             Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Ok(0),
-            Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+            Err(e) => return Err(e),
         };
-        if let Some(e) = failed {
-            return Err(sql(e));
-        }
         if let Some(w) = scanned.warning(path) {
             super::warn_once_text(w);
         }
         tx.execute(
-            "INSERT OR REPLACE INTO segments (name, ino, indexed, complete) VALUES (?1, ?2, ?3, ?4)",
-            params![file_name, ino, scanned.end as i64, name.gz],
+            "INSERT OR REPLACE INTO segments (name, ino, indexed, complete, head) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![file_name, ino, scanned.end as i64, name.gz, head.unwrap_or_default()],
         )
         .map_err(sql)?;
         tx.commit().map_err(sql)?;
@@ -657,6 +698,99 @@ fn lock_file_within(dir: &Path, exclusive: bool, wait: Duration) -> io::Result<F
     }
 }
 
+/// Indexes the events of the file at `path` (gzip when `gz`) from byte
+/// `start`, inside `tx`: each event once, by id, and the tracked fields it
+/// sets. Returns how many were new (counted even when a later one failed)
+/// and what the scan saw; an error names the file (a refused one keeps
+/// `InvalidInput`, for the caller to pass over).
+fn insert_lines(
+    tx: &rusqlite::Transaction,
+    path: &Path,
+    gz: bool,
+    start: u64,
+) -> (u64, io::Result<scan::Scanned>) {
+    let statements = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO events (id, type, ts, issue, session, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|insert| {
+            tx.prepare_cached(
+                "INSERT INTO fields (issue, field, value, id) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (issue, field) DO UPDATE SET value = excluded.value, id = excluded.id
+                 WHERE excluded.id > fields.id",
+            )
+            .map(|field| (insert, field))
+        });
+    let (mut insert, mut field) = match statements {
+        Ok(s) => s,
+        Err(e) => return (0, Err(sql(e))),
+    };
+    let mut added = 0;
+    let mut failed = None;
+    let scanned = scan::scan(path, gz, start, &mut |event, line| {
+        if failed.is_some() {
+            return;
+        }
+        let tracked = matches!(event.kind.as_str(), "phase.changed" | "state.changed")
+            .then(|| Event::parse(line))
+            .flatten();
+        let line = String::from_utf8_lossy(line);
+        let inserted = insert.execute(params![
+            event.id,
+            event.kind,
+            event.timestamp,
+            event.issue,
+            event.session,
+            line
+        ]);
+        match inserted {
+            Ok(1) => {
+                added += 1;
+                if let Some((issue, f, value)) = tracked.as_ref().and_then(tracked_change) {
+                    if let Err(e) = field.execute(params![issue, f, value, event.id]) {
+                        failed = Some(e);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => failed = Some(e),
+        }
+    });
+    let scanned = match (scanned, failed) {
+        (Ok(_), Some(e)) => Err(sql(e)),
+        (Ok(s), None) => Ok(s),
+        (Err(e), _) if e.kind() == io::ErrorKind::InvalidInput => Err(e),
+        (Err(e), _) => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    };
+    (added, scanned)
+}
+
+/// A [`SegmentRow`] from the columns `ino, indexed, complete, head`,
+/// starting at column `at`.
+fn segment_row(r: &rusqlite::Row, at: usize) -> rusqlite::Result<SegmentRow> {
+    Ok(SegmentRow {
+        ino: r.get(at)?,
+        indexed: r.get(at + 1)?,
+        complete: r.get(at + 2)?,
+        head: r.get(at + 3)?,
+    })
+}
+
+/// The first [`HEAD_BYTES`] bytes of a segment's content (decompressed,
+/// for a closed one): what tells it from every other ([`SegmentRow`]).
+fn head_of(path: &Path, gz: bool) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = crate::state_dir::open_state_file(path)?;
+    let mut head = Vec::with_capacity(HEAD_BYTES as usize);
+    match gz {
+        true => flate2::read::GzDecoder::new(file)
+            .take(HEAD_BYTES)
+            .read_to_end(&mut head)?,
+        false => file.take(HEAD_BYTES).read_to_end(&mut head)?,
+    };
+    Ok(head)
+}
+
 /// The length a gzip file says it decompresses to (its trailer's ISIZE:
 /// the length mod 2^32).
 fn gzip_length(path: &Path) -> Option<u32> {
@@ -803,6 +937,63 @@ mod tests {
             conn.pragma_update(None, "user_version", 99).unwrap();
         }
         assert_eq!(ids(&Index::open(dir).unwrap()), std::slice::from_ref(&a.id));
+    }
+
+    #[test]
+    fn a_late_writers_segment_under_a_closed_ones_name_drops_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 9).unwrap();
+        let at = |h| day.and_hms_opt(h, 0, 0).unwrap().and_utc();
+        let a = Event::at("x.y", at(1)).issue(Some("42".into()));
+        segment::append(dir, &a.to_line(), day).unwrap();
+        let mut live = Index::open(dir).unwrap();
+        let later = std::time::SystemTime::now() + super::super::close::CLOSE_AFTER;
+        assert!(super::super::close::close_due(dir, day.succ_opt().unwrap(), later).is_empty());
+        // A writer whose clock is behind: the same name, the same length.
+        let b = Event::at("x.y", at(2)).issue(Some("43".into()));
+        assert_eq!(a.to_line().len(), b.to_line().len());
+        segment::append(dir, &b.to_line(), day).unwrap();
+        let open = dir.join("20260309-0000.jsonl");
+        assert_eq!(fs::metadata(&open).unwrap().len(), a.to_line().len() as u64);
+        assert!(dir.join("20260309-0000.jsonl.gz").exists());
+        let both = vec![a.id.clone(), b.id.clone()];
+        live.catch_up().unwrap();
+        assert_eq!(ids(&live), both, "caught up");
+        drop(live);
+        assert_eq!(ids(&Index::rebuild(dir).unwrap()), both, "rebuilt");
+        // And closed in turn, as the second part under that number.
+        let later = std::time::SystemTime::now() + super::super::close::CLOSE_AFTER;
+        assert!(super::super::close::close_due(dir, day.succ_opt().unwrap(), later).is_empty());
+        assert!(dir.join("20260309-0000.1.jsonl.gz").exists());
+        assert_eq!(ids(&Index::open(dir).unwrap()), both, "caught up");
+        assert_eq!(ids(&Index::rebuild(dir).unwrap()), both, "rebuilt");
+    }
+
+    #[test]
+    fn a_reused_inode_is_not_read_on_from_where_another_file_stopped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 9).unwrap();
+        let at = |h| day.and_hms_opt(h, 0, 0).unwrap().and_utc();
+        let a = Event::at("x.y", at(1));
+        segment::append(dir, &a.to_line(), day).unwrap();
+        let mut index = Index::open(dir).unwrap();
+        // The row's inode and length, as if the file were replaced by one
+        // on the same inode, longer: the head tells them apart.
+        let path = dir.join("20260309-0000.jsonl");
+        let b = Event::at("x.y", at(2));
+        let c = Event::at("x.y", at(3));
+        let mut bytes = b.to_line();
+        bytes.extend(c.to_line());
+        fs::write(&path, &bytes).unwrap();
+        let ino = fs::metadata(&path).unwrap().ino() as i64;
+        index
+            .conn
+            .execute("UPDATE segments SET ino = ?1", [ino])
+            .unwrap();
+        index.catch_up().unwrap();
+        assert_eq!(ids(&index), vec![a.id, b.id, c.id]);
     }
 
     #[test]

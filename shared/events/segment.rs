@@ -16,11 +16,19 @@
 //! writer is appending to), and writes the whole line with one `write`.
 //! With `O_APPEND` the kernel places each write at the end whole, so
 //! concurrent writers never interleave their lines.
+//!
+//! The wait for that lock is bounded ([`APPEND_WAIT`]): a closer holds it
+//! for the moment it takes to compress a segment, but anything else can
+//! hold it too (a backup, `flock -x` in a script), for as long as it likes.
+//! A writer that cannot have it by then leaves its line in the spool
+//! ([`super::pending`]), whence the next writer, or the next reader of the
+//! log, appends it: late, never lost.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use chrono::{Datelike, NaiveDate};
 
@@ -120,9 +128,52 @@ impl SegmentName {
     }
 }
 
+/// How long an append waits for a segment's lock before it spools its
+/// line instead: far inside every hook's budget (two seconds), and long
+/// enough for a closer to finish compressing a segment.
+pub const APPEND_WAIT: Duration = Duration::from_millis(250);
+
+/// Where an appended line went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Appended {
+    /// Into a segment of its day.
+    Written,
+    /// Into the spool, at this path: a segment's lock could not be had in
+    /// time ([`super::pending`]).
+    Spooled(PathBuf),
+}
+
 /// Appends `line` (one whole line, newline included) to the log in `dir`,
-/// in a segment of `day`, with one `write`.
-pub fn append(dir: &Path, line: &[u8], day: NaiveDate) -> io::Result<()> {
+/// in a segment of `day`, with one `write`; waits for a segment's lock at
+/// most [`APPEND_WAIT`], then spools the line.
+pub fn append(dir: &Path, line: &[u8], day: NaiveDate) -> io::Result<Appended> {
+    append_within(dir, line, day, APPEND_WAIT)
+}
+
+/// [`append`], waiting for a segment's lock at most `wait`. Lines spooled
+/// before are appended first (without waiting), so they keep their place
+/// before this one as far as they can.
+pub fn append_within(
+    dir: &Path,
+    line: &[u8],
+    day: NaiveDate,
+    wait: Duration,
+) -> io::Result<Appended> {
+    super::pending::drain(dir);
+    if write_line(dir, line, day, Instant::now() + wait)? {
+        return Ok(Appended::Written);
+    }
+    super::pending::spool(dir, line, day).map(Appended::Spooled)
+}
+
+/// Writes `line` into a segment of `day`; false when no segment's lock
+/// could be had by `deadline` (nothing was written).
+pub(super) fn write_line(
+    dir: &Path,
+    line: &[u8],
+    day: NaiveDate,
+    deadline: Instant,
+) -> io::Result<bool> {
     let mut refused = None;
     let mut reopened = 0;
     let mut n = 0;
@@ -138,7 +189,9 @@ pub fn append(dir: &Path, line: &[u8], day: NaiveDate) -> io::Result<()> {
             }
             Err(e) => return Err(e),
         };
-        file.lock_shared()?;
+        if !lock_shared_by(&file, deadline)? {
+            return Ok(false);
+        }
         let meta = file.metadata()?;
         if meta.nlink() == 0 && reopened < 3 {
             // Closed while we waited for the lock: its name is free again.
@@ -160,9 +213,28 @@ pub fn append(dir: &Path, line: &[u8], day: NaiveDate) -> io::Result<()> {
                 ),
             ));
         }
-        return Ok(());
+        return Ok(true);
     }
     Err(refused.unwrap_or_else(|| io::Error::other("every segment name of the day is taken")))
+}
+
+/// Takes a shared lock on `file`, polling until `deadline` (a blocking lock
+/// cannot be given up on); false when it was not had by then.
+fn lock_shared_by(file: &File, deadline: Instant) -> io::Result<bool> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match file.try_lock_shared() {
+            Ok(()) => return Ok(true),
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
 }
 
 /// The segments in `dir`, in name order (oldest first), with their paths.
@@ -218,6 +290,41 @@ mod tests {
         ] {
             assert_eq!(SegmentName::parse(not), None, "{not}");
         }
+    }
+
+    #[test]
+    fn a_held_segment_is_waited_for_no_longer_than_asked_then_spooled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let day = NaiveDate::from_ymd_opt(2026, 3, 9).unwrap();
+        append(tmp.path(), b"{\"a\":1}\n", day).unwrap();
+        let segment = tmp.path().join("20260309-0000.jsonl");
+        let held = File::open(&segment).unwrap();
+        held.lock().unwrap();
+        let started = Instant::now();
+        let got =
+            append_within(tmp.path(), b"{\"b\":2}\n", day, Duration::from_millis(50)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let Appended::Spooled(spooled) = got else {
+            panic!("written under another's exclusive lock: {got:?}")
+        };
+        assert_eq!(std::fs::read(&spooled).unwrap(), b"{\"b\":2}\n");
+        assert_eq!(std::fs::read(&segment).unwrap(), b"{\"a\":1}\n");
+        // Still held: the next writer spools too, and keeps the first.
+        let got = append_within(tmp.path(), b"{\"c\":3}\n", day, Duration::ZERO).unwrap();
+        assert!(matches!(got, Appended::Spooled(_)), "{got:?}");
+        drop(held);
+        // Released: the next writer appends what was spooled, then its own.
+        assert_eq!(
+            append(tmp.path(), b"{\"d\":4}\n", day).unwrap(),
+            Appended::Written
+        );
+        assert_eq!(
+            std::fs::read(&segment).unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n"
+        );
+        assert!(!spooled.exists());
+        let left = std::fs::read_dir(tmp.path().join(super::super::pending::PENDING_DIR)).unwrap();
+        assert_eq!(left.count(), 0);
     }
 
     #[test]

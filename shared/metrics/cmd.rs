@@ -12,7 +12,6 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use chrono::Utc;
 use clap::{Args, ValueEnum};
 
 use super::report::{Report, Spread};
@@ -50,7 +49,7 @@ pub enum Format {
 
 /// Runs `jkz metrics`.
 pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let now = Utc::now();
+    let now = crate::clock::log_now();
     let since = crate::time_span::parse_since(&args.since, now)
         .map_err(|e| Failure::new(EXIT_USAGE, format!("--since: {e}")))?;
     let failed = |e: io::Error| {

@@ -5,6 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::git::repository::MAX_POINTER;
+use crate::user_file::read_user_file_bounded;
+
 /// Seconds without a heartbeat after which a chat is stale and its claims
 /// can be taken over.
 pub const STALE_AFTER: i64 = 300;
@@ -132,12 +135,16 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// The branch of the worktree whose `.git` (a directory, or a file
-/// `gitdir: …` in a linked worktree) is `dot_git`.
+/// `gitdir: …` in a linked worktree) is `dot_git`; the first 12 digits of
+/// the commit when detached. Both files are read bounded, regular files
+/// only, never blocking ([`read_user_file_bounded`]): a FIFO or a device
+/// in their place leaves the branch unknown, never a hook waiting.
 fn read_branch(dot_git: &Path) -> Option<String> {
     let git_dir = if dot_git.is_dir() {
         dot_git.to_path_buf()
     } else {
-        let text = std::fs::read_to_string(dot_git).ok()?;
+        let bytes = read_user_file_bounded(dot_git, MAX_POINTER).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
         let linked = text.lines().next()?.strip_prefix("gitdir:")?.trim();
         let linked = Path::new(linked);
         if linked.is_absolute() {
@@ -146,7 +153,8 @@ fn read_branch(dot_git: &Path) -> Option<String> {
             dot_git.parent()?.join(linked)
         }
     };
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = read_user_file_bounded(&git_dir.join("HEAD"), MAX_POINTER).ok()?;
+    let head = String::from_utf8(head).ok()?;
     let head = head.trim();
     match head.strip_prefix("ref:") {
         Some(r) => Some(r.trim().trim_start_matches("refs/heads/").to_string()),

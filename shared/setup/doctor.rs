@@ -330,7 +330,20 @@ fn check_registry<W: Write>(report: &mut Report<W>, state: &StateDir) -> Result<
                         "registry: PostgreSQL {url} (from {origin}), {schema}, round trip {:.2} ms",
                         p.round_trip.as_secs_f64() * 1000.0
                     ),
-                )
+                )?;
+                // The version says which migrations ran, not what became
+                // of the tables: each difference fails every claim, lock
+                // or circuit using that table, and every hook fails open.
+                for drift in &p.drifts {
+                    report.line(
+                        Status::Fail,
+                        format_args!(
+                            "registry: table {}; until then jkz's statements on it fail and hooks let every call through",
+                            drift.line()
+                        ),
+                    )?;
+                }
+                Ok(())
             }
             Err(e) => report.line(
                 Status::Fail,

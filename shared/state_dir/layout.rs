@@ -18,7 +18,7 @@
 //! | [`MEMORY_DB`] (with SQLite's `-wal`, `-shm`), [`MEMORY_DB_CORRUPT`] | `jkz patterns`, `jkz run`, `jkz-truncate --record`, `jkz ui` (pin, reject) | learned patterns with evidence and feedback (FTS5); rebuilt from the records and the feedback log |
 //! | [`PATTERNS_FEEDBACK`] | the same | the append-only feedback log of the patterns |
 //! | [`SETTINGS_BACKUP`], or another checkout's [`settings_backup_name`] | `jkz install` | a checkout's `.claude/settings.json` before jkz changed it, for `jkz uninstall` |
-//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db` | every jkz writer | the event log (never removed) and its rebuildable index |
+//! | [`EVENTS_DIR`]`/<YYYYMMDD>-<NNNN>.jsonl[.gz]`, `index.db`, `pending/` | every jkz writer | the event log (never removed), its rebuildable index, and the spool of lines a held segment lock kept out for a moment |
 //! | [`METRICS_DB`] | `jkz metrics`, `jkz slo`, `jkz ui` | pipeline metrics derived from the event log |
 //! | [`CODEX_COMPACT_PROMPT`] | `jkz install --client codex`, `jkz-pre-compact` (Codex) | the compaction prompt Codex CLI reads (`experimental_compact_prompt_file`) |
 //! | [`FINDINGS_DB`] (with SQLite's `-wal`, `-shm`) | `jkz findings import`, `jkz findings dismiss`, `jkz run` | review findings across iterations |
@@ -115,6 +115,59 @@ pub const SUBDIRS: [&str; 7] = [
     LOCKS_DIR,
     EVENTS_DIR,
 ];
+
+/// True when `name` is an entry jkz may have made at the top of a state
+/// root: a name of the table above (a database with SQLite's `-wal`,
+/// `-shm` and `-journal` beside it, and its `.corrupt` copy moved aside; a
+/// settings backup of any checkout; a snapshot), or a lock file (`.<name>.lock`) or temp file
+/// (`.<name>.….tmp`) of jkz's. What a root a git config or `jkz attach`
+/// names may hold besides ([`super::root::usable_root`]): a directory
+/// holding anything else is not a state root, and jkz does not take it
+/// over. A feature that adds an entry at the top adds it here.
+pub fn is_root_entry(name: &str) -> bool {
+    const NAMES: [&str; 21] = [
+        PIPELINE_DIR,
+        SESSION_RECORD_DIR,
+        "clients",
+        GEMINI_SETTINGS_BACKUP,
+        OFFLOAD_DIR,
+        DELIBERATIONS_DIR,
+        CIRCUIT_DIR,
+        LOCKS_DIR,
+        TOOL_OUTPUT_LEDGER,
+        TOOL_OUTPUT_LEDGER_ROTATED,
+        CODEX_COMPACT_PROMPT,
+        CHAT_DB_CORRUPT,
+        MEMORY_DB_CORRUPT,
+        PATTERNS_FEEDBACK,
+        WATCH_LIST,
+        LIVE_SESSION,
+        SETTINGS_BACKUP,
+        EVENTS_DIR,
+        CHAT_DB,
+        MEMORY_DB,
+        FINDINGS_DB,
+    ];
+    const DATABASES: [&str; 4] = [CHAT_DB, MEMORY_DB, FINDINGS_DB, METRICS_DB];
+    if NAMES.contains(&name) || is_snapshot_name(name) {
+        return true;
+    }
+    if let Some(hex) = name
+        .strip_prefix(SETTINGS_BACKUP)
+        .and_then(|rest| rest.strip_prefix('.'))
+    {
+        return hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    if DATABASES.iter().any(|db| {
+        name.strip_prefix(db)
+            .is_some_and(|rest| matches!(rest, "" | "-wal" | "-shm" | "-journal" | ".corrupt"))
+    }) {
+        return true;
+    }
+    name.starts_with('.')
+        && name.len() > 1
+        && (name.ends_with(".lock") || name.ends_with(crate::atomic::TEMP_SUFFIX))
+}
 
 /// The start of every pre-compact snapshot's name.
 pub const SNAPSHOT_PREFIX: &str = "pre-compact-";

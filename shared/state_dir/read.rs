@@ -46,20 +46,11 @@ use std::sync::Mutex;
 use super::O_NOFOLLOW;
 use crate::user_file::{whole, O_NONBLOCK};
 
-/// Whether a link in the last path component is followed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Links {
-    /// Below the state directory: refused.
-    Refuse,
-    /// The user's own files: followed.
-    Follow,
-}
-
 /// Opens a file under `state/` for reading: a regular file, not through a
 /// symbolic link, without blocking (see the module documentation). A refused
 /// entry is reported on stderr and returned as an `InvalidInput` error.
 pub fn open_state_file(path: &Path) -> io::Result<File> {
-    open_regular(path, Links::Refuse).map(|(file, _)| file)
+    open_regular(path).map(|(file, _)| file)
 }
 
 /// Opens a file under `state/` to append to it or to lock it, creating it
@@ -185,23 +176,18 @@ pub fn open_file_below(dir: &Path, path: &Path) -> io::Result<File> {
 }
 
 /// [`open_state_file`], also returning the file's size.
-fn open_regular(path: &Path, links: Links) -> io::Result<(File, u64)> {
+fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     let refused = |e: io::Error| {
         if e.kind() == io::ErrorKind::InvalidInput {
             report_refused(path, &e);
         }
         e
     };
-    if links == Links::Refuse {
-        check_parent(path).map_err(refused)?;
-    }
+    check_parent(path).map_err(refused)?;
     // Where O_NONBLOCK is known, the open itself cannot block; elsewhere
     // look first (a swap in between is still caught below).
     if O_NONBLOCK == 0 {
-        let meta = match links {
-            Links::Refuse => fs::symlink_metadata(path)?,
-            Links::Follow => fs::metadata(path)?,
-        };
+        let meta = fs::symlink_metadata(path)?;
         if meta.file_type().is_symlink() {
             return Err(refused(symbolic_link()));
         }
@@ -209,17 +195,14 @@ fn open_regular(path: &Path, links: Links) -> io::Result<(File, u64)> {
             return Err(refused(not_a_regular_file()));
         }
     }
-    let flags = match links {
-        Links::Refuse => O_NONBLOCK | O_NOFOLLOW,
-        Links::Follow => O_NONBLOCK,
-    };
-    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK | O_NOFOLLOW)
+        .open(path)
+    {
         Ok(file) => file,
         // ELOOP (FreeBSD: EMLINK) for a link under O_NOFOLLOW: name it.
-        Err(e) if links == Links::Refuse && is_link(path) => {
-            let _ = e;
-            return Err(refused(symbolic_link()));
-        }
+        Err(_) if is_link(path) => return Err(refused(symbolic_link())),
         Err(e) => return Err(e),
     };
     let meta = file.metadata()?;
@@ -280,14 +263,14 @@ pub fn read_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 
 /// [`read_state_file`] into a buffer the caller reuses; returns the length.
 pub fn read_state_file_into(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
-    read_bounded(path, Links::Refuse, max, buf)
+    read_bounded(path, max, buf)
 }
 
 /// [`read_state_file`] for a caller that wants the whole file or nothing: a
 /// file larger than `max` is an `InvalidData` error saying so.
 pub fn read_whole_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    read_bounded(path, Links::Refuse, max, &mut bytes)?;
+    read_bounded(path, max, &mut bytes)?;
     whole(bytes, max)
 }
 
@@ -296,17 +279,23 @@ pub fn read_whole_state_file(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 pub const MAX_USER_FILE: u64 = 16 * 1024 * 1024;
 
 /// Reads one of the user's own files outside `state/` (`.claude/settings.json`,
-/// `.gitignore`, an installed slash command) whole: links followed, but only
-/// a regular file, at most [`MAX_USER_FILE`] bytes (larger: an `InvalidData`
-/// error), never blocking.
+/// `.gitignore`, `jkz.toml`, an installed slash command) whole, at most
+/// [`MAX_USER_FILE`] bytes, through the one reader of files that are not
+/// jkz's ([`crate::user_file::read_user_file_bounded`]): links followed,
+/// only a regular file, never blocking; larger is an `InvalidData` error.
+/// A refused one (a FIFO, a device, a directory) is said on stderr as a
+/// refused state file is: many callers pass over an unreadable settings
+/// file without a word.
 pub fn read_user_file(path: &Path) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    read_bounded(path, Links::Follow, MAX_USER_FILE, &mut bytes)?;
-    whole(bytes, MAX_USER_FILE)
+    crate::user_file::read_user_file_bounded(path, MAX_USER_FILE).inspect_err(|e| {
+        if e.kind() == io::ErrorKind::InvalidInput {
+            report_refused(path, e);
+        }
+    })
 }
 
-fn read_bounded(path: &Path, links: Links, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let (file, len) = open_regular(path, links)?;
+fn read_bounded(path: &Path, max: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let (file, len) = open_regular(path)?;
     let limit = max.saturating_add(1);
     // Room for the whole file (and the probe for its end) up front: one read
     // instead of a series of growing ones. The size is a hint; the limit rules.
@@ -345,7 +334,7 @@ impl SmallFileReader {
                 .custom_flags(O_NONBLOCK | O_NOFOLLOW)
                 .open(path)?
         } else {
-            open_regular(path, Links::Refuse)?.0
+            open_regular(path)?.0
         };
         let limit = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
         let mut len = 0;

@@ -227,10 +227,14 @@ fn attached_root(value: &[u8], config_file: &Path) -> Result<PathBuf, String> {
 }
 
 /// Why jkz may not keep state in `dir` (a root it did not find by the
-/// layout: one `jkz.stateDir` or `jkz attach` names), or `Ok`: it must be a
-/// directory (a link to one is followed: where state lives is the user's
-/// choice) owned by this user, and nobody else may write to it, since jkz
-/// reads back what it finds there.
+/// layout: one `jkz.stateDir` or `jkz attach` names), or `Ok`. It must be
+/// a directory (a link to one is followed: where state lives is the user's
+/// choice), not the file system's root nor one of the system's own
+/// ([`super::system`]), owned by this user, writable by nobody else (jkz
+/// reads back what it finds there), and either empty or a state root
+/// already: every entry one jkz makes there ([`super::layout::is_root_entry`]).
+/// A directory holding anything else (a home directory, a checkout) is not
+/// taken over. Every check reads; nothing is written before they pass.
 pub fn usable_root(dir: &Path) -> Result<(), String> {
     let meta = match fs::metadata(dir) {
         Ok(m) => m,
@@ -241,6 +245,17 @@ pub fn usable_root(dir: &Path) -> Result<(), String> {
     };
     if !meta.is_dir() {
         return Err("which is not a directory".into());
+    }
+    let resolved = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(system) = super::system::system_directory(&resolved) {
+        let what = match system {
+            "/" => "the file system's root".to_string(),
+            s if resolved == Path::new(s) => format!("the system directory {s}"),
+            s => format!("inside the system directory {s}"),
+        };
+        return Err(format!(
+            "which is {what}: jkz never keeps state there; name a directory of its own (e.g. a repository's state/)"
+        ));
     }
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
@@ -255,7 +270,27 @@ pub fn usable_root(dir: &Path) -> Result<(), String> {
             "which others can write to (mode {mode:03o}; chmod 700 it)"
         ));
     }
+    if let Some(foreign) = foreign_entry(dir)? {
+        return Err(format!(
+            "which holds {foreign:?}, an entry jkz never makes in a state directory: not a jkz state directory, and jkz does not take it over (name an empty directory, or one jkz made)"
+        ));
+    }
     Ok(())
+}
+
+/// The first entry of `dir` that jkz never makes at the top of a state
+/// root, if any.
+fn foreign_entry(dir: &Path) -> Result<Option<String>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("which cannot be listed ({e})"))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("which cannot be listed ({e})"))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !super::layout::is_root_entry(&name) {
+            return Ok(Some(name.into_owned()));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -288,6 +323,44 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let err = attached_root(file.as_os_str().as_bytes(), cfg).unwrap_err();
         assert!(err.contains("not a directory"), "{err}");
+    }
+
+    #[test]
+    fn the_root_system_directories_and_foreign_directories_are_refused() {
+        let cfg = Path::new("/r/.git/config");
+        for (value, want) in [
+            (&b"/"[..], "the file system's root"),
+            (b"/etc", "the system directory /etc"),
+            (b"/usr/share", "inside the system directory /usr"),
+        ] {
+            let err = attached_root(value, cfg).unwrap_err();
+            assert!(err.contains(want) && err.contains("jkz detach"), "{err}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // What jkz makes there: still a state root.
+        for name in [
+            "pipeline",
+            "chat.db",
+            "chat.db-wal",
+            "events",
+            "pre-compact-20260101T000000.000Z-7.json",
+            "settings.json.jkz-backup.0123456789abcdef",
+            ".live-session.json.lock",
+            ".chat.db.a1b2c3.tmp",
+        ] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        assert_eq!(attached_root(dir.as_os_str().as_bytes(), cfg).unwrap(), dir);
+        // Anything else: not jkz's, never taken over.
+        std::fs::write(dir.join(".bashrc"), "").unwrap();
+        let err = attached_root(dir.as_os_str().as_bytes(), cfg).unwrap_err();
+        assert!(
+            err.contains("\".bashrc\"") && err.contains("not a jkz state directory"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub fn lookup(config: &postgres::Config, env: &dyn Fn(&str) -> Option<String>) -
     if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 || meta.len() > MAX_PGPASS {
         return None;
     }
-    let text = std::fs::read_to_string(&path).ok()?;
+    let bytes = crate::user_file::read_user_file_bounded(&path, MAX_PGPASS).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let host = match config.get_hosts().first()? {
         Host::Tcp(h) => h.clone(),
         Host::Unix(_) => "localhost".to_string(),

@@ -165,3 +165,25 @@ pub fn migrate(client: &mut postgres::Client, url: &str, repair: bool) -> Result
     tx.commit().map_err(sql)?;
     Ok(found)
 }
+
+/// Runs the safe repairs of what differs from the schema
+/// ([`super::verify`]), under the migration lock, in one transaction: the
+/// differences are read again once the lock is held (another machine may
+/// have repaired them meanwhile). Returns what was repaired, and what the
+/// server refused.
+pub fn repair(
+    client: &mut postgres::Client,
+    url: &str,
+) -> Result<Vec<super::verify::Repaired>, TeamError> {
+    let sql = |e: postgres::Error| TeamError::of(url, &e, false);
+    let mut tx = client.transaction().map_err(sql)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, 0)",
+        &[&(LockClass::Migration as i32)],
+    )
+    .map_err(sql)?;
+    let drifts = super::verify::verify(&mut tx).map_err(sql)?;
+    let repaired = super::verify::repair(&mut tx, &drifts).map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    Ok(repaired)
+}

@@ -344,9 +344,13 @@ fn system_store() -> Result<RootCertStore, BoxError> {
     Ok(store)
 }
 
+/// The most bytes of a CA file read: a distribution's whole bundle is
+/// about 200 KiB.
+const MAX_CA_FILE: u64 = 16 * 1024 * 1024;
+
 /// A certificate store holding exactly the CA certificates of `path`.
 fn ca_store(path: &Path) -> Result<RootCertStore, BoxError> {
-    let pem = std::fs::read(path).map_err(|e| {
+    let pem = crate::user_file::read_user_file_bounded(path, MAX_CA_FILE).map_err(|e| {
         format!(
             "reading the CA file {} (sslrootcert, PGSSLROOTCERT or ~/.postgresql/root.crt): {e}",
             path.display()

@@ -203,12 +203,9 @@ pub fn client_args_approve(args: &[String]) -> bool {
 
 /// True when a settings file allows every Bash command.
 fn settings_approve(file: &Path) -> bool {
-    let Ok(text) = std::fs::read(file) else {
+    let Ok(text) = crate::user_file::read_user_file_bounded(file, 1 << 20) else {
         return false;
     };
-    if text.len() > 1 << 20 {
-        return false;
-    }
     let Ok(v) = serde_json::from_slice::<Value>(&text) else {
         return false;
     };

@@ -8,6 +8,7 @@ mod identity;
 mod patterns;
 mod registry;
 mod run;
+mod stores;
 mod terminal;
 mod tracked_state;
 mod ui;
