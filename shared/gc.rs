@@ -577,24 +577,11 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         writeln!(out, "{}", inert(&line.to_string()))
             .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
-    if state.path().exists() && !state.exists() {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "{} is not a directory: nothing to collect (move it away, or name another state directory)",
-                state.path().display()
-            ),
-        ));
-    }
     if !state.exists() {
-        say(
-            out,
-            format_args!(
-                "no state directory at {}; nothing to collect",
-                state.describe()
-            ),
-        )?;
-        return Ok(EXIT_OK);
+        return Err(Failure::new(
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
+        ));
     }
     let doomed = plan(state.path(), SystemTime::now());
     let mut freed = 0;

@@ -19,6 +19,9 @@
 //! `jkz slo`: [`crate::slo::cmd`].
 //! `jkz patterns`: [`crate::patterns::cmd`].
 //! `jkz reduce`: [`crate::reduce::cmd`]; `jkz filters`: [`crate::reduce::filters_cmd`].
+//! Every subcommand that needs a state directory and finds none stops
+//! with [`crate::exit::EXIT_NO_STATE_DIR`] (4) and one message (see
+//! [`needs`]).
 //! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -26,6 +29,7 @@
 //! | 0 | success; for `doctor`, every check passed |
 //! | 1 | failure: a check failed (`doctor`), settings jkz refuses to edit, an I/O error |
 //! | 2 | usage: unknown subcommand or bad arguments |
+//! | 4 | no state directory (`gc`, `stats`) |
 
 use std::io::BufWriter;
 
@@ -172,6 +176,22 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         };
         return (program(&cli.command), Err(Failure::new(code, why)));
     }
+    // No state directory: one message and one code for every subcommand
+    // that uses it; a writer creates a root the user named.
+    let missing = match needs(&cli.command) {
+        Needs::Nothing => false,
+        Needs::Existing => !state.exists(),
+        Needs::Writable => !state.exists() && !state.source().is_explicit(),
+    };
+    if missing {
+        return (
+            program(&cli.command),
+            Err(Failure::new(
+                crate::exit::EXIT_NO_STATE_DIR,
+                state.missing(),
+            )),
+        );
+    }
     // Every subcommand given `buffered()` flushes it explicitly.
     let buffered = || BufWriter::new(std::io::stdout().lock());
     match cli.command {
@@ -262,6 +282,71 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         ),
         Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
         Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
+    }
+}
+
+/// What a subcommand needs of the state directory before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Needs {
+    /// Nothing, or it says itself: the setup commands (they make or check
+    /// it), `jkz run` (its CMD runs without one; its own code, 125, when
+    /// `--service` or `--lock` needs one), the filters (they fail open) and
+    /// the team registry (PostgreSQL).
+    Nothing,
+    /// One that exists: a reader has nothing to read without it.
+    Existing,
+    /// One that exists, or one the user named (`--state-dir`,
+    /// `JKZ_STATE_DIR`), which a writer creates.
+    Writable,
+}
+
+fn needs(command: &Command) -> Needs {
+    use crate::events::cmd::EventsCommand;
+    use crate::findings::cli::FindingsCommand;
+    use crate::lock_cmd::LockCommand;
+    use crate::patterns::cmd::PatternsCommand;
+    use crate::state_cmd::StateCommand;
+    match command {
+        Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_)
+        | Command::Attach(_)
+        | Command::Detach(_)
+        | Command::Run(_)
+        | Command::Reduce(_)
+        | Command::Filters(_)
+        | Command::Registry(_) => Needs::Nothing,
+        Command::State(args) => match args.command {
+            StateCommand::Set { .. } => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Lock(args) => match args.command {
+            LockCommand::Acquire { .. } => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Findings(args) => match args.command {
+            Some(FindingsCommand::Import(_)) => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Patterns(args) => match args.command {
+            PatternsCommand::Mine(_) => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Events(args) => match args.command {
+            Some(EventsCommand::Rebuild) => Needs::Writable,
+            None => Needs::Existing,
+        },
+        Command::Claim(_) => Needs::Writable,
+        Command::Gc(_)
+        | Command::Stats(_)
+        | Command::Deliberations(_)
+        | Command::Circuit(_)
+        | Command::Metrics(_)
+        | Command::Slo(_)
+        | Command::Release(_)
+        | Command::Chats(_) => Needs::Existing,
+        #[cfg(feature = "ui")]
+        Command::Ui(_) => Needs::Existing,
     }
 }
 

@@ -226,8 +226,15 @@ impl StateDir {
     }
 
     /// The one message for "no state directory here": where it was looked
-    /// for, and what to do.
+    /// for, why there, and how to make one. Something else in its place (a
+    /// file) is said as such: `jkz install` would not help.
     pub fn missing(&self) -> String {
+        if fs::symlink_metadata(&self.path).is_ok() && !self.exists() {
+            return format!(
+                "no state directory at {}: it exists but is not a directory (move it away, or name another state directory with --state-dir or JKZ_STATE_DIR)",
+                self.describe()
+            );
+        }
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
             self.describe()

@@ -37,6 +37,7 @@
 //! | 0 | never: the server runs until it is stopped |
 //! | 1 | the server could not start (port taken, no runtime) |
 //! | 2 | usage: bad arguments |
+//! | 4 | no state directory |
 
 pub mod api;
 pub mod history;

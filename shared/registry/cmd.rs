@@ -9,12 +9,12 @@
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
 //! or already this chat's) / released (or not claimed); 1 an I/O or
-//! registry error, or no state directory; 2 usage (no session id, a bad
+//! registry error; 2 usage (no session id, a bad
 //! issue number); 3 refused: held by another chat (`claim`: a live one, or
 //! a stale one without `--take`, on the issue or on a worktree that
 //! contains or lies inside the one asked for; `release`: another chat's
-//! claim), or `--session` naming another chat from inside a chat. `jkz
-//! chats`: 0, or 1 on an error.
+//! claim), or `--session` naming another chat from inside a chat; 4 no
+//! state directory. `jkz chats`: 0, 1 on an error, 4 no state directory.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -86,7 +86,10 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(EXIT_FAILED, state.missing())),
+        Ok(None) => Err(Failure::new(
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
+        )),
         Err(e) => Err(Failure::io(EXIT_FAILED, state.path().display(), e)),
     }
 }

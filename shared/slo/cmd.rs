@@ -7,7 +7,8 @@
 //! |---|---|
 //! | 0 | every objective met (or without data) |
 //! | 1 | at least one objective violated |
-//! | 2 | `jkz.toml` unreadable or bad (the key and why are named), no state directory, the event log unreadable, or a usage error |
+//! | 2 | `jkz.toml` unreadable or bad (the key and why are named), the event log unreadable, or a usage error |
+//! | 4 | no state directory: nothing to measure |
 
 use std::io::Write;
 use std::path::Path;
@@ -26,7 +27,7 @@ use crate::terminal_text::inert;
 pub const EXIT_VIOLATED: u8 = 1;
 
 /// `jkz slo check`'s exit code when it cannot judge: a bad or unreadable
-/// `jkz.toml`, no state directory, metrics or output it cannot read or
+/// `jkz.toml`, metrics or output it cannot read or
 /// write. The code of a usage error ([`EXIT_USAGE`]).
 pub const EXIT_CANNOT_JUDGE: u8 = EXIT_USAGE;
 
@@ -45,7 +46,7 @@ pub enum SloCommand {
     /// Without jkz.toml (or its [slo] table): completion rate at least 0.8
     /// and fix iterations p90 at most 3 over 7 days. Exit codes: 0 every
     /// objective met (or without data), 1 one violated, 2 jkz.toml bad or
-    /// unreadable (the key and why are named), or nothing to measure.
+    /// unreadable (the key and why are named), 4 no state directory.
     Check,
 }
 
@@ -72,11 +73,8 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     };
     let Some(db) = crate::metrics::up_to_date(state).map_err(failed)? else {
         return Err(Failure::new(
-            EXIT_CANNOT_JUDGE,
-            format!(
-                "no state directory at {}: nothing to measure (run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
         ));
     };
     let now = Utc::now();
