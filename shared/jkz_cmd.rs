@@ -64,7 +64,7 @@ pub enum Command {
     Uninstall(UninstallArgs),
     /// Check binaries, how jkz is registered (the plugin or settings, once),
     /// commands, the state directory (which one, and why) and pipeline files.
-    Doctor(DoctorArgs),
+    Doctor(DoctorCmd),
     /// Share another checkout's state directory: record its root in this
     /// repository's git config (jkz.stateDir), for every tool started here.
     Attach(crate::setup::AttachArgs),
@@ -115,6 +115,35 @@ pub enum Command {
     Patterns(crate::patterns::cmd::PatternsArgs),
     /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
     Registry(crate::team::cmd::RegistryArgs),
+}
+
+/// `jkz doctor`: its checks ([`DoctorArgs`]), for people or as JSON.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorCmd {
+    #[command(flatten)]
+    pub args: DoctorArgs,
+    /// Print one JSON object instead of lines: ok, failed (a count) and
+    /// checks, each with its status (ok, fail, note) and text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `jkz doctor`, its lines turned into one JSON object with `--json`
+/// ([`crate::json_output::checks`]).
+fn doctor(
+    cmd: &DoctorCmd,
+    state_flag: Option<&std::path::Path>,
+    out: &mut dyn std::io::Write,
+) -> Result<u8, Failure> {
+    if !cmd.json {
+        return crate::setup::doctor(&cmd.args, state_flag, out);
+    }
+    let mut lines = Vec::new();
+    let code = crate::setup::doctor(&cmd.args, state_flag, &mut lines)?;
+    let checks = crate::json_output::checks(&String::from_utf8_lossy(&lines));
+    crate::json_output::write(out, &checks)
+        .map_err(|e| Failure::io(crate::exit::EXIT_FAILED, "writing stdout", e))?;
+    Ok(code)
 }
 
 /// `jkz reduce` with only its own arguments and `--state-dir` parsed: it
@@ -204,9 +233,9 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz uninstall",
             crate::setup::uninstall(&args, &mut buffered()),
         ),
-        Command::Doctor(args) => (
+        Command::Doctor(cmd) => (
             "jkz doctor",
-            crate::setup::doctor(&args, cli.state.named(), &mut buffered()),
+            doctor(&cmd, cli.state.named(), &mut buffered()),
         ),
         Command::Gc(args) => ("jkz gc", crate::gc::gc(&args, &state, &mut buffered())),
         Command::Stats(args) => (

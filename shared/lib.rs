@@ -55,6 +55,7 @@ pub mod hook;
 pub mod jkz_toml;
 pub mod json_depth;
 pub mod json_file;
+pub mod json_output;
 pub mod json_type;
 pub mod lines;
 pub mod outside_text;

@@ -47,7 +47,29 @@ pub enum SloCommand {
     /// and fix iterations p90 at most 3 over 7 days. Exit codes: 0 every
     /// objective met (or without data), 1 one violated, 2 jkz.toml bad or
     /// unreadable (the key and why are named), 4 no state directory.
-    Check,
+    Check(CheckArgs),
+}
+
+/// `jkz slo check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Print one JSON object instead of a table: met (every objective met
+    /// or without data), window, since, until, from (jkz.toml, or null for
+    /// the defaults) and objectives, each with key, target, measured,
+    /// standing (met, violated, no-data), target_value and measured_value.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `jkz slo check --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct CheckReport<'a> {
+    met: bool,
+    window: &'a str,
+    since: &'a str,
+    until: &'a str,
+    from: Option<&'a Path>,
+    objectives: &'a [super::Judged],
 }
 
 /// The project root: the directory holding the state directory.
@@ -61,7 +83,7 @@ pub fn project_root(state: &StateDir) -> &Path {
 
 /// Runs `jkz slo check`.
 pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let SloCommand::Check = args.command;
+    let SloCommand::Check(check) = &args.command;
     let objectives = config::load(project_root(state))
         .map_err(|e| Failure::new(EXIT_CANNOT_JUDGE, e.to_string()))?;
     let failed = |e: std::io::Error| {
@@ -84,6 +106,24 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
         .unwrap_or(chrono::DateTime::<Utc>::MIN_UTC);
     let report = db.report(since, now, None).map_err(failed)?;
     let judged = judge(&objectives, &report);
+    let violated = judged.iter().any(|j| j.standing == Standing::Violated);
+    let code = match violated {
+        true => EXIT_VIOLATED,
+        false => EXIT_OK,
+    };
+    if check.json {
+        let shown = CheckReport {
+            met: !violated,
+            window: &objectives.window_text,
+            since: &report.since,
+            until: &report.until,
+            from: objectives.file.as_deref(),
+            objectives: &judged,
+        };
+        crate::json_output::write(out, &shown)
+            .map_err(|e| Failure::io(EXIT_CANNOT_JUDGE, "writing stdout", e))?;
+        return Ok(code);
+    }
     let mut text = format!(
         "{:<36}  {:>10}  {:>10}  STATUS\n",
         "OBJECTIVE", "TARGET", "MEASURED"
@@ -112,8 +152,5 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| Failure::io(EXIT_CANNOT_JUDGE, "writing stdout", e))?;
-    match judged.iter().any(|j| j.standing == Standing::Violated) {
-        true => Ok(EXIT_VIOLATED),
-        false => Ok(EXIT_OK),
-    }
+    Ok(code)
 }
