@@ -599,10 +599,19 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         writeln!(out, "{}", inert(&line.to_string()))
             .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
-    if !state.exists() {
+    if state.is_absent() {
         return Err(Failure::new(
             crate::exit::EXIT_NO_STATE_DIR,
             state.missing(),
+        ));
+    }
+    if !state.exists() {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "{} is not a directory: nothing to collect (move it away, or name another state directory)",
+                state.path().display()
+            ),
         ));
     }
     let doomed = plan(state.path(), SystemTime::now());

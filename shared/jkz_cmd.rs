@@ -209,8 +209,8 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
     // that uses it; a writer creates a root the user named.
     let missing = match needs(&cli.command) {
         Needs::Nothing => false,
-        Needs::Existing => !state.exists(),
-        Needs::Writable => !state.exists() && !state.source().is_explicit(),
+        Needs::Existing => state.is_absent(),
+        Needs::Writable => state.is_absent() && !state.source().is_explicit(),
     };
     if missing {
         return (

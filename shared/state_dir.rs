@@ -226,15 +226,8 @@ impl StateDir {
     }
 
     /// The one message for "no state directory here": where it was looked
-    /// for, why there, and how to make one. Something else in its place (a
-    /// file) is said as such: `jkz install` would not help.
+    /// for, why there, and how to make one.
     pub fn missing(&self) -> String {
-        if fs::symlink_metadata(&self.path).is_ok() && !self.exists() {
-            return format!(
-                "no state directory at {}: it exists but is not a directory (move it away, or name another state directory with --state-dir or JKZ_STATE_DIR)",
-                self.describe()
-            );
-        }
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
             self.describe()
@@ -307,6 +300,14 @@ impl StateDir {
     /// True when the directory exists (as a directory).
     pub fn exists(&self) -> bool {
         self.path.is_dir()
+    }
+
+    /// True when nothing is there (a link to nothing counts as nothing):
+    /// "no state directory". Something else in its place (a file) is not
+    /// absent: each command says what is wrong with it, where "no state
+    /// directory" would send the user to `jkz install` in vain.
+    pub fn is_absent(&self) -> bool {
+        fs::metadata(&self.path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
     }
 
     /// The directory ready for writing: created (owner-only) when the root is

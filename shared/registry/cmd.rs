@@ -50,7 +50,9 @@ pub struct ClaimArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
     /// The worktree the issue is worked in: another live chat's edits there
-    /// are refused.
+    /// are refused. A directory of this repository (a worktree, or a
+    /// directory inside one); a path that does not exist, or another
+    /// repository's checkout, is refused (exit 2).
     #[arg(long, value_name = "PATH")]
     pub worktree: Option<PathBuf>,
     /// Take the issue (and the worktree) over from a chat that is stale
@@ -102,10 +104,13 @@ pub(super) fn here() -> Place {
 pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let session = acting_for(args.session.as_deref(), state.path())?;
     let root = root_of(state)?;
-    let worktree = args
-        .worktree
-        .as_ref()
-        .map(|p| resolve(&std::path::absolute(p).unwrap_or_else(|_| p.clone())));
+    let worktree = match &args.worktree {
+        Some(p) => Some(resolve(
+            &super::claimed_worktree::check(p, Path::new(""))
+                .map_err(|e| Failure::new(crate::exit::EXIT_USAGE, e))?,
+        )),
+        None => None,
+    };
     let worktree = worktree.as_ref().map(|p| p.display().to_string());
     let issue = args.issue.as_str();
     let now = now();
