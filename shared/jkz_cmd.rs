@@ -115,6 +115,12 @@ pub enum Command {
     Patterns(crate::patterns::cmd::PatternsArgs),
     /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
     Registry(crate::team::cmd::RegistryArgs),
+    /// Print the completion script of jkz (or of another of its binaries)
+    /// for bash, zsh or fish.
+    Completions(crate::manual::CompletionsArgs),
+    /// Write the man pages of every jkz binary and subcommand into a
+    /// directory.
+    Man(crate::manual::ManArgs),
 }
 
 /// `jkz doctor`: its checks ([`DoctorArgs`]), for people or as JSON.
@@ -187,7 +193,9 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         | Command::Detach(_)
         // A filter fails open: it keeps no full output rather than stop.
         | Command::Reduce(_)
-        | Command::Filters(_) => None,
+        | Command::Filters(_)
+        | Command::Completions(_)
+        | Command::Man(_) => None,
         // 1 means "an objective was violated": nothing to measure is 2.
         Command::State(_) | Command::Slo(_) => Some(2),
         Command::Run(_) => Some(crate::run::EXIT_FAILED),
@@ -309,6 +317,11 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz registry",
             crate::team::cmd::run(&args, &state, &mut buffered()),
         ),
+        Command::Completions(args) => (
+            "jkz completions",
+            crate::manual::completions(&args, &mut buffered()),
+        ),
+        Command::Man(args) => ("jkz man", crate::manual::man(&args, &mut buffered())),
         Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
         Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
     }
@@ -344,7 +357,9 @@ fn needs(command: &Command) -> Needs {
         | Command::Run(_)
         | Command::Reduce(_)
         | Command::Filters(_)
-        | Command::Registry(_) => Needs::Nothing,
+        | Command::Registry(_)
+        | Command::Completions(_)
+        | Command::Man(_) => Needs::Nothing,
         Command::State(args) => match args.command {
             StateCommand::Set { .. } => Needs::Writable,
             _ => Needs::Existing,
@@ -406,6 +421,8 @@ fn program(command: &Command) -> &'static str {
         Command::Slo(_) => "jkz slo",
         Command::Findings(_) => "jkz findings",
         Command::Registry(_) => "jkz registry",
+        Command::Completions(_) => "jkz completions",
+        Command::Man(_) => "jkz man",
         Command::Patterns(args) => crate::patterns::cmd::program(args),
     }
 }
