@@ -41,11 +41,11 @@ pub struct EventsArgs {
     pub kind: Option<String>,
     /// Only events since WHEN: a span back from now (30m, 2h, 7d), a date
     /// (2026-11-27: its midnight, UTC) or an RFC 3339 time.
-    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
-    pub since: Option<DateTime<Utc>>,
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
     /// Only events before WHEN: the same forms as --since.
-    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
-    pub until: Option<DateTime<Utc>>,
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
     /// One JSON object per line (the log's own lines) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -87,11 +87,22 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
         .map_err(writing)?;
         return Ok(EXIT_OK);
     }
-    crate::time_span::check_window(args.since, args.until)
-        .map_err(|e| Failure::new(EXIT_USAGE, e))?;
-    let since = args.since;
+    // Parsed here, not by clap, so a bad time is one line like every
+    // other refusal of this command.
+    let now = Utc::now();
+    let point = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| crate::time_span::parse_point(t, now))
+            .transpose()
+            .map_err(|e| Failure::new(EXIT_USAGE, format!("{flag}: {e}")))
+    };
+    let (since, until) = (
+        point("--since", &args.since)?,
+        point("--until", &args.until)?,
+    );
+    crate::time_span::check_window(since, until).map_err(|e| Failure::new(EXIT_USAGE, e))?;
     // An id sorts by its time: the events before `until` have smaller ones.
-    let until_id = args.until.map(super::id::lower_bound);
+    let until_id = until.map(super::id::lower_bound);
     let only = args.issue.as_ref().map(IssueNumber::as_str);
     let Some(mut index) = super::up_to_date_for(state, only).map_err(failed)? else {
         return Err(no_state_dir(state));
