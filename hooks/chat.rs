@@ -8,7 +8,7 @@
 use jkz::registry::hook;
 
 fn main() -> std::process::ExitCode {
-    let cli = jkz::hook::command("jkz-chat", hook::ABOUT, hook::LONG_ABOUT);
+    let cli = jkz::commands::hook("jkz-chat");
     jkz::hook::main(cli, |warnings| {
         if let Some(answer) = hook::run(std::io::stdin().lock(), warnings) {
             jkz::hook::print(&answer, warnings);

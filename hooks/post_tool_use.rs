@@ -4,11 +4,8 @@
 //!
 //! Exit codes: 0, always (a hook never hurts the tool call).
 
-use jkz::tool_output::help;
-
 fn main() -> std::process::ExitCode {
-    let long_about = Box::leak(help::long_about().into_boxed_str());
-    let cli = jkz::hook::command(jkz::tool_output::PROGRAM, help::ABOUT, long_about);
+    let cli = jkz::commands::hook(jkz::tool_output::PROGRAM);
     jkz::hook::main(cli, |warnings| {
         if let Some(answer) = jkz::tool_output::run(std::io::stdin().lock(), warnings) {
             jkz::hook::print(&answer, warnings);

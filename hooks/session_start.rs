@@ -6,11 +6,8 @@
 //!
 //! Exit codes: 0, always (a hook never blocks the session).
 
-use jkz::compaction::session_start;
-
 fn main() -> std::process::ExitCode {
-    let long_about = Box::leak(session_start::long_about().into_boxed_str());
-    let cli = jkz::hook::command("jkz-session-start", session_start::ABOUT, long_about);
+    let cli = jkz::commands::hook("jkz-session-start");
     jkz::hook::main(cli, |warnings| {
         jkz::compaction::hooks::session_start(std::io::stdin().lock(), warnings)
     })

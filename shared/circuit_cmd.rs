@@ -1,7 +1,7 @@
 //! `jkz circuit status [S]` and `jkz circuit reset S` (rules in
 //! [`crate::circuit`]).
 //!
-//! Exit codes: 0 success; 1 an I/O error or no state directory; 2 usage.
+//! Exit codes: 0 success; 1 an I/O error; 2 usage; 4 no state directory.
 
 use std::io::Write;
 

@@ -17,6 +17,14 @@ pub const EXIT_FAILED: u8 = 1;
 /// binary's help lists it.
 pub const EXIT_USAGE: u8 = 2;
 
+/// The exit code of every `jkz` subcommand that needs a state directory
+/// and finds none ([`crate::state_dir::StateDir::missing`] says where it
+/// looked, why there, and how to make one). Its own code, so a script can
+/// tell "this repository has not opted in" from a command's own failure
+/// (`jkz slo check`'s 1 is "an objective was violated") and from a usage
+/// error (`jkz slo check`'s 2 is also "a bad `jkz.toml`").
+pub const EXIT_NO_STATE_DIR: u8 = 4;
+
 /// An error a binary reports: a one-line message and its exit code.
 #[derive(Debug)]
 pub struct Failure {

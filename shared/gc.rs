@@ -66,6 +66,28 @@ pub struct GcArgs {
     /// List what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print one JSON object instead of lines: state_dir, dry_run, removed
+    /// (each file's path, bytes and why), files and freed_bytes.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `jkz gc --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct GcReport {
+    state_dir: PathBuf,
+    dry_run: bool,
+    /// Each file removed (or, with `--dry-run`, that would be).
+    removed: Vec<GcRemoved>,
+    files: u64,
+    freed_bytes: u64,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct GcRemoved {
+    path: PathBuf,
+    bytes: u64,
+    why: &'static str,
 }
 
 /// One file chosen for removal, with what it was when judged.
@@ -577,7 +599,13 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         writeln!(out, "{}", inert(&line.to_string()))
             .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
     };
-    if state.path().exists() && !state.exists() {
+    if state.is_absent() {
+        return Err(Failure::new(
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
+        ));
+    }
+    if !state.exists() {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
@@ -586,19 +614,10 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
             ),
         ));
     }
-    if !state.exists() {
-        say(
-            out,
-            format_args!(
-                "no state directory at {}; nothing to collect",
-                state.describe()
-            ),
-        )?;
-        return Ok(EXIT_OK);
-    }
     let doomed = plan(state.path(), SystemTime::now());
     let mut freed = 0;
     let mut removed = 0;
+    let mut listed = Vec::new();
     for d in &doomed {
         if !args.dry_run {
             match remove_judged(d) {
@@ -620,17 +639,37 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         } else {
             "removed"
         };
-        say(
-            out,
-            format_args!(
-                "{verb} {} ({}; {})",
-                d.path.display(),
-                human(d.bytes),
-                d.why
-            ),
-        )?;
+        if args.json {
+            listed.push(GcRemoved {
+                path: d.path.clone(),
+                bytes: d.bytes,
+                why: d.why,
+            });
+        } else {
+            say(
+                out,
+                format_args!(
+                    "{verb} {} ({}; {})",
+                    d.path.display(),
+                    human(d.bytes),
+                    d.why
+                ),
+            )?;
+        }
         freed += d.bytes;
         removed += 1;
+    }
+    if args.json {
+        let report = GcReport {
+            state_dir: state.path().to_path_buf(),
+            dry_run: args.dry_run,
+            removed: listed,
+            files: removed,
+            freed_bytes: freed,
+        };
+        crate::json_output::write(out, &report)
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+        return Ok(EXIT_OK);
     }
     let verb = if args.dry_run { "would free" } else { "freed" };
     say(

@@ -19,6 +19,9 @@
 //! `jkz slo`: [`crate::slo::cmd`].
 //! `jkz patterns`: [`crate::patterns::cmd`].
 //! `jkz reduce`: [`crate::reduce::cmd`]; `jkz filters`: [`crate::reduce::filters_cmd`].
+//! Every subcommand that needs a state directory and finds none stops
+//! with [`crate::exit::EXIT_NO_STATE_DIR`] (4) and one message (see
+//! [`needs`]).
 //! `install`, `uninstall`, `doctor`, `attach`, `detach`, `gc`, `stats`:
 //!
 //! | code | meaning |
@@ -26,6 +29,7 @@
 //! | 0 | success; for `doctor`, every check passed |
 //! | 1 | failure: a check failed (`doctor`), settings jkz refuses to edit, an I/O error |
 //! | 2 | usage: unknown subcommand or bad arguments |
+//! | 4 | no state directory (`gc`, `stats`) |
 
 use std::io::BufWriter;
 
@@ -60,7 +64,7 @@ pub enum Command {
     Uninstall(UninstallArgs),
     /// Check binaries, how jkz is registered (the plugin or settings, once),
     /// commands, the state directory (which one, and why) and pipeline files.
-    Doctor(DoctorArgs),
+    Doctor(DoctorCmd),
     /// Share another checkout's state directory: record its root in this
     /// repository's git config (jkz.stateDir), for every tool started here.
     Attach(crate::setup::AttachArgs),
@@ -111,6 +115,41 @@ pub enum Command {
     Patterns(crate::patterns::cmd::PatternsArgs),
     /// The team registry (PostgreSQL): `migrate` creates or upgrades its tables.
     Registry(crate::team::cmd::RegistryArgs),
+    /// Print the completion script of jkz (or of another of its binaries)
+    /// for bash, zsh or fish.
+    Completions(crate::manual::CompletionsArgs),
+    /// Write the man pages of every jkz binary and subcommand into a
+    /// directory.
+    Man(crate::manual::ManArgs),
+}
+
+/// `jkz doctor`: its checks ([`DoctorArgs`]), for people or as JSON.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorCmd {
+    #[command(flatten)]
+    pub args: DoctorArgs,
+    /// Print one JSON object instead of lines: ok, failed (a count) and
+    /// checks, each with its status (ok, fail, note) and text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `jkz doctor`, its lines turned into one JSON object with `--json`
+/// ([`crate::json_output::checks`]).
+fn doctor(
+    cmd: &DoctorCmd,
+    state_flag: Option<&std::path::Path>,
+    out: &mut dyn std::io::Write,
+) -> Result<u8, Failure> {
+    if !cmd.json {
+        return crate::setup::doctor(&cmd.args, state_flag, out);
+    }
+    let mut lines = Vec::new();
+    let code = crate::setup::doctor(&cmd.args, state_flag, &mut lines)?;
+    let checks = crate::json_output::checks(&String::from_utf8_lossy(&lines));
+    crate::json_output::write(out, &checks)
+        .map_err(|e| Failure::io(crate::exit::EXIT_FAILED, "writing stdout", e))?;
+    Ok(code)
 }
 
 /// `jkz reduce` with only its own arguments and `--state-dir` parsed: it
@@ -154,7 +193,9 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         | Command::Detach(_)
         // A filter fails open: it keeps no full output rather than stop.
         | Command::Reduce(_)
-        | Command::Filters(_) => None,
+        | Command::Filters(_)
+        | Command::Completions(_)
+        | Command::Man(_) => None,
         // 1 means "an objective was violated": nothing to measure is 2.
         Command::State(_) | Command::Slo(_) => Some(2),
         Command::Run(_) => Some(crate::run::EXIT_FAILED),
@@ -172,6 +213,22 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
         };
         return (program(&cli.command), Err(Failure::new(code, why)));
     }
+    // No state directory: one message and one code for every subcommand
+    // that uses it; a writer creates a root the user named.
+    let missing = match needs(&cli.command) {
+        Needs::Nothing => false,
+        Needs::Existing => state.is_absent(),
+        Needs::Writable => state.is_absent() && !state.source().is_explicit(),
+    };
+    if missing {
+        return (
+            program(&cli.command),
+            Err(Failure::new(
+                crate::exit::EXIT_NO_STATE_DIR,
+                state.missing(),
+            )),
+        );
+    }
     // Every subcommand given `buffered()` flushes it explicitly.
     let buffered = || BufWriter::new(std::io::stdout().lock());
     match cli.command {
@@ -184,9 +241,9 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz uninstall",
             crate::setup::uninstall(&args, &mut buffered()),
         ),
-        Command::Doctor(args) => (
+        Command::Doctor(cmd) => (
             "jkz doctor",
-            crate::setup::doctor(&args, cli.state.named(), &mut buffered()),
+            doctor(&cmd, cli.state.named(), &mut buffered()),
         ),
         Command::Gc(args) => ("jkz gc", crate::gc::gc(&args, &state, &mut buffered())),
         Command::Stats(args) => (
@@ -260,8 +317,80 @@ pub fn run(cli: JkzCli) -> (&'static str, Result<u8, Failure>) {
             "jkz registry",
             crate::team::cmd::run(&args, &state, &mut buffered()),
         ),
+        Command::Completions(args) => (
+            "jkz completions",
+            crate::manual::completions(&args, &mut buffered()),
+        ),
+        Command::Man(args) => ("jkz man", crate::manual::man(&args, &mut buffered())),
         Command::Attach(args) => ("jkz attach", crate::setup::attach(&args, &mut buffered())),
         Command::Detach(args) => ("jkz detach", crate::setup::detach(&args, &mut buffered())),
+    }
+}
+
+/// What a subcommand needs of the state directory before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Needs {
+    /// Nothing, or it says itself: the setup commands (they make or check
+    /// it), `jkz run` (its CMD runs without one; its own code, 125, when
+    /// `--service` or `--lock` needs one), the filters (they fail open) and
+    /// the team registry (PostgreSQL).
+    Nothing,
+    /// One that exists: a reader has nothing to read without it.
+    Existing,
+    /// One that exists, or one the user named (`--state-dir`,
+    /// `JKZ_STATE_DIR`), which a writer creates.
+    Writable,
+}
+
+fn needs(command: &Command) -> Needs {
+    use crate::events::cmd::EventsCommand;
+    use crate::findings::cli::FindingsCommand;
+    use crate::lock_cmd::LockCommand;
+    use crate::patterns::cmd::PatternsCommand;
+    use crate::state_cmd::StateCommand;
+    match command {
+        Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Doctor(_)
+        | Command::Attach(_)
+        | Command::Detach(_)
+        | Command::Run(_)
+        | Command::Reduce(_)
+        | Command::Filters(_)
+        | Command::Registry(_)
+        | Command::Completions(_)
+        | Command::Man(_) => Needs::Nothing,
+        Command::State(args) => match args.command {
+            StateCommand::Set { .. } => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Lock(args) => match args.command {
+            LockCommand::Acquire { .. } => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Findings(args) => match args.command {
+            Some(FindingsCommand::Import(_)) => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Patterns(args) => match args.command {
+            PatternsCommand::Mine(_) => Needs::Writable,
+            _ => Needs::Existing,
+        },
+        Command::Events(args) => match args.command {
+            Some(EventsCommand::Rebuild) => Needs::Writable,
+            None => Needs::Existing,
+        },
+        Command::Claim(_) => Needs::Writable,
+        Command::Gc(_)
+        | Command::Stats(_)
+        | Command::Deliberations(_)
+        | Command::Circuit(_)
+        | Command::Metrics(_)
+        | Command::Slo(_)
+        | Command::Release(_)
+        | Command::Chats(_) => Needs::Existing,
+        #[cfg(feature = "ui")]
+        Command::Ui(_) => Needs::Existing,
     }
 }
 
@@ -292,6 +421,8 @@ fn program(command: &Command) -> &'static str {
         Command::Slo(_) => "jkz slo",
         Command::Findings(_) => "jkz findings",
         Command::Registry(_) => "jkz registry",
+        Command::Completions(_) => "jkz completions",
+        Command::Man(_) => "jkz man",
         Command::Patterns(args) => crate::patterns::cmd::program(args),
     }
 }

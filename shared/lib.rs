@@ -6,6 +6,7 @@
 
 // Features: what each binary and `jkz` subcommand does.
 pub mod circuit_cmd;
+pub mod commands;
 pub mod compaction;
 pub mod compress;
 pub mod deliberation;
@@ -14,6 +15,7 @@ pub mod findings;
 pub mod gc;
 pub mod jkz_cmd;
 pub mod lock_cmd;
+pub mod manual;
 pub mod metrics;
 pub mod patterns;
 pub mod reduce;
@@ -55,6 +57,7 @@ pub mod hook;
 pub mod jkz_toml;
 pub mod json_depth;
 pub mod json_file;
+pub mod json_output;
 pub mod json_type;
 pub mod lines;
 pub mod outside_text;

@@ -2,8 +2,8 @@
 //! [`crate::lock`]).
 //!
 //! Exit codes: 0 success (acquired or renewed; released, or there was no
-//! lock); 1 an I/O error or no state directory; 2 usage; 3 held by another
-//! owner (acquire: after `--wait`; release: refused).
+//! lock); 1 an I/O error; 2 usage; 3 held by another owner (acquire: after
+//! `--wait`; release: refused); 4 no state directory.
 
 use std::io::Write;
 use std::time::Duration;

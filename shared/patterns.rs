@@ -59,10 +59,7 @@ pub fn open(
     warnings: &mut dyn Write,
 ) -> Result<Memory, MemoryError> {
     if !state.exists() {
-        return Err(MemoryError::new(format!(
-            "no state directory at {} (run `jkz install`, or name one with --state-dir or JKZ_STATE_DIR)",
-            state.path().display()
-        )));
+        return Err(MemoryError::new(state.missing()));
     }
     let mut notes: Vec<u8> = Vec::new();
     let result = Memory::open(

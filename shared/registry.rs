@@ -38,6 +38,7 @@ pub mod backend;
 pub mod bash;
 pub mod chat;
 pub mod claim;
+pub mod claimed_worktree;
 pub mod cmd;
 pub mod db;
 pub mod decision;

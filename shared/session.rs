@@ -88,7 +88,15 @@ pub enum SessionCommand {
     /// else this session's.
     Load(LoadArgs),
     /// List saved sessions, newest first: age, branch, headline.
-    List,
+    List(ListArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// One JSON array instead of a table: each session's session_id,
+    /// current (this session's), saved_at, branch and headline.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -170,7 +178,7 @@ pub fn run(cli: &SessionCli, stdin: impl Read, out: &mut impl Write) -> Result<u
             save(&state, &id, &text, &project, now, out)?
         }
         SessionCommand::Load(args) => load(&state, &id, explicit, args.json, now, out)?,
-        SessionCommand::List => list(&state, &id, now, out)?,
+        SessionCommand::List(args) => list(&state, &id, now, args.json, out)?,
     };
     out.flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
@@ -406,9 +414,34 @@ pub fn list(
     state: &StateDir,
     current: &SessionId,
     now: DateTime<Utc>,
+    json: bool,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
     let all = snapshots(state);
+    let branch_of = |f: &Found| {
+        f.snap
+            .get("git")
+            .and_then(|g| g.get("branch"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if json {
+        let rows: Vec<Value> = all
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "session_id": f.id,
+                    "current": f.id == current.as_str(),
+                    "saved_at": f.when().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    "branch": branch_of(f),
+                    "headline": render::headline(&f.snap),
+                })
+            })
+            .collect();
+        crate::json_output::write(out, &rows)
+            .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+        return Ok(EXIT_OK);
+    }
     // A snapshot's branch and headline are shown, never obeyed.
     let w = |out: &mut dyn Write, line: String| {
         writeln!(out, "{}", inert(&line)).map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))
@@ -426,12 +459,8 @@ pub fn list(
     let id_width = all.iter().map(|f| f.id.len()).max().unwrap_or(0);
     for f in &all {
         let mark = if f.id == current.as_str() { '*' } else { ' ' };
-        let branch = f
-            .snap
-            .get("git")
-            .and_then(|g| g.get("branch"))
-            .and_then(Value::as_str)
-            .unwrap_or("-");
+        let branch = branch_of(f);
+        let branch = branch.as_deref().unwrap_or("-");
         w(
             out,
             format!(

@@ -44,6 +44,10 @@ pub struct Judged {
     /// What was measured, for people; `-` without data.
     pub measured: String,
     pub standing: Standing,
+    /// The bound as a number: a rate (0.8), a count, or seconds.
+    pub target_value: f64,
+    /// What was measured, in the bound's unit; `None` without data.
+    pub measured_value: Option<f64>,
 }
 
 /// Judges every objective against `report` (measured over the objectives'
@@ -54,23 +58,23 @@ pub fn judge(objectives: &Objectives, report: &Report) -> Vec<Judged> {
     if let Some(min) = objectives.completion_rate_min {
         out.push(judged(
             "slo.completion_rate_min",
-            format!("≥ {}", percent(min)),
-            report.completion_rate.map(|r| (percent(r), r >= min)),
+            (format!("≥ {}", percent(min)), min),
+            report.completion_rate.map(|r| (percent(r), r, r >= min)),
         ));
     }
     let count = |n: f64| format!("{n}");
     if let Some(max) = objectives.fix_iterations_p90_max {
         out.push(judged(
             "slo.fix_iterations_p90_max",
-            format!("≤ {}", count(max)),
-            report.fix_iterations.p90.map(|p| (count(p), p <= max)),
+            (format!("≤ {}", count(max)), max),
+            report.fix_iterations.p90.map(|p| (count(p), p, p <= max)),
         ));
     }
     if let Some(max) = objectives.plan_iterations_p90_max {
         out.push(judged(
             "slo.plan_iterations_p90_max",
-            format!("≤ {}", count(max)),
-            report.plan_iterations.p90.map(|p| (count(p), p <= max)),
+            (format!("≤ {}", count(max)), max),
+            report.plan_iterations.p90.map(|p| (count(p), p, p <= max)),
         ));
     }
     for (phase, max, text) in &objectives.phase_p90_max {
@@ -81,26 +85,35 @@ pub fn judge(objectives: &Objectives, report: &Report) -> Vec<Judged> {
             .and_then(|p| p.seconds.p90);
         out.push(judged(
             &format!("slo.phase_p90_max.{phase}"),
-            format!("≤ {text}"),
+            (format!("≤ {text}"), max.as_secs_f64()),
             p90.map(|s| {
                 let took = std::time::Duration::from_secs_f64(s.max(0.0));
-                (format_span(took), took <= *max)
+                (format_span(took), s, took <= *max)
             }),
         ));
     }
     out
 }
 
-fn judged(key: &str, target: String, measured: Option<(String, bool)>) -> Judged {
-    let (measured, standing) = match measured {
-        None => ("-".to_string(), Standing::NoData),
-        Some((m, true)) => (m, Standing::Met),
-        Some((m, false)) => (m, Standing::Violated),
+/// One objective: its key, its bound (for people, and as a number) and
+/// what was measured (for people, as a number, and whether it meets the
+/// bound), if anything was.
+fn judged(
+    key: &str,
+    (target, target_value): (String, f64),
+    measured: Option<(String, f64, bool)>,
+) -> Judged {
+    let (measured, measured_value, standing) = match measured {
+        None => ("-".to_string(), None, Standing::NoData),
+        Some((m, v, true)) => (m, Some(v), Standing::Met),
+        Some((m, v, false)) => (m, Some(v), Standing::Violated),
     };
     Judged {
         key: key.to_string(),
         target,
         measured,
         standing,
+        target_value,
+        measured_value,
     }
 }

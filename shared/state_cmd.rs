@@ -14,8 +14,9 @@
 //! |---|---|
 //! | 0 | done |
 //! | 1 | no such file or field (`get`, `show`), no PR number (`pr`), a refused value (`set`), problems found (`validate`) |
-//! | 2 | usage error (a PR that is not a number too), no state directory (`set`, `validate`), a repository whose layout cannot be read, or a file that could not be read (corrupt, too large) or written |
+//! | 2 | usage error (a PR that is not a number too), a repository whose layout cannot be read, or a file that could not be read (corrupt, too large) or written |
 //! | 3 | `set`: refused, issue N is claimed by another live chat (see `jkz claim`); nothing written |
+//! | 4 | no state directory (every subcommand; `set` creates one the user named) |
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -34,8 +35,7 @@ use crate::terminal_text::{inert, inert_lines};
 /// docs/exit-codes.md.
 pub const EXIT_FAILED: u8 = 1;
 
-/// `jkz state`'s exit code when what it needs cannot be used: no state
-/// directory (`set`, `validate`), a repository whose layout cannot be read,
+/// `jkz state`'s exit code when what it needs cannot be used: a repository whose layout cannot be read,
 /// a file that could not be read or written. The same code as a usage
 /// error ([`EXIT_USAGE`]): the caller must fix something before asking again.
 pub const EXIT_UNUSABLE: u8 = EXIT_USAGE;
@@ -315,7 +315,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
 }
 
 fn no_state_dir(state: &StateDir) -> Failure {
-    Failure::new(EXIT_UNUSABLE, state.missing())
+    Failure::new(crate::exit::EXIT_NO_STATE_DIR, state.missing())
 }
 
 fn read_doc(state: &StateDir, issue: &IssueNumber) -> Result<PipelineDoc, Failure> {

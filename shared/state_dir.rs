@@ -227,7 +227,7 @@ impl StateDir {
     }
 
     /// The one message for "no state directory here": where it was looked
-    /// for, and what to do.
+    /// for, why there, and how to make one.
     pub fn missing(&self) -> String {
         format!(
             "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
@@ -301,6 +301,14 @@ impl StateDir {
     /// True when the directory exists (as a directory).
     pub fn exists(&self) -> bool {
         self.path.is_dir()
+    }
+
+    /// True when nothing is there (a link to nothing counts as nothing):
+    /// "no state directory". Something else in its place (a file) is not
+    /// absent: each command says what is wrong with it, where "no state
+    /// directory" would send the user to `jkz install` in vain.
+    pub fn is_absent(&self) -> bool {
+        fs::metadata(&self.path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
     }
 
     /// The directory ready for writing: created (owner-only) when the root is

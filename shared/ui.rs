@@ -34,9 +34,10 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | never: the server runs until it is stopped |
+//! | 0 | stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP; `live-session.json` no longer names it |
 //! | 1 | the server could not start (port taken, no runtime) |
 //! | 2 | usage: bad arguments |
+//! | 4 | no state directory |
 
 pub mod api;
 pub mod history;

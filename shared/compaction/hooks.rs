@@ -23,6 +23,14 @@ use crate::hook::{self, Warnings};
 use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
 
+/// The events `jkz-pre-compact` handles: Claude Code's and Codex CLI's
+/// PreCompact, Gemini CLI's PreCompress.
+pub const PRE_COMPACT_EVENTS: &[&str] = &["PreCompact", "PreCompress"];
+
+/// The events `jkz-session-start` handles: SessionStart and PostCompact,
+/// and Gemini CLI's BeforeModel.
+pub const SESSION_START_EVENTS: &[&str] = &["SessionStart", "PostCompact", "BeforeModel"];
+
 /// `jkz-pre-compact` with `stdin` as the event.
 pub fn pre_compact(stdin: impl Read, warnings: &mut Warnings) {
     let started = Instant::now();
@@ -32,24 +40,30 @@ pub fn pre_compact(stdin: impl Read, warnings: &mut Warnings) {
     let early_git = hook::env_project_dir()
         .filter(|_| !gemini_env)
         .map(|dir| GitProbe::start(&dir));
-    let input = HookInput::read(stdin);
-    let cwd = input.as_ref().ok().and_then(HookInput::cwd);
-    if hook::refuse_tracked_state(&StateDir::resolve(None, cwd.as_deref()), warnings) {
-        return;
-    }
-    let client = match &input {
-        Ok(event) => Client::detect(event),
-        Err(e) if gemini_env => {
+    // Input that is not the event (not JSON, another event) is said in one
+    // line; nothing is snapshot and nothing printed: a summarizer steered
+    // by a guess would be worse than one left alone.
+    let input = match HookInput::read(stdin) {
+        Ok(input) => input,
+        Err(e) => {
             warnings.warn(e.to_string());
             return;
         }
-        Err(_) => Client::Claude,
     };
-    if let (Client::Gemini, Ok(event)) = (client, &input) {
-        gemini::pre_compress::run(event, warnings);
+    if let Some(why) = input.not_handled(PRE_COMPACT_EVENTS) {
+        warnings.warn(why);
         return;
     }
-    let made = pre_compact::snapshot(started, early_git, input, warnings);
+    let cwd = input.cwd();
+    if hook::refuse_tracked_state(&StateDir::resolve(None, cwd.as_deref()), warnings) {
+        return;
+    }
+    let client = Client::detect(&input);
+    if client == Client::Gemini {
+        gemini::pre_compress::run(&input, warnings);
+        return;
+    }
+    let made = pre_compact::snapshot(started, early_git, Ok(input), warnings);
     // What the client reads on stdout: Codex takes JSON only.
     let answer = match client {
         Client::Codex => codex::answer_pre_compact(
@@ -72,6 +86,10 @@ pub fn session_start(stdin: impl Read, warnings: &mut Warnings) {
             return;
         }
     };
+    if let Some(why) = input.not_handled(SESSION_START_EVENTS) {
+        warnings.warn(why);
+        return;
+    }
     if hook::refuse_tracked_state(&StateDir::resolve(None, input.cwd().as_deref()), warnings) {
         return;
     }

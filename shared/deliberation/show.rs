@@ -7,7 +7,7 @@
 //!
 //! Exit codes: 0 success; 1 an I/O error, or a response that does not match
 //! its record's sha256 (nothing of it is printed); 2 usage; 3 no record
-//! matches.
+//! matches; 4 no state directory.
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
@@ -53,10 +53,13 @@ pub struct ListArgs {
     pub role: Option<String>,
     #[arg(long, value_name = "P")]
     pub phase: Option<String>,
-    /// Only records from T on: an RFC 3339 time, a date (2025-03-01), or an
-    /// age (90m, 36h, 7d).
-    #[arg(long, value_name = "T", value_parser = parse_since)]
+    /// Only records from WHEN on: a span back from now (30m, 2h, 7d), a
+    /// date (2026-11-27: its midnight, UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
     pub since: Option<DateTime<Utc>>,
+    /// Only records before WHEN: the same forms as --since.
+    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
+    pub until: Option<DateTime<Utc>>,
     /// One JSON array of the index entries instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -75,31 +78,6 @@ pub struct ShowArgs {
     pub iteration: Option<u64>,
 }
 
-/// `--since`: RFC 3339, a date (midnight UTC), or an age before now.
-pub fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
-    let s = s.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return Ok(d.and_hms_opt(0, 0, 0).expect("midnight").and_utc());
-    }
-    let unit = s.chars().last().unwrap_or(' ');
-    let secs = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        _ => 0,
-    };
-    match s[..s.len() - unit.len_utf8().min(s.len())].parse::<i64>() {
-        Ok(n) if secs > 0 && n >= 0 => Ok(Utc::now() - chrono::Duration::seconds(n.saturating_mul(secs))),
-        _ => Err(format!(
-            "'{s}' is not a time: use RFC 3339 (2025-03-01T12:00:00Z), a date (2025-03-01) or an age (90m, 36h, 7d)"
-        )),
-    }
-}
-
 fn entries(state: &StateDir, warnings: &mut dyn Write) -> Result<Vec<Entry>, Failure> {
     let dir = state.join(DELIBERATIONS_DIR);
     if !dir.is_dir() {
@@ -116,6 +94,8 @@ pub fn list(
     out: &mut dyn Write,
     warnings: &mut dyn Write,
 ) -> Result<u8, Failure> {
+    crate::time_span::check_window(args.since, args.until)
+        .map_err(|e| Failure::new(crate::exit::EXIT_USAGE, e))?;
     let all = entries(state, warnings)?;
     let chosen: Vec<&Entry> = all
         .iter()
@@ -131,9 +111,9 @@ pub fn list(
                 .is_none_or(|p| e.phase.as_ref() == Some(p))
         })
         .filter(|e| {
-            args.since.is_none_or(|since| {
-                DateTime::parse_from_rfc3339(&e.timestamp).is_ok_and(|t| t >= since)
-            })
+            let at = DateTime::parse_from_rfc3339(&e.timestamp);
+            args.since.is_none_or(|since| at.is_ok_and(|t| t >= since))
+                && args.until.is_none_or(|until| at.is_ok_and(|t| t < until))
         })
         .collect();
     let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
@@ -321,23 +301,4 @@ fn copy(mut from: impl Read, to: &mut dyn Write) -> io::Result<(String, u64)> {
         total += n as u64;
     }
     Ok((hex(&hasher.finalize()), total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_takes_times_dates_and_ages() {
-        assert!(parse_since("2025-03-01T12:00:00Z").is_ok());
-        assert_eq!(
-            parse_since("2025-03-01").unwrap().to_rfc3339(),
-            "2025-03-01T00:00:00+00:00"
-        );
-        let hour_ago = parse_since("1h").unwrap();
-        assert!((Utc::now() - hour_ago).num_seconds().abs_diff(3600) < 5);
-        for bad in ["", "h", "yesterday", "-1h", "1w"] {
-            assert!(parse_since(bad).is_err(), "{bad}");
-        }
-    }
 }

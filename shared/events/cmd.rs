@@ -7,8 +7,9 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done (also when stdout was closed: `jkz events | head`) |
-//! | 1 | no state directory, or the log or its index could not be read |
+//! | 1 | the log or its index could not be read |
 //! | 2 | usage: a bad flag or value |
+//! | 4 | no state directory |
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -38,10 +39,13 @@ pub struct EventsArgs {
     /// Only events of this type (e.g. phase.changed, agent.finished).
     #[arg(long = "type", value_name = "TYPE")]
     pub kind: Option<String>,
-    /// Only events since WHEN: a span back from now (30m, 2h, 7d) or an
-    /// RFC 3339 time.
+    /// Only events since WHEN: a span back from now (30m, 2h, 7d), a date
+    /// (2026-11-27: its midnight, UTC) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
+    /// Only events before WHEN: the same forms as --since.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
     /// One JSON object per line (the log's own lines) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -83,13 +87,22 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
         .map_err(writing)?;
         return Ok(EXIT_OK);
     }
-    let since = match &args.since {
-        Some(text) => Some(
-            crate::time_span::parse_since(text, Utc::now())
-                .map_err(|e| Failure::new(EXIT_USAGE, format!("--since: {e}")))?,
-        ),
-        None => None,
+    // Parsed here, not by clap, so a bad time is one line like every
+    // other refusal of this command.
+    let now = Utc::now();
+    let point = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| crate::time_span::parse_point(t, now))
+            .transpose()
+            .map_err(|e| Failure::new(EXIT_USAGE, format!("{flag}: {e}")))
     };
+    let (since, until) = (
+        point("--since", &args.since)?,
+        point("--until", &args.until)?,
+    );
+    crate::time_span::check_window(since, until).map_err(|e| Failure::new(EXIT_USAGE, e))?;
+    // An id sorts by its time: the events before `until` have smaller ones.
+    let until_id = until.map(super::id::lower_bound);
     let only = args.issue.as_ref().map(IssueNumber::as_str);
     let Some(mut index) = super::up_to_date_for(state, only).map_err(failed)? else {
         return Err(no_state_dir(state));
@@ -113,6 +126,9 @@ pub fn run(args: &EventsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
         let mut result = Ok(());
         index
             .query(filter, &mut |row| {
+                if until_id.as_ref().is_some_and(|until| row.id >= *until) {
+                    return true;
+                }
                 result = write_row(out, &row, args.json);
                 result.is_ok()
             })
@@ -169,11 +185,5 @@ fn write_row(out: &mut dyn Write, row: &Row, json: bool) -> io::Result<()> {
 }
 
 fn no_state_dir(state: &StateDir) -> Failure {
-    Failure::new(
-        EXIT_FAILED,
-        format!(
-            "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-            state.path().display()
-        ),
-    )
+    Failure::new(crate::exit::EXIT_NO_STATE_DIR, state.missing())
 }

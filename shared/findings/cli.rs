@@ -6,9 +6,10 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | the history could not be opened, read or written; no state directory (`import`, `dismiss`); no such finding (`dismiss`) or iteration (`--iteration`) |
+//! | 1 | the history could not be opened, read or written; no such finding (`dismiss`) or iteration (`--iteration`) |
 //! | 2 | usage: bad arguments |
 //! | 3 | `import`: the input was refused (malformed JSON, the wrong shape, too large, a finding without a file, an iteration out of order); nothing stored changed |
+//! | 4 | no state directory (`import` creates one the user named) |
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -55,8 +56,8 @@ resolved (absent from the latest iteration its reporters reviewed),
 reintroduced (back after being resolved), dismissed (jkz findings dismiss).
 
 Exit codes: 0 done; 1 the history (state/cr-history.db) could not be used,
-no state directory, no such finding or iteration; 2 usage; 3 import refused
-the input (nothing stored changed).";
+no such finding or iteration; 2 usage; 3 import refused the input (nothing
+stored changed); 4 no state directory.";
 
 /// `jkz findings --issue N …`: list.
 #[derive(Args, Debug, Clone)]
@@ -176,11 +177,8 @@ fn state_root(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
         Ok(None) => Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-                state.path().display()
-            ),
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
         )),
         Err(e) => Err(Failure::io(EXIT_FAILED, state.path().display(), e)),
     }

@@ -6,12 +6,14 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done |
-//! | 1 | no state directory, or the log, its index or `metrics.db` could not be read |
+//! | 1 | the log, its index or `metrics.db` could not be read |
 //! | 2 | usage: a bad flag or value |
+//! | 4 | no state directory |
 
 use std::io::{self, Write};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 
 use super::report::{Report, Spread};
@@ -27,15 +29,19 @@ pub struct MetricsArgs {
     /// Only issue N: its phases, iterations, agent runs and compactions.
     #[arg(long, value_name = "N", value_parser = IssueNumber::parse)]
     pub issue: Option<IssueNumber>,
-    /// The window: a span back from now (24h, 7d, 4w) or an RFC 3339 time.
-    #[arg(long, value_name = "WHEN", default_value = super::DEFAULT_WINDOW)]
-    pub since: String,
-    /// Print JSON instead of a table.
-    #[arg(long, conflicts_with = "format")]
+    /// The window's start: a span back from now (24h, 7d, 4w), a date
+    /// (2026-11-27: its midnight, UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", default_value = super::DEFAULT_WINDOW, value_parser = crate::time_span::point_arg)]
+    pub since: DateTime<Utc>,
+    /// The window's end (default: now): the same forms as --since.
+    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
+    pub until: Option<DateTime<Utc>>,
+    /// Print JSON: the same as --format json.
+    #[arg(long)]
     pub json: bool,
-    /// The output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// The output format [default: table].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
 }
 
 /// How `jkz metrics` prints.
@@ -43,15 +49,33 @@ pub struct MetricsArgs {
 pub enum Format {
     /// An aligned table, for people.
     Table,
+    /// One JSON object (the report), as --json.
+    Json,
     /// Prometheus' text exposition format (`jkz_…` metrics).
     Prometheus,
 }
 
 /// Runs `jkz metrics`.
 pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let now = crate::clock::log_now();
-    let since = crate::time_span::parse_since(&args.since, now)
-        .map_err(|e| Failure::new(EXIT_USAGE, format!("--since: {e}")))?;
+    let format = match (args.json, args.format) {
+        (true, Some(other)) if other != Format::Json => {
+            return Err(Failure::new(
+                EXIT_USAGE,
+                format!(
+                    "--json is --format json: it cannot be --format {} as well",
+                    other
+                        .to_possible_value()
+                        .map_or("?".into(), |v| v.get_name().to_string())
+                ),
+            ))
+        }
+        (true, _) => Format::Json,
+        (false, format) => format.unwrap_or(Format::Table),
+    };
+    let since = args.since;
+    let until = args.until.unwrap_or_else(crate::clock::log_now);
+    crate::time_span::check_window(Some(since), args.until)
+        .map_err(|e| Failure::new(EXIT_USAGE, e))?;
     let failed = |e: io::Error| {
         Failure::io(
             EXIT_FAILED,
@@ -61,21 +85,19 @@ pub fn run(args: &MetricsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     };
     let Some(db) = super::up_to_date(state).map_err(failed)? else {
         return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "no state directory at {}: run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR",
-                state.path().display()
-            ),
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
         ));
     };
     let issue = args.issue.as_ref().map(IssueNumber::as_str);
-    let report = db.report(since, now, issue).map_err(failed)?;
-    let text = if args.json {
-        let mut text = serde_json::to_string_pretty(&report).expect("a report serializes");
-        text.push('\n');
-        text
-    } else {
-        match args.format {
+    let report = db.report(since, until, issue).map_err(failed)?;
+    let text = {
+        match format {
+            Format::Json => {
+                let mut text = serde_json::to_string_pretty(&report).expect("a report serializes");
+                text.push('\n');
+                text
+            }
             Format::Prometheus => {
                 let ledger =
                     crate::tool_output::stats::by_family_and_via(state.path()).map_err(|e| {

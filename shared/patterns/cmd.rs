@@ -9,6 +9,7 @@
 //! | 1 | `memory.db` or the state directory could not be used (an I/O or database error) |
 //! | 2 | usage: bad arguments |
 //! | 3 | no pattern has that id |
+//! | 4 | no state directory (`mine` creates one the user named) |
 
 use std::io::Write;
 use std::sync::LazyLock;
@@ -52,7 +53,8 @@ Exit codes:
   0  success (inject printing nothing says why on stderr)
   1  memory.db or the state directory could not be used
   2  usage error
-  3  no pattern has that id",
+  3  no pattern has that id
+  4  no state directory",
         similar = super::normalize::SIMILAR,
         half = score::HALF_LIFE.as_secs() / 86_400,
         var = score::HALF_LIFE_VARIABLE,

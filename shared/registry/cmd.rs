@@ -9,12 +9,12 @@
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
 //! or already this chat's) / released (or not claimed); 1 an I/O or
-//! registry error, or no state directory; 2 usage (no session id, a bad
+//! registry error; 2 usage (no session id, a bad
 //! issue number); 3 refused: held by another chat (`claim`: a live one, or
 //! a stale one without `--take`, on the issue or on a worktree that
 //! contains or lies inside the one asked for; `release`: another chat's
-//! claim), or `--session` naming another chat from inside a chat. `jkz
-//! chats`: 0, or 1 on an error.
+//! claim), or `--session` naming another chat from inside a chat; 4 no
+//! state directory. `jkz chats`: 0, 1 on an error, 4 no state directory.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,9 @@ pub struct ClaimArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
     /// The worktree the issue is worked in: another live chat's edits there
-    /// are refused.
+    /// are refused. A directory of this repository (a worktree, or a
+    /// directory inside one); a path that does not exist, or another
+    /// repository's checkout, is refused (exit 2).
     #[arg(long, value_name = "PATH")]
     pub worktree: Option<PathBuf>,
     /// Take the issue (and the worktree) over from a chat that is stale
@@ -86,7 +88,10 @@ pub struct ChatsArgs {
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
     match state.ensure() {
         Ok(Some(root)) => Ok(root.to_path_buf()),
-        Ok(None) => Err(Failure::new(EXIT_FAILED, state.missing())),
+        Ok(None) => Err(Failure::new(
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
+        )),
         Err(e) => Err(Failure::io(EXIT_FAILED, state.path().display(), e)),
     }
 }
@@ -99,10 +104,13 @@ pub(super) fn here() -> Place {
 pub fn claim(args: &ClaimArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
     let session = acting_for(args.session.as_deref(), state.path())?;
     let root = root_of(state)?;
-    let worktree = args
-        .worktree
-        .as_ref()
-        .map(|p| resolve(&std::path::absolute(p).unwrap_or_else(|_| p.clone())));
+    let worktree = match &args.worktree {
+        Some(p) => Some(resolve(
+            &super::claimed_worktree::check(p, Path::new(""))
+                .map_err(|e| Failure::new(crate::exit::EXIT_USAGE, e))?,
+        )),
+        None => None,
+    };
     let worktree = worktree.as_ref().map(|p| p.display().to_string());
     let issue = args.issue.as_str();
     let now = now();

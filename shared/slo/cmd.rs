@@ -7,7 +7,8 @@
 //! |---|---|
 //! | 0 | every objective met (or without data) |
 //! | 1 | at least one objective violated |
-//! | 2 | `jkz.toml` unreadable or bad (the key and why are named), no state directory, the event log unreadable, or a usage error |
+//! | 2 | `jkz.toml` unreadable or bad (the key and why are named), the event log unreadable, or a usage error |
+//! | 4 | no state directory: nothing to measure |
 
 use std::io::Write;
 use std::path::Path;
@@ -26,7 +27,7 @@ use crate::terminal_text::inert;
 pub const EXIT_VIOLATED: u8 = 1;
 
 /// `jkz slo check`'s exit code when it cannot judge: a bad or unreadable
-/// `jkz.toml`, no state directory, metrics or output it cannot read or
+/// `jkz.toml`, metrics or output it cannot read or
 /// write. The code of a usage error ([`EXIT_USAGE`]).
 pub const EXIT_CANNOT_JUDGE: u8 = EXIT_USAGE;
 
@@ -45,8 +46,30 @@ pub enum SloCommand {
     /// Without jkz.toml (or its [slo] table): completion rate at least 0.8
     /// and fix iterations p90 at most 3 over 7 days. Exit codes: 0 every
     /// objective met (or without data), 1 one violated, 2 jkz.toml bad or
-    /// unreadable (the key and why are named), or nothing to measure.
-    Check,
+    /// unreadable (the key and why are named), 4 no state directory.
+    Check(CheckArgs),
+}
+
+/// `jkz slo check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Print one JSON object instead of a table: met (every objective met
+    /// or without data), window, since, until, from (jkz.toml, or null for
+    /// the defaults) and objectives, each with key, target, measured,
+    /// standing (met, violated, no-data), target_value and measured_value.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `jkz slo check --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct CheckReport<'a> {
+    met: bool,
+    window: &'a str,
+    since: &'a str,
+    until: &'a str,
+    from: Option<&'a Path>,
+    objectives: &'a [super::Judged],
 }
 
 /// The project root: the directory holding the state directory.
@@ -60,7 +83,7 @@ pub fn project_root(state: &StateDir) -> &Path {
 
 /// Runs `jkz slo check`.
 pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
-    let SloCommand::Check = args.command;
+    let SloCommand::Check(check) = &args.command;
     let objectives = config::load(project_root(state))
         .map_err(|e| Failure::new(EXIT_CANNOT_JUDGE, e.to_string()))?;
     let failed = |e: std::io::Error| {
@@ -72,11 +95,8 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     };
     let Some(db) = crate::metrics::up_to_date(state).map_err(failed)? else {
         return Err(Failure::new(
-            EXIT_CANNOT_JUDGE,
-            format!(
-                "no state directory at {}: nothing to measure (run `jkz install` in the project, or name one with --state-dir or JKZ_STATE_DIR)",
-                state.path().display()
-            ),
+            crate::exit::EXIT_NO_STATE_DIR,
+            state.missing(),
         ));
     };
     let now = Utc::now();
@@ -86,6 +106,24 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
         .unwrap_or(chrono::DateTime::<Utc>::MIN_UTC);
     let report = db.report(since, now, None).map_err(failed)?;
     let judged = judge(&objectives, &report);
+    let violated = judged.iter().any(|j| j.standing == Standing::Violated);
+    let code = match violated {
+        true => EXIT_VIOLATED,
+        false => EXIT_OK,
+    };
+    if check.json {
+        let shown = CheckReport {
+            met: !violated,
+            window: &objectives.window_text,
+            since: &report.since,
+            until: &report.until,
+            from: objectives.file.as_deref(),
+            objectives: &judged,
+        };
+        crate::json_output::write(out, &shown)
+            .map_err(|e| Failure::io(EXIT_CANNOT_JUDGE, "writing stdout", e))?;
+        return Ok(code);
+    }
     let mut text = format!(
         "{:<36}  {:>10}  {:>10}  STATUS\n",
         "OBJECTIVE", "TARGET", "MEASURED"
@@ -114,8 +152,5 @@ pub fn run(args: &SloArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, 
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| Failure::io(EXIT_CANNOT_JUDGE, "writing stdout", e))?;
-    match judged.iter().any(|j| j.standing == Standing::Violated) {
-        true => Ok(EXIT_VIOLATED),
-        false => Ok(EXIT_OK),
-    }
+    Ok(code)
 }

@@ -41,10 +41,14 @@ pub struct StatsArgs {
     /// (the program and its subcommand: `cargo test`, `git log`).
     #[arg(long, value_enum, value_name = "GROUPING", default_value_t = GroupBy::Tool)]
     pub by: GroupBy,
-    /// Only calls from WHEN on: a span back from now (30m, 2h, 7d) or an
-    /// RFC 3339 time. Lines without a readable time are left out too.
-    #[arg(long, value_name = "WHEN", value_parser = window_start)]
+    /// Only calls from WHEN on: a span back from now (30m, 2h, 7d), a date
+    /// (2026-11-27: its midnight, UTC) or an RFC 3339 time. Lines without a
+    /// readable time are left out too.
+    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
     pub since: Option<DateTime<Utc>>,
+    /// Only calls before WHEN: the same forms as --since.
+    #[arg(long, value_name = "WHEN", value_parser = crate::time_span::point_arg)]
+    pub until: Option<DateTime<Utc>>,
     /// Print the summary as JSON, with every grouping (tools, families,
     /// commands) whatever --by says.
     #[arg(long)]
@@ -88,10 +92,6 @@ pub const UNKNOWN: &str = "-";
 
 /// A ledger line longer than this is not one jkz wrote: skipped as bad.
 const MAX_LINE: usize = 64 * 1024;
-
-fn window_start(text: &str) -> Result<DateTime<Utc>, String> {
-    crate::time_span::parse_since(text, Utc::now())
-}
 
 /// Sums over a set of calls.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -146,8 +146,10 @@ impl Totals {
 /// The summary `jkz stats` prints.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
-    /// The window's start (RFC 3339); `None`: the whole ledger.
+    /// The window's start (RFC 3339); `None`: from the ledger's start.
     pub since: Option<String>,
+    /// The window's end (RFC 3339), left out; `None`: to the ledger's end.
+    pub until: Option<String>,
     /// Per tool, by name.
     pub tools: BTreeMap<String, Totals>,
     /// Per family of command (`-`: unknown).
@@ -159,6 +161,8 @@ pub struct Summary {
     pub bad_lines: u64,
     /// Calls before the window (left out).
     pub before_window: u64,
+    /// Calls at or after the window's end (left out).
+    pub after_window: u64,
     /// Lines without a readable time, left out of a window.
     pub undated: u64,
 }
@@ -217,15 +221,30 @@ pub fn summarize(state: &Path) -> io::Result<Summary> {
 
 /// Summarizes the calls from `since` on (every call when `None`).
 pub fn summarize_since(state: &Path, since: Option<DateTime<Utc>>) -> io::Result<Summary> {
+    summarize_window(state, since, None)
+}
+
+/// Summarizes the calls from `since` on and before `until` (every call
+/// when both are `None`).
+pub fn summarize_window(
+    state: &Path,
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+) -> io::Result<Summary> {
     let mut s = Summary {
         since: since.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        until: until.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
         ..Summary::default()
     };
     let bad_lines = read_lines(state, |e| {
-        if let Some(since) = since {
+        if since.is_some() || until.is_some() {
             match e.ts.as_deref().map(DateTime::parse_from_rfc3339) {
-                Some(Ok(ts)) if ts < since => {
+                Some(Ok(ts)) if since.is_some_and(|since| ts < since) => {
                     s.before_window += 1;
+                    return;
+                }
+                Some(Ok(ts)) if until.is_some_and(|until| ts >= until) => {
+                    s.after_window += 1;
                     return;
                 }
                 Some(Ok(_)) => {}
@@ -308,7 +327,9 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<usize> 
 
 /// `jkz stats`: prints the summary of `state`'s ledger.
 pub fn stats(args: &StatsArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, Failure> {
-    let summary = summarize_since(state.path(), args.since).map_err(|e| {
+    crate::time_span::check_window(args.since, args.until)
+        .map_err(|e| Failure::new(crate::exit::EXIT_USAGE, e))?;
+    let summary = summarize_window(state.path(), args.since, args.until).map_err(|e| {
         Failure::io(
             EXIT_FAILURE,
             format_args!("reading the ledger in {}", state.path().display()),
@@ -361,16 +382,25 @@ fn cells(name: &str, t: &Totals) -> [String; COLUMNS] {
 fn write_table(s: &Summary, by: GroupBy, out: &mut impl Write) -> io::Result<()> {
     let ledger = crate::state_dir::layout::TOOL_OUTPUT_LEDGER;
     if s.total.calls == 0 {
-        match &s.since {
-            None => writeln!(
+        match (&s.since, &s.until) {
+            (None, None) => writeln!(
                 out,
                 "No guarded tool calls recorded (the ledger is state/{ledger})."
             )?,
-            Some(since) => writeln!(
+            (Some(since), None) => writeln!(
                 out,
                 "No guarded tool calls since {since} ({} earlier in state/{ledger}).",
                 thousands(s.before_window)
             )?,
+            (since, Some(until)) => {
+                writeln!(
+                out,
+                "No guarded tool calls {}before {until} ({} earlier, {} later in state/{ledger}).",
+                since.as_ref().map(|t| format!("from {t} ")).unwrap_or_default(),
+                thousands(s.before_window),
+                thousands(s.after_window)
+            )?
+            }
         }
         return write_left_out(s, out);
     }
@@ -425,12 +455,23 @@ fn write_table(s: &Summary, by: GroupBy, out: &mut impl Write) -> io::Result<()>
          SAVED = CLIENT - JKZ, negative where jkz added text; ≈TOKENS = SAVED / 4 \
          (bytes/4, an estimate). More: jkz stats --help."
     )?;
-    if let Some(since) = &s.since {
-        writeln!(
+    match (&s.since, &s.until) {
+        (None, None) => {}
+        (Some(since), None) => writeln!(
             out,
             "Calls since {since}; {} earlier left out.",
             thousands(s.before_window)
-        )?;
+        )?,
+        (since, Some(until)) => writeln!(
+            out,
+            "Calls {}before {until}; {} earlier, {} later left out.",
+            since
+                .as_ref()
+                .map(|t| format!("from {t} "))
+                .unwrap_or_default(),
+            thousands(s.before_window),
+            thousands(s.after_window)
+        )?,
     }
     write_left_out(s, out)
 }
@@ -477,6 +518,7 @@ mod tests {
         StatsArgs {
             by,
             since: None,
+            until: None,
             json,
         }
     }
@@ -719,6 +761,7 @@ mod tests {
             &StatsArgs {
                 by: GroupBy::Tool,
                 since,
+                until: None,
                 json: false,
             },
             &state,
@@ -736,6 +779,7 @@ mod tests {
             &StatsArgs {
                 by: GroupBy::Tool,
                 since: late,
+                until: None,
                 json: false,
             },
             &state,
@@ -747,13 +791,39 @@ mod tests {
     }
 
     #[test]
-    fn since_takes_a_span_or_a_time() {
-        let before = Utc::now();
-        let t = window_start("2h").unwrap();
-        assert!(t <= before - chrono::Duration::hours(2) + chrono::Duration::seconds(5));
-        assert!(t >= before - chrono::Duration::hours(2) - chrono::Duration::seconds(5));
-        assert!(window_start("2026-03-09T10:00:00Z").is_ok());
-        assert!(window_start("yesterday").is_err());
+    fn until_leaves_out_the_later_calls() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::at(tmp.path());
+        let at = |ts: &str, jkz| Entry {
+            ts: ts.into(),
+            ..entry("Bash", 50_000, 2_000, jkz)
+        };
+        append(&state, &at("2026-03-09T09:00:00Z", 1)).unwrap();
+        append(&state, &at("2026-03-09T10:00:00Z", 2)).unwrap();
+        append(&state, &at("2026-03-09T11:00:00Z", 4)).unwrap();
+        let t = |s: &str| Some(s.parse::<DateTime<Utc>>().unwrap());
+        let s = summarize_window(
+            tmp.path(),
+            t("2026-03-09T09:30:00Z"),
+            t("2026-03-09T11:00:00Z"),
+        )
+        .unwrap();
+        assert_eq!(s.total.jkz_bytes, 2);
+        assert_eq!((s.before_window, s.after_window), (1, 1));
+        assert_eq!(s.until.as_deref(), Some("2026-03-09T11:00:00Z"));
+        let text = run(
+            &StatsArgs {
+                by: GroupBy::Tool,
+                since: None,
+                until: t("2026-03-09T10:00:00Z"),
+                json: false,
+            },
+            &state,
+        );
+        assert!(
+            text.contains("Calls before 2026-03-09T10:00:00Z; 0 earlier, 2 later left out."),
+            "{text}"
+        );
     }
 
     #[test]

@@ -295,7 +295,7 @@ impl WholeOutput {
             .ensure_subdir(OFFLOAD_DIR)
             .map_err(|e| format!("cannot create {}: {e}", dir.join(OFFLOAD_DIR).display()))?;
         Ok(offload.map(|offload| WholeOutput {
-            dest: offload.join(full_name()),
+            dest: absolute(offload.join(full_name())),
         }))
     }
 
@@ -344,7 +344,7 @@ impl FullOutput {
                 let Some(offload) = offload else {
                     return Ok(None);
                 };
-                let dest = offload.join(full_name());
+                let dest = absolute(offload.join(full_name()));
                 let file = AtomicFile::create(&dest).map_err(|e| message(&dest, &e))?;
                 let file = Capped {
                     file,
@@ -457,6 +457,13 @@ fn write_all(
         let _ = give_back.send(chunk);
     }
     Ok(dest)
+}
+
+/// `path` from the root: the markers name it, and a marker is read from
+/// wherever its reader stands (a state directory found outside a
+/// repository is relative to the current directory).
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
 }
 
 fn message(dest: &Path, e: &io::Error) -> String {

@@ -97,22 +97,17 @@ pub fn timeline(
     }))
 }
 
-/// The metrics over `since` (a span back from now or an RFC 3339 time).
+/// The metrics over `since` (any form of [`crate::time_span::parse_point`]).
 pub fn metrics(
     state: &StateDir,
     since: &str,
     now: DateTime<Utc>,
 ) -> Result<crate::metrics::Report, (u16, String)> {
     let since =
-        crate::time_span::parse_since(since, now).map_err(|e| (400, format!("since: {e}")))?;
+        crate::time_span::parse_point(since, now).map_err(|e| (400, format!("since: {e}")))?;
     let db = crate::metrics::up_to_date(state)
         .map_err(|e| (500, e.to_string()))?
-        .ok_or_else(|| {
-            (
-                404,
-                format!("no state directory at {}", state.path().display()),
-            )
-        })?;
+        .ok_or_else(|| (404, state.missing()))?;
     db.report(since, now, None)
         .map_err(|e| (500, e.to_string()))
 }

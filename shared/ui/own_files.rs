@@ -145,6 +145,20 @@ pub fn write_live_session(state: &StateDir, session: &LiveSession) -> io::Result
     write_own(state, LIVE_SESSION, &bytes)
 }
 
+/// Removes `state/live-session.json` when it names the server `pid` (a
+/// server started since owns it then): a stopped server is not named.
+pub fn clear_live_session(state: &StateDir, pid: u64) -> io::Result<()> {
+    match read_live_session(state) {
+        Ok(Some(session)) if session.pid == pid => {
+            match std::fs::remove_file(state.join(LIVE_SESSION)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 fn write_own(state: &StateDir, name: &str, bytes: &[u8]) -> io::Result<()> {
     let Some(root) = state.ensure()? else {
         return Err(io::Error::new(io::ErrorKind::NotFound, state.missing()));
@@ -221,6 +235,12 @@ mod tests {
             started_at: "2025-01-01T00:00:00Z".into(),
         };
         write_live_session(&state, &session).unwrap();
-        assert_eq!(read_live_session(&state), Ok(Some(session)));
+        assert_eq!(read_live_session(&state), Ok(Some(session.clone())));
+        // Another server's record stays; this server's goes.
+        clear_live_session(&state, session.pid + 1).unwrap();
+        assert_eq!(read_live_session(&state), Ok(Some(session.clone())));
+        clear_live_session(&state, session.pid).unwrap();
+        assert_eq!(read_live_session(&state), Ok(None));
+        clear_live_session(&state, session.pid).unwrap();
     }
 }

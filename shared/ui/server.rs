@@ -65,8 +65,24 @@ struct Shared {
 
 type AppState = Arc<Shared>;
 
-/// Binds, prints the URL through `started`, and serves until stopped.
+/// How often the server looks whether it was asked to stop.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// Binds, prints the URL through `started`, and serves until stopped by
+/// SIGINT, SIGTERM or SIGHUP; then `live-session.json` no longer names it.
 pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Result<u8, Failure> {
+    // Caught before the server is recorded, so no stop can leave the record
+    // behind. Open event streams never end by themselves: the server stops
+    // at once, not after its connections.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| Failure::io(EXIT_FAILED, "catching the stop signals", e))?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -93,6 +109,7 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
         if let Err(e) = own_files::write_live_session(&state, &session) {
             eprintln!("jkz ui: not recording the server in live-session.json: {e}");
         }
+        let recorded = state.clone();
         let mut poller = Poller::new(state.clone());
         let first = poller.poll().unwrap_or(0);
         let table = poller.table();
@@ -112,9 +129,19 @@ pub fn serve(config: Config, state: StateDir, started: impl FnOnce(&str)) -> Res
             watch_list: std::sync::Mutex::new(()),
         });
         started(&format!("{base}?token={token}"));
-        axum::serve(listener, router(shared))
-            .await
-            .map_err(|e| Failure::io(EXIT_FAILED, "serving", e))?;
+        let stopped = async {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(STOP_POLL).await;
+            }
+        };
+        let served = tokio::select! {
+            served = axum::serve(listener, router(shared)) => served,
+            () = stopped => Ok(()),
+        };
+        if let Err(e) = own_files::clear_live_session(&recorded, session.pid) {
+            eprintln!("jkz ui: could not remove live-session.json: {e}");
+        }
+        served.map_err(|e| Failure::io(EXIT_FAILED, "serving", e))?;
         Ok(EXIT_OK)
     })
 }

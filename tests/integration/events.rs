@@ -1229,13 +1229,13 @@ fn filters_by_issue_type_and_time() {
         .args(["events", "--issue", "x"])
         .run()
         .expect_code(2);
-    // Without a state directory: said, exit 1.
+    // Without a state directory: said, exit 4.
     let bare = Dir::new();
     bare.cmd("jkz")
         .env("CLAUDE_PROJECT_DIR", bare.path())
         .args(["events"])
         .run()
-        .expect_code(1)
+        .expect_code(4)
         .one_line("jkz events", "no state directory");
 }
 

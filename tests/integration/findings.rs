@@ -889,7 +889,7 @@ fn usage_and_lookup_errors_say_what_to_do() {
         ])
         .arg(fixture("coderabbit-1.json"))
         .run()
-        .expect_code(1);
+        .expect_code(4);
     run.one_line("jkz findings", "no state directory");
     assert!(bare.files().is_empty());
 }

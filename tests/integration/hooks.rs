@@ -146,17 +146,22 @@ fn pre_compact_survives_bad_input() {
     ];
     for (name, input) in cases {
         // Run from the project directory: the implicit ./state exists.
+        // Input that is not the event: one reason, nothing printed (the
+        // summarizer is left alone), no snapshot taken.
         let run = survives(&dir, &input);
-        assert!(
-            !run.stderr_str().is_empty(),
-            "{name}: a reason on stderr\n{}",
+        assert_eq!(
+            run.stderr_str().lines().count(),
+            1,
+            "{name}: one reason on stderr\n{}",
             run.report()
         );
-        assert!(
-            run.stdout_str().contains("decide 1"),
-            "{name}: still tells the summarizer\n{}",
-            run.report()
-        );
+        assert_eq!(run.stdout_str(), "", "{name}\n{}", run.report());
+        let snapshots = dir
+            .files()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("pre-compact-"))
+            .count();
+        assert_eq!(snapshots, 0, "{name}\n{}", run.report());
     }
 }
 
@@ -208,7 +213,11 @@ fn no_state_directory_means_nothing_written() {
     assert!(!dir.join("state").exists());
     let run = dir
         .cmd("jkz-session-start")
-        .stdin(event(&dir, "s", json!({"source": "compact"})))
+        .stdin(event(
+            &dir,
+            "s",
+            json!({"hook_event_name": "SessionStart", "source": "compact"}),
+        ))
         .run()
         .success();
     assert!(
@@ -653,7 +662,11 @@ fn the_project_dir_never_creates_state() {
         run.report()
     );
     with_project("jkz-session-start")
-        .stdin(event(&dir, "abc", json!({"source": "compact"})))
+        .stdin(event(
+            &dir,
+            "abc",
+            json!({"hook_event_name": "SessionStart", "source": "compact"}),
+        ))
         .run()
         .success();
     let run = with_project("jkz-session")
@@ -677,7 +690,7 @@ fn the_project_dir_never_creates_state() {
     with_project("jkz")
         .args(["state", "set", "42", "current_phase", "building"])
         .run()
-        .expect_code(2);
+        .expect_code(4);
     assert!(!dir.join("state").exists(), "{:?}", dir.files());
     let outside_git: Vec<_> = dir
         .files()

@@ -407,26 +407,29 @@ fn gc_applies_retention_and_reports_what_it_freed() {
 }
 
 /// The repository's own files, for tests of install.sh and the plugin.
-fn checkout_file(rel: &str) -> PathBuf {
+pub(crate) fn checkout_file(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 /// A `cargo` that builds nothing: `build --release` copies the test's
 /// binaries to `${CARGO_TARGET_DIR:-target}/release/`, `install --root R`
-/// to `R/bin/`, as the real one would put them.
-fn fake_cargo(dir: &Dir) -> PathBuf {
+/// to `R/bin/`, as the real one would put them. Each call's arguments are
+/// appended to `fakebin/cargo-args`, one line per call.
+pub(crate) fn fake_cargo(dir: &Dir) -> PathBuf {
     let script = format!(
         r#"#!/bin/sh
 bins="{bins}"
+echo "$*" >> "$(dirname "$0")/cargo-args"
 case "$1" in
   build) out="${{CARGO_TARGET_DIR:-target}}/release" ;;
   install)
     while [ $# -gt 0 ]; do [ "$1" = --root ] && out="$2/bin"; shift; done ;;
   *) echo "fake cargo: $*" >&2; exit 1 ;;
 esac
-mkdir -p "$out" && cp "$bins"/jkz "$bins"/jkz-* "$out"/
+mkdir -p "$out" && for b in {names}; do cp "$bins/$b" "$out"/; done
 "#,
-        bins = bin_dir().display()
+        bins = bin_dir().display(),
+        names = jkz::setup::BINARIES.join(" ")
     );
     let path = dir.write("fakebin/cargo", script);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -829,7 +829,7 @@ fn without_a_state_directory_patterns_say_so() {
         .arg(dir.join("nowhere"))
         .args(["patterns", "list"])
         .run()
-        .expect_code(1);
+        .expect_code(4);
     run.one_line("jkz patterns list", "no state directory");
     assert!(!Path::new(&dir.join("nowhere")).exists());
 }

@@ -149,7 +149,7 @@ fn set_without_a_state_directory_creates_none() {
         .cmd("jkz")
         .args(["state", "set", "42", "current_phase", "x"])
         .run()
-        .expect_code(2);
+        .expect_code(4);
     assert!(
         run.stderr_str().contains("no state directory"),
         "{}",
@@ -551,9 +551,9 @@ fn pr_refuses_what_is_not_a_pr_number() {
 }
 
 #[test]
-fn validate_without_a_state_directory_exits_2_and_says_so() {
+fn validate_without_a_state_directory_exits_4_and_says_so() {
     let dir = Dir::new();
-    let run = state(&dir).args(["validate"]).run().expect_code(2);
+    let run = state(&dir).args(["validate"]).run().expect_code(4);
     assert!(
         run.stderr_str().contains("no state directory"),
         "{}",

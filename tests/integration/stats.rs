@@ -160,7 +160,7 @@ fn stats_since_leaves_out_older_calls_and_refuses_a_bad_span() {
         .expect_code(2);
     assert!(
         run.stderr_str()
-            .contains("\"yesterday\" is neither a span back from now"),
+            .contains("\"yesterday\" is not a point in time: expected a span back from now"),
         "{}",
         run.report()
     );

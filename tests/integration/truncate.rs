@@ -361,9 +361,11 @@ fn full_output_is_saved_only_where_allowed() {
     let saved = files[0].to_string_lossy().into_owned();
     assert!(saved.starts_with("st/context-offload/full-") && saved.ends_with(".txt"));
     assert_eq!(dir.read(&saved), input.as_bytes());
+    // The marker names it from the root, to be found from anywhere.
+    let named = dir.path().canonicalize().unwrap().join(&saved);
     assert!(run
         .stdout_str()
-        .contains(&format!("; full output: {saved}]")));
+        .contains(&format!("; full output: {}]", named.display())));
     assert!(run.stdout().len() <= 2000);
 
     // From the environment, too.
@@ -416,9 +418,17 @@ fn full_output_is_saved_only_where_allowed() {
         .run()
         .success();
     assert_eq!(dir.files().len(), 1);
-    assert!(run
-        .stdout_str()
-        .contains("full output: state/context-offload/full-"));
+    let offload = dir
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("state/context-offload/full-");
+    assert!(
+        run.stdout_str()
+            .contains(&format!("full output: {}", offload.display())),
+        "{}",
+        run.report()
+    );
 }
 
 #[test]

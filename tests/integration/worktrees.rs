@@ -244,7 +244,7 @@ fn a_bare_repository_and_its_worktrees_share_one_root() {
     let refused = jkz(&two)
         .args(["state", "set", "5", "current_phase", "x"])
         .run()
-        .expect_code(2);
+        .expect_code(4);
     assert!(
         refused.stderr_str().contains(&format!(
             "{} (shared root of the bare repository {})",
@@ -306,10 +306,12 @@ fn a_shared_clone_attached_shares_the_root_and_detached_uses_its_own() {
     let own = jkz(&clone)
         .args(["state", "get", "1", "current_phase"])
         .run()
-        .expect_code(1);
+        .expect_code(4);
     assert!(
-        own.stderr_str().contains("no pipeline state for issue 1")
-            || own.stderr_str().contains("does not exist"),
+        own.stderr_str().contains(&format!(
+            "no state directory at {}",
+            clone.join("state").display()
+        )),
         "{}",
         own.report()
     );
@@ -357,7 +359,7 @@ fn a_shared_clone_attached_shares_the_root_and_detached_uses_its_own() {
     let refused = jkz(&clone)
         .args(["state", "set", "9", "current_phase", "x"])
         .run()
-        .expect_code(2);
+        .expect_code(4);
     assert!(
         refused
             .stderr_str()
@@ -466,7 +468,7 @@ fn without_opt_in_nothing_is_created() {
     let refused = jkz(&wt)
         .args(["state", "set", "1", "current_phase", "x"])
         .run()
-        .expect_code(2);
+        .expect_code(4);
     assert!(
         refused.stderr_str().contains(&format!(
             "{} (main worktree of {})",
@@ -479,7 +481,7 @@ fn without_opt_in_nothing_is_created() {
     jkz(&wt)
         .args(["claim", "42", "--worktree", ".", "--session", "s1"])
         .run()
-        .expect_code(1);
+        .expect_code(4);
     Cmd::new("jkz-truncate", &wt)
         .args(["--max-bytes", "100"])
         .stdin("x\n".repeat(1000))
