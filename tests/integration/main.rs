@@ -15,6 +15,7 @@ mod hooks;
 mod hooks_disagreed_on_the_session;
 mod hostile;
 mod install;
+mod install_clients;
 mod install_codex;
 mod install_gemini;
 mod patterns;

@@ -132,7 +132,15 @@ fn check_plugin<W: Write>(
     );
     report.check(
         missing.is_empty(),
-        "plugin hooks PreCompact and SessionStart (compact, resume) registered",
+        format_args!(
+            "the plugin's copy registers all {} hooks ({})",
+            REGISTRATIONS.len(),
+            REGISTRATIONS
+                .iter()
+                .map(settings::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         format_args!(
             "the plugin's copy lacks the hooks {}; run claude plugin update {}",
             missing.join(", "),
@@ -194,7 +202,7 @@ fn check_settings<W: Write>(
                 .next()
                 .map(|c| (shown.clone(), c))
         });
-        let what = format!("hook {} (matcher \"{}\")", reg.event, reg.matcher);
+        let what = format!("hook {}", settings::describe(&reg));
         match found {
             Some((shown, command)) => {
                 let program = settings::command_path(&command);
@@ -205,8 +213,8 @@ fn check_settings<W: Write>(
                 };
                 report.check(
                     runnable,
-                    format_args!("{what} → {command} (in {shown})"),
-                    format_args!("{what} → {command} (in {shown}): not an executable file; run jkz install again"),
+                    format_args!("{what}: {command} (in {shown})"),
+                    format_args!("{what}: {command} (in {shown}) is not an executable file; run jkz install again"),
                 )?
             }
             None => report.line(
