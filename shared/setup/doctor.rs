@@ -145,13 +145,18 @@ pub fn doctor(
 
     // 2. Hooks: through the plugin or settings, once.
     let user = Target::resolve(None, true).ok();
-    let client_lines = match args.client {
-        Client::Claude => {
+    let worktree_step = match args.client {
+        Client::Claude => registration::worktree_step(&project, user.as_ref()),
+        _ => None,
+    };
+    let client_lines = match (args.client, &worktree_step) {
+        (Client::Claude, Some(step)) => vec![(false, step.clone())],
+        (Client::Claude, None) => {
             registration::check(&mut report, &project, user.as_ref(), &path_var)?;
             Vec::new()
         }
-        Client::Codex => super::codex::doctor_lines(&project_dir),
-        Client::Gemini => super::gemini::doctor_lines(&project_dir),
+        (Client::Codex, _) => super::codex::doctor_lines(&project_dir),
+        (Client::Gemini, _) => super::gemini::doctor_lines(&project_dir),
     };
     for (ok, line) in client_lines {
         report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
@@ -166,7 +171,10 @@ pub fn doctor(
     // 3. Slash commands, as shipped (the plugin's are checked with it;
     // Codex CLI and Gemini CLI have none of jkz's).
     let commands = match args.client {
-        Client::Claude if super::plugin::enabled(&project, user.as_ref()).is_none() => {
+        Client::Claude
+            if worktree_step.is_none()
+                && super::plugin::enabled(&project, user.as_ref()).is_none() =>
+        {
             &COMMANDS[..]
         }
         _ => &[][..],

@@ -347,6 +347,9 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         )?;
     } else {
         changes += register(&target, root.as_ref(), &file, &bin_dir, out)?;
+        if let (Some(project), Some(root)) = (&target.project, &root) {
+            commit_note(project, root, &bin_dir, out)?;
+        }
     }
 
     if let (Some(url), Some(project)) = (&registry, &target.project) {
@@ -370,6 +373,63 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     out.flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(EXIT_OK)
+}
+
+/// In a git checkout: says which of the files install wrote git does not
+/// track yet, and the one command that commits them. A linked worktree
+/// (`git worktree add`) or a clone gets `.claude/` only from a commit, so
+/// until then a chat there runs none of jkz's hooks. Also says when the
+/// hooks name the binaries by absolute path, which works on this machine
+/// only.
+fn commit_note(
+    project: &Path,
+    root: &ProjectRoot,
+    bin_dir: &Path,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if root.found.repository.is_none() {
+        return Ok(());
+    }
+    let project = &std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
+    let files = [".claude/settings.json", ".claude/commands/jkz"];
+    let untracked: Vec<&str> = files
+        .into_iter()
+        .filter(|rel| {
+            project.join(rel).exists()
+                && crate::state_dir::tracked::is_tracked(&project.join(rel)) != Some(true)
+        })
+        .collect();
+    let settings_path = project.join(".claude").join("settings.json");
+    let by_path = plugin::read_settings(&settings_path).is_some_and(|map| {
+        settings::REGISTRATIONS.iter().any(|reg| {
+            settings::registered_commands(&map, reg.event, reg.matcher, reg.program)
+                .iter()
+                .any(|c| settings::command_path(c).contains('/'))
+        })
+    });
+    if by_path {
+        say(
+            out,
+            format_args!(
+                "note: the hooks name jkz's binaries by their path in {} (it is not first on PATH here): {} works on this machine only; put {} first on PATH and run jkz install again before you commit it",
+                bin_dir.display(),
+                settings_path.display(),
+                bin_dir.display()
+            ),
+        )?;
+    }
+    if untracked.is_empty() {
+        return Ok(());
+    }
+    let dir = shell_quote(&project.to_string_lossy());
+    say(
+        out,
+        format_args!(
+            "commit {} so that every linked worktree (git worktree add) and clone made from that commit runs jkz's hooks: `git -C {dir} add {} && git -C {dir} commit -m 'Register jkz hooks'` (a worktree that exists already gets them once its branch has that commit; docs/setup.md#worktrees-and-clones)",
+            untracked.join(" and "),
+            untracked.join(" ")
+        ),
+    )
 }
 
 /// The directory of the running jkz, checked to hold every jkz binary (the

@@ -18,6 +18,7 @@ mod install;
 mod install_clients;
 mod install_codex;
 mod install_gemini;
+mod install_worktrees;
 mod patterns;
 mod post_compact;
 mod postgres;
