@@ -127,6 +127,7 @@ pub fn prompt_value(codex_dir: &Path, prompt: &Path) -> String {
 /// The file a value of [`PROMPT_KEY`] names, as Codex reads it from
 /// `codex_dir`'s `config.toml`.
 pub fn named_by(codex_dir: &Path, value: &str) -> PathBuf {
+    let codex_dir = std::path::absolute(codex_dir).unwrap_or_else(|_| codex_dir.to_path_buf());
     let mut path = PathBuf::new();
     for c in codex_dir.join(value).components() {
         match c {

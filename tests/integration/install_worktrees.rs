@@ -173,3 +173,41 @@ fn worktrees_got_no_hooks() {
     );
     assert_eq!(chat["branch"], "i42");
 }
+
+/// Codex CLI refuses to start when `experimental_compact_prompt_file`
+/// names a missing file. The committed `.codex/config.toml` names the
+/// prompt relative to `.codex/`, which in a linked worktree is a `state/`
+/// the worktree does not have: doctor says so and the fix, and install in
+/// the worktree points the key at the repository's prompt.
+#[test]
+fn a_committed_codex_config_named_a_prompt_the_worktree_lacks() {
+    let dir = Dir::new();
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let install = jkz(&dir, &repo, &["install", "--client", "codex"]);
+    assert!(install.status.success(), "{}", text(&install));
+    git(&repo, &["add", ".codex", ".gitignore"]);
+    git(&repo, &["commit", "-q", "-m", "Register jkz for Codex"]);
+    git(&repo, &["worktree", "add", "-q", "-b", "i5", "../wt-5"]);
+    let wt = dir.join("wt-5");
+
+    let doctor = jkz(&dir, &wt, &["doctor", "--client", "codex"]);
+    assert_eq!(doctor.status.code(), Some(1), "{}", text(&doctor));
+    let out = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(
+        out.lines().any(|l| l.starts_with("FAIL")
+            && l.contains("which does not exist: Codex refuses to start")
+            && l.contains("run jkz install --client codex here")),
+        "{out}"
+    );
+    let install = jkz(&dir, &wt, &["install", "--client", "codex"]);
+    assert!(install.status.success(), "{}", text(&install));
+    let config = std::fs::read_to_string(wt.join(".codex/config.toml")).unwrap();
+    assert_eq!(
+        config,
+        "experimental_compact_prompt_file = \"../../repo/state/codex-compact-prompt.md\"\n"
+    );
+    let doctor = jkz(&dir, &wt, &["doctor", "--client", "codex"]);
+    assert!(doctor.status.success(), "{}", text(&doctor));
+}
