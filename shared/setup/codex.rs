@@ -497,7 +497,18 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         say(out, said)?;
         changes += 1;
     }
-    if remove_file(&prompt)? {
+    // A prompt in a state directory other checkouts share is theirs too:
+    // the main checkout's config.toml names it, and Codex refuses to start
+    // without it.
+    if !root.own && prompt.is_file() {
+        say(
+            out,
+            format_args!(
+                "kept {}: the repository's checkouts share it",
+                prompt.display()
+            ),
+        )?;
+    } else if remove_file(&prompt)? {
         say(out, format_args!("removed {}", prompt.display()))?;
         changes += 1;
     }

@@ -210,4 +210,11 @@ fn a_committed_codex_config_named_a_prompt_the_worktree_lacks() {
     );
     let doctor = jkz(&dir, &wt, &["doctor", "--client", "codex"]);
     assert!(doctor.status.success(), "{}", text(&doctor));
+    // Uninstalled in the worktree, the prompt the main checkout's Codex
+    // needs stays.
+    let uninstall = jkz(&dir, &wt, &["uninstall", "--client", "codex"]);
+    assert!(uninstall.status.success(), "{}", text(&uninstall));
+    assert!(repo.join("state/codex-compact-prompt.md").is_file());
+    let doctor = jkz(&dir, &repo, &["doctor", "--client", "codex"]);
+    assert!(doctor.status.success(), "{}", text(&doctor));
 }
