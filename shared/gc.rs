@@ -11,6 +11,7 @@
 //! | `tool-output.jsonl`, `tool-output.1.jsonl` | never: the savings ledger's writer bounds it (rotated at 8 MiB, two files at most; see `tool_output::ledger`) |
 //! | `locks/<kind>-<name>.json` | past its TTL, or its holder's pid gone on this host; a held lock never |
 //! | `.*.tmp` in `circuit/`, `locks/` | older than 10 minutes, and not locked by its writer |
+//! | chats in the registry (`chat.db`, or the team's) | holding no claim, and their client exited on this host (or, with no process recorded, such as a pipeline script's session, silent for 5 minutes): see `registry::prune` |
 //!
 //! Age is the file's modification time. An offloaded file is *used* while it
 //! was read or written within 7 days (access or modification time; a
@@ -81,6 +82,14 @@ struct GcReport {
     removed: Vec<GcRemoved>,
     files: u64,
     freed_bytes: u64,
+    /// The registry's chats forgotten (or that would be).
+    forgotten_chats: Vec<GcForgotten>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct GcForgotten {
+    session_id: String,
+    why: String,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -659,6 +668,19 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
         freed += d.bytes;
         removed += 1;
     }
+    // The registry's chats that will never be heard from again.
+    let mut forgotten = Vec::new();
+    if crate::registry::backend::may_hold_claims(state.path()) {
+        match crate::registry::prune::prune(state.path(), args.dry_run, crate::clock::now()) {
+            Ok((pruned, note)) => {
+                if let Some(note) = note {
+                    eprintln!("jkz gc: {note}");
+                }
+                forgotten = pruned;
+            }
+            Err(e) => eprintln!("jkz gc: the registry's chats were not pruned: {e}"),
+        }
+    }
     if args.json {
         let report = GcReport {
             state_dir: state.path().to_path_buf(),
@@ -666,10 +688,28 @@ pub fn gc(args: &GcArgs, state: &StateDir, out: &mut impl Write) -> Result<u8, F
             removed: listed,
             files: removed,
             freed_bytes: freed,
+            forgotten_chats: forgotten
+                .iter()
+                .map(|p| GcForgotten {
+                    session_id: p.session_id.clone(),
+                    why: p.why.clone(),
+                })
+                .collect(),
         };
         crate::json_output::write(out, &report)
             .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
         return Ok(EXIT_OK);
+    }
+    let verb = if args.dry_run {
+        "would forget"
+    } else {
+        "forgot"
+    };
+    for p in &forgotten {
+        say(
+            out,
+            format_args!("{verb} chat {} in the registry ({})", p.session_id, p.why),
+        )?;
     }
     let verb = if args.dry_run { "would free" } else { "freed" };
     say(

@@ -31,7 +31,10 @@
 //!   ([`bash`]); a command whose target the hook cannot tell is asked
 //!   about while another live chat holds a claim;
 //! - a command that would delete or overwrite the state directory itself
-//!   is refused whoever holds what ([`state_guard`]).
+//!   is refused whoever holds what ([`state_guard`]);
+//! - a chat holding no claim whose client has exited (or, with none
+//!   recorded, that is stale) is forgotten by `jkz gc` and `jkz chats
+//!   prune` ([`prune`]).
 
 pub mod acting;
 pub mod backend;
@@ -45,6 +48,7 @@ pub mod decision;
 pub mod hook;
 pub mod identity;
 pub mod postgres;
+pub mod prune;
 pub mod reach;
 pub mod state_guard;
 pub mod store;

@@ -18,7 +18,7 @@
 //! | `pipeline` | [`crate::pipeline::Normalized`] of every pipeline at the last save |
 //!
 //! Session identity: the order of [`crate::session_id::resolve_raw`]
-//! (`--session`, then `CLAUDE_SESSION_ID`, then `CLAUDE_CODE_SESSION_ID`),
+//! (`--session`, then `JKZ_SESSION`, `CLAUDE_SESSION_ID`, `CLAUDE_CODE_SESSION_ID`),
 //! else `anonymous`, validated by [`SessionId::parse`].
 
 pub mod notes;
@@ -69,7 +69,7 @@ pub const EXIT_FAILED: u8 = 1;
 pub struct SessionCli {
     #[command(flatten)]
     pub state: crate::state_dir::StateDirArg,
-    /// The session id (default: $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
+    /// The session id (default: $JKZ_SESSION, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID, else "anonymous").
     /// 1 to 128 characters from A-Z a-z 0-9 . _ -
     #[arg(long, global = true, value_name = "ID")]
     pub session: Option<String>,

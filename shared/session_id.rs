@@ -3,9 +3,9 @@
 //!
 //! Which session a tool runs in is decided once, here ([`resolve_raw`]), so
 //! that the hooks and `jkz-session` agree: an explicit id (`jkz-session
-//! --session`, or the hook event's `session_id`) > `CLAUDE_SESSION_ID` >
-//! `CLAUDE_CODE_SESSION_ID`. `jkz-session` falls back to `anonymous`; a hook
-//! with none updates no session record.
+//! --session`, or the hook event's `session_id`) > `JKZ_SESSION` >
+//! `CLAUDE_SESSION_ID` > `CLAUDE_CODE_SESSION_ID`. `jkz-session` falls
+//! back to `anonymous`; a hook with none updates no session record.
 
 use std::fmt;
 
@@ -58,9 +58,11 @@ impl SessionId {
 }
 
 /// The environment variables that name the session, in the order consulted:
-/// a user's or a wrapper's choice first, then the one Claude Code sets for
-/// every hook and every command its Bash tool runs.
-pub const SESSION_ENV: [&str; 2] = ["CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
+/// jkz's own (a pipeline script exports it, so every jkz command it runs, and
+/// every agent it starts without jkz's hooks, acts as the script's session),
+/// a user's or a wrapper's choice, then the one Claude Code sets for every
+/// hook and every command its Bash tool runs.
+pub const SESSION_ENV: [&str; 3] = ["JKZ_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
 /// The session id to run as, not yet validated, and whether it was explicit:
 /// `explicit` when given, else the first of [`SESSION_ENV`] that is set and

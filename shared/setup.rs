@@ -22,11 +22,13 @@
 //! bytes it replaced in the backup.
 
 mod attach;
-mod codex;
+pub mod codex;
+mod config_file;
 mod doctor;
 mod gemini;
 mod install;
 pub mod plugin;
+mod registrations;
 pub mod settings;
 
 use std::path::{Path, PathBuf};

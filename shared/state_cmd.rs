@@ -62,8 +62,9 @@ pub enum StateCommand {
     /// issue's data, as the contract puts them); also stamps `last_updated`
     /// and `lastActivity`. Refused when the file would break the contract,
     /// and (exit 3) when another live chat has claimed issue N. From a chat
-    /// ($CLAUDE_SESSION_ID or $CLAUDE_CODE_SESSION_ID set), also claims issue
-    /// N for it when no other chat holds it (see `jkz claim`).
+    /// (its Bash tool; or --session, or $JKZ_SESSION, $CLAUDE_SESSION_ID,
+    /// $CLAUDE_CODE_SESSION_ID naming one), also claims issue N for it when
+    /// no other chat holds it (see `jkz claim`).
     Set {
         #[arg(value_parser = IssueNumber::parse)]
         issue: IssueNumber,
@@ -78,6 +79,13 @@ pub enum StateCommand {
         /// a chat it is refused (exit 3).
         #[arg(long)]
         force: bool,
+        /// Write as this session (a pipeline script's, as it claimed with
+        /// `jkz claim --session ID`): its claim on issue N is its own. Default:
+        /// the chat whose client runs this command, else $JKZ_SESSION, else
+        /// $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID; inside a chat it
+        /// may name only that chat (exit 3).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
     },
     /// Print issue N's normalized view as JSON.
     Show {
@@ -139,6 +147,7 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             value,
             json,
             force,
+            session,
         } => {
             let value = if json {
                 serde_json::from_str(&value).map_err(|e| {
@@ -170,7 +179,9 @@ pub fn run(args: StateArgs, state: &StateDir, out: &mut impl Write) -> Result<u8
             }
             // The claim is enforced here, by the writer, whatever spelling
             // of the command got this far.
-            for line in crate::registry::writer::may_write(state.path(), &issue, force)? {
+            for line in
+                crate::registry::writer::may_write(state.path(), &issue, force, session.as_deref())?
+            {
                 eprintln!("jkz state set: {line}");
             }
             let path = pipeline::pipeline_path(state, &issue);

@@ -78,8 +78,8 @@ fn issue_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Erro
 
 impl Event {
     /// A new event of type `kind`, now ([`crate::clock::log_now`]), in this
-    /// process's session (the client's `CLAUDE_CODE_SESSION_ID` or
-    /// `CLAUDE_SESSION_ID`, when valid).
+    /// process's session (the first of [`SESSION_ENV`] that holds a valid
+    /// id).
     pub fn new(kind: &str) -> Event {
         Event::at(kind, crate::clock::log_now())
     }

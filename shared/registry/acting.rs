@@ -95,10 +95,11 @@ pub fn enclosing_chat(root: &Path) -> Result<Option<Enclosing>, Failure> {
     Ok(stated.map(|chat| Enclosing { chat, client: None }))
 }
 
-/// The chat to act for: the enclosing chat, which `flag` (`--session`) may
-/// only repeat (exit 3 otherwise); outside a chat, `flag` (exit 2 when
-/// missing).
-pub fn acting_for(flag: Option<&str>, root: &Path) -> Result<SessionId, Failure> {
+/// The chat a command acts for, when anything names one: the enclosing
+/// chat, which `flag` (`--session`) may only repeat (exit 3 otherwise);
+/// outside every chat, `flag`; none when neither names a chat (a person at
+/// a terminal).
+pub fn stated_chat(flag: Option<&str>, root: &Path) -> Result<Option<Enclosing>, Failure> {
     let named = flag
         .map(|raw| SessionId::parse(raw).map_err(|e| Failure::new(EXIT_USAGE, e.to_string())))
         .transpose()?;
@@ -111,13 +112,25 @@ pub fn acting_for(flag: Option<&str>, root: &Path) -> Result<SessionId, Failure>
                 inside.words()
             ),
         )),
-        (Some(inside), _) => Ok(inside.chat),
-        (None, Some(named)) => Ok(named),
-        (None, None) => Err(Failure::new(
+        (Some(inside), _) => Ok(Some(inside)),
+        (None, Some(named)) => Ok(Some(Enclosing {
+            chat: named,
+            client: None,
+        })),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The chat to act for ([`stated_chat`]); exit 2 when nothing names one.
+pub fn acting_for(flag: Option<&str>, root: &Path) -> Result<SessionId, Failure> {
+    match stated_chat(flag, root)? {
+        Some(chat) => Ok(chat.chat),
+        None => Err(Failure::new(
             EXIT_USAGE,
             format!(
-                "no chat to act for: run it from a chat's Bash tool ({} is set there) or pass --session ID",
-                SESSION_ENV.join(" or ")
+                "no chat to act for: run it from a chat's Bash tool ({} is set there), pass --session ID, \
+                 or, in a pipeline script, export JKZ_SESSION=ID once so every jkz command it runs acts as that session",
+                SESSION_ENV[1..].join(" or ")
             ),
         )),
     }

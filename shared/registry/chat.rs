@@ -75,7 +75,7 @@ impl Chat {
 
     /// True when the recorded client ran on this host and runs no more. A
     /// chat whose pid or host is unknown is never presumed dead.
-    fn client_is_gone(&self) -> bool {
+    pub fn client_is_gone(&self) -> bool {
         let (Some(pid), Some(host)) = (self.pid, &self.host) else {
             return false;
         };

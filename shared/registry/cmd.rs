@@ -4,8 +4,8 @@
 //! The chat is the one whose client the command runs under (its process
 //! tree, whatever the session variables say); `--session` may name only
 //! that chat. Outside every chat's tree the one session rule names it
-//! (`CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`), and without those
-//! `--session` names any ([`super::acting`]).
+//! (`JKZ_SESSION`, else `CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`),
+//! and without those `--session` names any ([`super::acting`]).
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
 //! or already this chat's) / released (or not claimed); 1 an I/O or
@@ -59,8 +59,9 @@ pub struct ClaimArgs {
     /// (silent for 5 minutes). A live chat's claim is never taken.
     #[arg(long)]
     pub take: bool,
-    /// The chat to claim for. Default: the chat whose client runs this
-    /// command, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
+    /// The chat to claim for (a pipeline script names its own session, e.g.
+    /// pipeline-42). Default: the chat whose client runs this command, else
+    /// $JKZ_SESSION, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
     /// inside a chat it may name only that chat.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -71,7 +72,8 @@ pub struct ReleaseArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
     /// The chat releasing it. Default: the chat whose client runs this
-    /// command, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
+    /// command, else $JKZ_SESSION, else $CLAUDE_SESSION_ID, else
+    /// $CLAUDE_CODE_SESSION_ID;
     /// inside a chat it may name only that chat (a person at a terminal,
     /// outside every chat, may name any).
     #[arg(long, value_name = "ID")]
@@ -79,10 +81,28 @@ pub struct ReleaseArgs {
 }
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ChatsArgs {
+    #[command(subcommand)]
+    pub command: Option<ChatsCommand>,
     /// One JSON array instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum ChatsCommand {
+    /// Forget the chats that hold no claim and whose client has exited (or,
+    /// with no process recorded, such as a pipeline script's session, that
+    /// are silent for 5 minutes). `jkz gc` does it too.
+    Prune(PruneArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct PruneArgs {
+    /// Say which chats would be forgotten; forget none.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 pub(super) fn root_of(state: &StateDir) -> Result<PathBuf, Failure> {
@@ -293,6 +313,9 @@ pub fn chat_json(
 /// each chat runs on (`-` when the registry does not know it: the local
 /// registry records it with the client's pid; the team registry always).
 pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
+    if let Some(ChatsCommand::Prune(prune)) = &args.command {
+        return prune_chats(prune, state, out);
+    }
     let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     let now = now();
     let listed = if may_hold_claims(state.path()) {
@@ -368,6 +391,38 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     if listed.is_empty() {
         writeln!(out, "(no live or stale chats)").map_err(writing)?;
     }
+    out.flush().map_err(writing)?;
+    Ok(EXIT_OK)
+}
+
+/// `jkz chats prune`: forgets the chats [`super::prune`] lets go, one line
+/// each, then how many.
+pub fn prune_chats(args: &PruneArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8, Failure> {
+    let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
+    if !may_hold_claims(state.path()) {
+        writeln!(
+            out,
+            "no registry in {}; nothing to forget",
+            state.path().display()
+        )
+        .map_err(writing)?;
+        return Ok(EXIT_OK);
+    }
+    let root = root_of(state)?;
+    let (pruned, note) = super::prune::prune(&root, args.dry_run, now())
+        .map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?;
+    if let Some(note) = note {
+        eprintln!("jkz chats prune: {note}");
+    }
+    let verb = if args.dry_run {
+        "would forget"
+    } else {
+        "forgot"
+    };
+    for p in &pruned {
+        writeln!(out, "{verb} chat {} ({})", inert(&p.session_id), p.why).map_err(writing)?;
+    }
+    writeln!(out, "{verb} {} chat(s)", pruned.len()).map_err(writing)?;
     out.flush().map_err(writing)?;
     Ok(EXIT_OK)
 }

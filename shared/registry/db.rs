@@ -534,6 +534,21 @@ impl Registry {
         rows.collect()
     }
 
+    /// Forgets `session` when it holds no claim and its heartbeat is still
+    /// `heartbeat` (see [`Store::forget`]).
+    pub fn forget(&mut self, session: &str, heartbeat: i64) -> rusqlite::Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let gone = tx.execute(
+            "DELETE FROM chats WHERE session_id = ?1 AND heartbeat = ?2
+             AND NOT EXISTS (SELECT 1 FROM claims WHERE claims.session_id = ?1)",
+            params![session, heartbeat],
+        )?;
+        tx.commit()?;
+        Ok(gone > 0)
+    }
+
     /// One chat by session id.
     pub fn chat(&mut self, session: &str) -> rusqlite::Result<Option<Chat>> {
         self.conn
@@ -618,6 +633,10 @@ impl Store for Registry {
 
     fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> Result<Vec<Chat>, StoreError> {
         Ok(Registry::chats_of_client(self, pid, pid_start)?)
+    }
+
+    fn forget(&mut self, session: &str, heartbeat: i64) -> Result<bool, StoreError> {
+        Ok(Registry::forget(self, session, heartbeat)?)
     }
 }
 

@@ -103,8 +103,8 @@ a command starting JKZ_RAW=1, plan mode, a project without a state
 directory.
 JKZ_BASH_WRAP=0 turns it off (docs/tool-output-guard.md).
 
-The session is the event's session_id, else CLAUDE_SESSION_ID, else
-CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
+The session is the event's session_id, else JKZ_SESSION, else
+CLAUDE_SESSION_ID, else CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
 
 State directory: the repository's, used only if it exists and git does not
 track it (which one, and why: docs/worktrees.md).
@@ -182,7 +182,7 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
         }
         None => {
             warnings.warn(format!(
-                "{name} event without session_id (and CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored"
+                "{name} event without session_id (and JKZ_SESSION, CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored"
             ));
             return None;
         }

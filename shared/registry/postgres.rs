@@ -507,4 +507,22 @@ impl Store for TeamRegistry<'_> {
             .map(|rows| rows.iter().map(|r| chat_at(r, 0)).collect())
             .map_err(|e| self.err(e))
     }
+
+    fn forget(&mut self, session: &str, heartbeat: i64) -> Result<bool, StoreError> {
+        self.conn.checked()?;
+        let run = |reg: &mut Self| -> Result<bool, postgres::Error> {
+            let mut tx = reg.locked()?;
+            let gone = tx
+                .query_typed(
+                    "DELETE FROM jkz_chats WHERE session_id = $1 AND heartbeat = $2
+                     AND NOT EXISTS (SELECT 1 FROM jkz_claims WHERE jkz_claims.session_id = $1)
+                     RETURNING 1",
+                    &[(&session, Type::TEXT), (&heartbeat, Type::INT8)],
+                )?
+                .len();
+            tx.commit()?;
+            Ok(gone > 0)
+        };
+        run(self).map_err(|e| self.err(e))
+    }
 }

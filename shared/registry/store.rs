@@ -64,6 +64,10 @@ pub trait Store {
     /// [`super::identity`]), those not ended first, then the most recent
     /// heartbeat.
     fn chats_of_client(&mut self, pid: i64, pid_start: i64) -> Result<Vec<Chat>, StoreError>;
+    /// Forgets chat `session` when it holds no claim and its heartbeat is
+    /// still `heartbeat`, as it was judged (a chat that beat or claimed
+    /// since is kept); true when it went ([`super::prune`]).
+    fn forget(&mut self, session: &str, heartbeat: i64) -> Result<bool, StoreError>;
 }
 
 /// A failed transaction.

@@ -5,8 +5,9 @@
 //! PreToolUse hook ([`super::hook`]) only tells the model early.
 //!
 //! Inside a chat (its process tree holds the chat's client, or, outside
-//! every chat's tree, a session variable names one: [`super::acting`]) the
-//! chat's own claim is fine, and a free issue becomes the chat's. A person
+//! every chat's tree, `--session` or a session variable such as a pipeline
+//! script's `JKZ_SESSION` names one: [`super::acting`]) the chat's own
+//! claim is fine, and a free issue becomes the chat's. A person
 //! at a terminal may override another chat's claim with `--force`, never
 //! silently: a warning names the chat whose claim was overridden. A chat
 //! cannot: `--force` from inside a chat is refused (exit 3), whatever its
@@ -19,7 +20,7 @@
 
 use std::path::Path;
 
-use super::acting::{enclosing_chat, REFUSED};
+use super::acting::{stated_chat, REFUSED};
 use super::backend::{may_hold_claims, with_registry};
 use super::chat::Liveness;
 use super::chat::STALE_AFTER;
@@ -30,12 +31,17 @@ use crate::exit::Failure;
 use crate::pipeline::IssueNumber;
 
 /// May this process write issue `issue`'s pipeline state (in `root`, the
-/// state directory, which exists)? `Ok` with lines to show on stderr (a
-/// claim taken, a claim overridden, a registry that could not be read), or
-/// a refusal with exit code 3.
-pub fn may_write(root: &Path, issue: &IssueNumber, force: bool) -> Result<Vec<String>, Failure> {
+/// state directory, which exists)? `session` is the writer's `--session`.
+/// `Ok` with lines to show on stderr (a claim taken, a claim overridden, a
+/// registry that could not be read), or a refusal with exit code 3.
+pub fn may_write(
+    root: &Path,
+    issue: &IssueNumber,
+    force: bool,
+    session: Option<&str>,
+) -> Result<Vec<String>, Failure> {
     let now = now();
-    let chat = enclosing_chat(root)?;
+    let chat = stated_chat(session, root)?;
     let Some(inside) = chat else {
         if !may_hold_claims(root) {
             return Ok(Vec::new());

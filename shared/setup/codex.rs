@@ -92,6 +92,61 @@ pub const REGISTRATIONS: [Registration; 8] = [
     },
 ];
 
+/// The value of [`PROMPT_KEY`] that names `prompt` (in the state
+/// directory) from `codex_dir` (the project's `.codex/`): a path relative to
+/// that directory. Codex resolves a relative path in a project's
+/// `config.toml` against the directory holding the file (measured on
+/// 0.169.0: `"../state/p.md"` in `/r/.codex/config.toml` is read as
+/// `/r/state/p.md`), so the file, which projects commit, names no path of
+/// this machine and serves every clone.
+pub fn prompt_value(codex_dir: &Path, prompt: &Path) -> String {
+    let real = |p: &Path| -> PathBuf {
+        match (p.parent(), p.file_name()) {
+            (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+                .map(|d| d.join(name))
+                .unwrap_or_else(|_| p.to_path_buf()),
+            _ => p.to_path_buf(),
+        }
+    };
+    let (from, to) = (real(codex_dir), real(prompt));
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut rel = PathBuf::new();
+    for _ in from.components().skip(common) {
+        rel.push("..");
+    }
+    for c in to.components().skip(common) {
+        rel.push(c);
+    }
+    rel.display().to_string()
+}
+
+/// The file a value of [`PROMPT_KEY`] names, as Codex reads it from
+/// `codex_dir`'s `config.toml`.
+pub fn named_by(codex_dir: &Path, value: &str) -> PathBuf {
+    let codex_dir = std::path::absolute(codex_dir).unwrap_or_else(|_| codex_dir.to_path_buf());
+    let mut path = PathBuf::new();
+    for c in codex_dir.join(value).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    path
+}
+
+/// True when a value of [`PROMPT_KEY`] names a compaction prompt of jkz's
+/// (its file name), whichever checkout's state directory it points at.
+fn is_jkz_value(value: &str) -> bool {
+    Path::new(value).file_name() == Some(std::ffi::OsStr::new(layout::CODEX_COMPACT_PROMPT))
+}
+
 /// One of Codex's files jkz edits.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -142,22 +197,31 @@ impl Kind {
     }
 }
 
-/// A file of `.codex/` as found.
+/// A file of `.codex/` as found: `path` as the user knows it, `real` where
+/// its bytes live (a symlinked file is edited at its target, the link kept:
+/// [`super::config_file`]).
 struct CodexFile {
     kind: Kind,
     path: PathBuf,
+    real: PathBuf,
     bytes: Option<Vec<u8>>,
 }
 
 impl CodexFile {
     fn read(dir: &Path, kind: Kind) -> Result<CodexFile, Failure> {
         let path = dir.join(kind.file_name());
-        let bytes = match crate::state_dir::read_user_file(&path) {
+        let real = super::config_file::resolve(&path)?;
+        let bytes = match crate::state_dir::read_user_file(&real) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Failure::io(1, format!("reading {}", path.display()), e)),
         };
-        Ok(CodexFile { kind, path, bytes })
+        Ok(CodexFile {
+            kind,
+            path,
+            real,
+            bytes,
+        })
     }
 
     fn bytes(&self) -> &[u8] {
@@ -167,14 +231,14 @@ impl CodexFile {
     /// Writes `new` in place of the file, keeping its permission bits.
     fn replace(&self, new: &[u8]) -> Result<(), Failure> {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&self.path)
+        let mode = std::fs::metadata(&self.real)
             .map(|m| m.permissions().mode() & 0o7777)
             .unwrap_or(0o644);
-        if let Some(dir) = self.path.parent() {
+        if let Some(dir) = self.real.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
         }
-        write_file(&self.path, new, mode)
+        write_file(&self.real, new, mode)
     }
 
     /// Installs `new` (jkz's entries added), keeping the bytes from before
@@ -204,7 +268,7 @@ impl CodexFile {
                 format!("restored {shown} as it was before jkz install")
             }
             None if self.kind.is_empty(without) => {
-                remove_file(&self.path)?;
+                remove_file(&self.real)?;
                 format!("removed {shown} (jkz install created it)")
             }
             _ => {
@@ -288,6 +352,17 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let mut hooks_map = parse_hooks(&hooks)?;
     let mut doc = parse_config(&config)?;
     let gitignore = project_gitignore(&target)?.expect("read for a project");
+    super::registrations::clear_elsewhere(
+        super::registrations::user_file_elsewhere(
+            super::registrations::codex_user_hooks(),
+            &hooks.path,
+        ),
+        args.replace,
+        "Codex CLI",
+        &hooks.path,
+        "jkz install --client codex",
+        out,
+    )?;
 
     let mut changes = prepare_state(&root, gitignore, out)?;
     let state = root.found.path.clone();
@@ -308,18 +383,31 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         )?;
         say(
             out,
-            format_args!(
-                "registered hooks PreCompact, SessionStart (compact, resume), and jkz-chat (SessionStart, UserPromptSubmit, PreToolUse Bash|apply_patch, PostToolUse, SessionEnd) in {}",
-                hooks.path.display()
-            ),
+            settings::registered_summary(&REGISTRATIONS, &hooks.path),
         )?;
         changes += 1;
     }
 
     let prompt = compact_prompt::path(&state);
-    let prompt_text = prompt.display().to_string();
-    match doc.get(PROMPT_KEY).map(|v| v.as_str()) {
-        Some(Some(current)) if current == prompt_text => {}
+    let wanted = prompt_value(&codex_dir, &prompt);
+    let current = doc.get(PROMPT_KEY).map(|v| v.as_str().map(str::to_string));
+    match current.as_ref().map(Option::as_deref) {
+        Some(Some(current)) if current == wanted => {}
+        // jkz's, in another form: an absolute path an older jkz wrote, or
+        // the main checkout's committed value read in a linked worktree.
+        Some(Some(current)) if is_jkz_value(current) => {
+            doc.insert(PROMPT_KEY, toml_edit::value(wanted.as_str()));
+            config.replace(doc.to_string().as_bytes())?;
+            say(
+                out,
+                format_args!(
+                    "set {PROMPT_KEY} in {} to {wanted:?} (was {current:?}): {}",
+                    config.path.display(),
+                    prompt.display()
+                ),
+            )?;
+            changes += 1;
+        }
         Some(current) => say(
             out,
             format_args!(
@@ -330,7 +418,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             ),
         )?,
         None => {
-            doc.insert(PROMPT_KEY, toml_edit::value(prompt_text.as_str()));
+            doc.insert(PROMPT_KEY, toml_edit::value(wanted.as_str()));
             config.install(
                 doc.to_string().as_bytes(),
                 false,
@@ -339,7 +427,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
             say(
                 out,
                 format_args!(
-                    "set {PROMPT_KEY} in {} to {}",
+                    "set {PROMPT_KEY} in {} to {wanted:?} ({}; relative to .codex/, as Codex reads it, so the file names no path of this machine)",
                     config.path.display(),
                     prompt.display()
                 ),
@@ -399,7 +487,7 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     let ours = doc
         .get(PROMPT_KEY)
         .and_then(|v| v.as_str())
-        .is_some_and(|p| Path::new(p) == prompt);
+        .is_some_and(is_jkz_value);
     if ours {
         doc.remove(PROMPT_KEY);
         let said = config.uninstall(
@@ -409,12 +497,23 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         say(out, said)?;
         changes += 1;
     }
-    if remove_file(&prompt)? {
+    // A prompt in a state directory other checkouts share is theirs too:
+    // the main checkout's config.toml names it, and Codex refuses to start
+    // without it.
+    if !root.own && prompt.is_file() {
+        say(
+            out,
+            format_args!(
+                "kept {}: the repository's checkouts share it",
+                prompt.display()
+            ),
+        )?;
+    } else if remove_file(&prompt)? {
         say(out, format_args!("removed {}", prompt.display()))?;
         changes += 1;
     }
     remove_dir_if_empty(&codex_dir);
-    changes += release_state(&root, gitignore, out)?;
+    changes += release_state(project, &root, gitignore, out)?;
     if changes == 0 {
         say(out, "jkz is not installed here for Codex; nothing changed")?;
     }
@@ -423,95 +522,113 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     Ok(0)
 }
 
-/// Runs `jkz doctor --client codex`: every jkz hook registered in
-/// `.codex/hooks.json` and its program there, the compaction prompt named
-/// in `.codex/config.toml` and present. One line per check (`ok  `,
-/// `FAIL`, `note`); exit 1 when a check failed.
-pub fn doctor(project: Option<&Path>, mut out: impl Write) -> Result<u8, Failure> {
-    let (target, codex_dir, root) = resolve(project, false, "doctor")?;
-    let mut failed = 0;
-    let mut line = |ok: bool, text: String| -> Result<(), Failure> {
-        failed += usize::from(!ok);
-        let tag = if ok { "ok  " } else { "FAIL" };
-        writeln!(out, "{tag} {text}").map_err(|e| Failure::io(1, "writing stdout", e))
-    };
-    if let Some(note) = target.moved_note() {
-        line(true, note)?;
-    }
-    let hooks = CodexFile::read(&codex_dir, Kind::Hooks)?;
-    match parse_hooks(&hooks) {
-        Err(e) => line(false, e.to_string())?,
-        Ok(map) => {
+/// `jkz doctor --client codex`'s lines about Codex's own files: (ok, text)
+/// for each jkz hook registered in `.codex/hooks.json` and runnable, and
+/// for the compaction prompt `.codex/config.toml` names (relative to
+/// `.codex/`, as Codex reads it) being this checkout's and present. The
+/// rest (binaries, state directory, registry, pipeline files) is the same
+/// doctor as every client's.
+pub fn doctor_lines(project: &Path) -> Vec<(bool, String)> {
+    let codex_dir = project.join(".codex");
+    let mut lines = Vec::new();
+    match CodexFile::read(&codex_dir, Kind::Hooks).and_then(|f| parse_hooks(&f).map(|m| (f, m))) {
+        Err(e) => lines.push((false, e.to_string())),
+        Ok((hooks, map)) => {
+            let path_var = std::env::var_os("PATH").unwrap_or_default();
             for reg in REGISTRATIONS {
                 let commands =
                     settings::registered_commands(&map, reg.event, reg.matcher, reg.program);
                 let runnable = commands.iter().any(|c| {
                     let program = settings::command_path(c);
-                    let path = Path::new(&program);
-                    if path.is_absolute() {
-                        path.is_file()
+                    if program.contains('/') {
+                        super::doctor::is_executable(Path::new(&program))
                     } else {
-                        let var = std::env::var_os("PATH").unwrap_or_default();
-                        std::env::split_paths(&var).any(|d| d.join(&program).is_file())
+                        super::doctor::find_on_path(&path_var, &program).is_some()
                     }
                 });
-                let what = format!("{} ({:?}) → {}", reg.event, reg.matcher, reg.program);
-                line(
-                    runnable,
-                    if runnable {
-                        format!("{what} in {}", hooks.path.display())
-                    } else if commands.is_empty() {
+                let what = format!("Codex CLI hook {}", settings::describe(&reg));
+                lines.push(if runnable {
+                    (true, format!("{what} ({})", hooks.path.display()))
+                } else if commands.is_empty() {
+                    (
+                        false,
                         format!(
-                            "{what} not registered in {}: run jkz install --client codex",
+                            "{what} not registered in {}; run jkz install --client codex",
                             hooks.path.display()
-                        )
-                    } else {
-                        format!("{what}: {} is not an executable file (run jkz install --client codex again)", commands[0])
-                    },
-                )?;
+                        ),
+                    )
+                } else {
+                    (
+                        false,
+                        format!(
+                            "{what}: {} is not an executable file; run jkz install --client codex again",
+                            commands[0]
+                        ),
+                    )
+                });
             }
         }
     }
-    let config = CodexFile::read(&codex_dir, Kind::Config)?;
-    let prompt = compact_prompt::path(&root.found.path);
-    match parse_config(&config) {
-        Err(e) => line(false, e.to_string())?,
-        Ok(doc) => match doc.get(PROMPT_KEY).and_then(|v| v.as_str()) {
-            Some(p) if Path::new(p) == prompt => line(
-                prompt.is_file(),
-                if prompt.is_file() {
+    let prompt = match ProjectRoot::of(project) {
+        Ok(root) => compact_prompt::path(&root.found.path),
+        Err(e) => {
+            lines.push((false, e.to_string()));
+            return lines;
+        }
+    };
+    let config = match CodexFile::read(&codex_dir, Kind::Config)
+        .and_then(|f| parse_config(&f).map(|d| (f, d)))
+    {
+        Ok(found) => found,
+        Err(e) => {
+            lines.push((false, e.to_string()));
+            return lines;
+        }
+    };
+    let (config, doc) = config;
+    let shown = config.path.display();
+    lines.push(match doc.get(PROMPT_KEY).and_then(|v| v.as_str()) {
+        None => (
+            false,
+            format!("{PROMPT_KEY} not set in {shown}; run jkz install --client codex"),
+        ),
+        Some(value) if !is_jkz_value(value) => (
+            true,
+            format!("{PROMPT_KEY} = {value:?} in {shown} is yours: jkz's compaction prompt is not used"),
+        ),
+        Some(value) => {
+            let named = named_by(&codex_dir, value);
+            let here = |p: &Path| std::fs::canonicalize(p).ok();
+            if !named.is_file() {
+                (
+                    false,
                     format!(
-                        "{PROMPT_KEY} names jkz's compaction prompt {}",
+                        "{PROMPT_KEY} = {value:?} in {shown} names {}, which does not exist: Codex refuses to start (\"failed to read experimental compact prompt file\"); run jkz install --client codex here (it writes {})",
+                        named.display(),
                         prompt.display()
-                    )
-                } else {
+                    ),
+                )
+            } else if here(&named) != here(&prompt) {
+                (
+                    false,
                     format!(
-                        "{} is missing: run jkz install --client codex",
+                        "{PROMPT_KEY} = {value:?} in {shown} names {}, not this checkout's compaction prompt {}; run jkz install --client codex here",
+                        named.display(),
                         prompt.display()
-                    )
-                },
-            )?,
-            Some(p) => line(
-                true,
-                format!("{PROMPT_KEY} = {p:?} is yours: jkz's compaction prompt is not used"),
-            )?,
-            None => line(
-                false,
-                format!(
-                    "{PROMPT_KEY} not set in {}: run jkz install --client codex",
-                    config.path.display()
-                ),
-            )?,
-        },
-    }
-    writeln!(
-        out,
-        "note Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)"
-    )
-    .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(if failed == 0 { 0 } else { 1 })
+                    ),
+                )
+            } else {
+                (
+                    true,
+                    format!(
+                        "{PROMPT_KEY} = {value:?} in {shown} names jkz's compaction prompt {}",
+                        prompt.display()
+                    ),
+                )
+            }
+        }
+    });
+    lines
 }
 
 #[cfg(test)]

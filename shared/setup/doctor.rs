@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{binary_dir, gitignore_ignores_state, Target, BINARIES, COMMANDS};
+use crate::client::Client;
 use crate::exit::{Failure, EXIT_FAILED};
 use crate::pipeline;
 use crate::state_dir::{create_private_dir, root, stray, StateDir};
@@ -85,13 +86,13 @@ impl<W: Write> Report<W> {
     }
 }
 
-fn find_on_path(path_var: &OsStr, program: &str) -> Option<PathBuf> {
+pub(super) fn find_on_path(path_var: &OsStr, program: &str) -> Option<PathBuf> {
     std::env::split_paths(path_var)
         .map(|dir| dir.join(program))
         .find(|p| is_executable(p))
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(super) fn is_executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
@@ -101,9 +102,6 @@ pub fn doctor(
     state_flag: Option<&Path>,
     out: impl Write,
 ) -> Result<u8, Failure> {
-    if args.client == crate::client::Client::Codex {
-        return super::codex::doctor(args.project.as_deref(), out);
-    }
     let mut report = Report { out, failed: 0 };
     let project = Target::resolve(args.project.as_deref(), false)?;
     let project_dir = project.project.clone().expect("a project target");
@@ -147,22 +145,39 @@ pub fn doctor(
 
     // 2. Hooks: through the plugin or settings, once.
     let user = Target::resolve(None, true).ok();
-    if args.client == crate::client::Client::Gemini {
-        for (ok, line) in super::gemini::doctor_lines(&project_dir) {
-            report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+    let worktree_step = match args.client {
+        Client::Claude => registration::worktree_step(&project, user.as_ref()),
+        _ => None,
+    };
+    let client_lines = match (args.client, &worktree_step) {
+        (Client::Claude, Some(step)) => vec![(false, step.clone())],
+        (Client::Claude, None) => {
+            registration::check(&mut report, &project, user.as_ref(), &path_var)?;
+            Vec::new()
         }
-    } else {
-        registration::check(&mut report, &project, user.as_ref(), &path_var)?;
+        (Client::Codex, _) => super::codex::doctor_lines(&project_dir),
+        (Client::Gemini, _) => super::gemini::doctor_lines(&project_dir),
+    };
+    for (ok, line) in client_lines {
+        report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+    }
+    if args.client == Client::Codex {
+        report.line(
+            Status::Note,
+            "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
+        )?;
     }
 
     // 3. Slash commands, as shipped (the plugin's are checked with it;
-    // Gemini CLI has none of jkz's).
-    let commands = if args.client == crate::client::Client::Gemini
-        || super::plugin::enabled(&project, user.as_ref()).is_some()
-    {
-        &[][..]
-    } else {
-        &COMMANDS[..]
+    // Codex CLI and Gemini CLI have none of jkz's).
+    let commands = match args.client {
+        Client::Claude
+            if worktree_step.is_none()
+                && super::plugin::enabled(&project, user.as_ref()).is_none() =>
+        {
+            &COMMANDS[..]
+        }
+        _ => &[][..],
     };
     for (name, text) in commands {
         let candidates = std::iter::once(&project)

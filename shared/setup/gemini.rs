@@ -22,13 +22,13 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::install::{
-    gitignore_mode, hook_command, installed_binaries, project_gitignore, refusal,
+    hook_command, installed_binaries, prepare_state, project_gitignore, refusal, release_state,
     remove_dir_if_empty, remove_file, say, write_file, ProjectRoot, SettingsFile,
 };
 use super::settings::{self, Registration};
-use super::{gitignore_ignores_state, InstallArgs, Target, UninstallArgs};
+use super::{InstallArgs, Target, UninstallArgs};
 use crate::exit::Failure;
-use crate::state_dir::{create_private_dir, layout};
+use crate::state_dir::layout;
 
 /// What `jkz install --client gemini` registers, and for how long Gemini
 /// CLI may wait for each ([`timeout_ms`]).
@@ -140,32 +140,20 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let file = SettingsFile::read(&settings_path(&project))?;
     let gitignore = project_gitignore(&target)?.expect("read for a project");
     let root = ProjectRoot::of(&project)?;
+    super::registrations::clear_elsewhere(
+        super::registrations::user_file_elsewhere(
+            super::registrations::gemini_user_settings(),
+            &file.shown,
+        ),
+        args.replace,
+        "Gemini CLI",
+        &file.shown,
+        "jkz install --client gemini",
+        out,
+    )?;
 
-    let mut changes = 0;
+    let mut changes = prepare_state(&root, gitignore, out)?;
     let state = &root.found.path;
-    if !state.is_dir() {
-        create_private_dir(state)
-            .map_err(|e| Failure::io(1, format!("creating {}", state.display()), e))?;
-        say(
-            out,
-            format_args!(
-                "created {} (mode 0700; {})",
-                state.display(),
-                root.found.why
-            ),
-        )?;
-        changes += 1;
-    }
-    let (ignore_path, ignore_text) = gitignore;
-    if root.own && !gitignore_ignores_state(&ignore_text) {
-        let new = super::install::with_gitignore_block(&ignore_text);
-        write_file(&ignore_path, new.as_bytes(), gitignore_mode(&ignore_path))?;
-        say(
-            out,
-            format_args!("added /state/ to {}", ignore_path.display()),
-        )?;
-        changes += 1;
-    }
 
     let mut map = file.map.clone();
     let had_jkz = settings::has_jkz_hooks(&map);
@@ -185,10 +173,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         file.replace(&settings::serialize(&map))?;
         say(
             out,
-            format_args!(
-                "registered hooks PreCompress, BeforeModel, SessionStart, BeforeAgent, BeforeTool, AfterTool and SessionEnd in {}",
-                file.shown.display()
-            ),
+            settings::registered_summary(&REGISTRATIONS, &file.shown),
         )?;
         changes += 1;
     }
@@ -260,20 +245,9 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
         }
         changes += 1;
     }
-    // state/ goes only when nothing is in it; with it, its .gitignore line.
-    if root.own && state.is_dir() && remove_dir_if_empty(&state) {
-        say(out, format_args!("removed empty {}", state.display()))?;
-        changes += 1;
-        let (path, text) = gitignore;
-        if let Some(rest) = super::install::without_gitignore_block(&text) {
-            if rest.is_empty() {
-                remove_file(&path)?;
-            } else {
-                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
-            }
-            say(out, format_args!("removed /state/ from {}", path.display()))?;
-        }
-    }
+    // state/ and its .gitignore line go only when nothing is in it and no
+    // other client's registration of jkz remains.
+    changes += release_state(&project, &root, gitignore, out)?;
     if changes == 0 {
         say(
             out,
@@ -305,10 +279,7 @@ pub fn doctor_lines(project: &Path) -> Vec<(bool, String)> {
     REGISTRATIONS
         .iter()
         .map(|reg| {
-            let shown = match reg.matcher {
-                "" => reg.event.to_string(),
-                m => format!("{} ({m})", reg.event),
-            };
+            let shown = settings::describe(reg);
             match settings::registered_commands(&map, reg.event, reg.matcher, reg.program)
                 .first()
             {
@@ -319,8 +290,7 @@ pub fn doctor_lines(project: &Path) -> Vec<(bool, String)> {
                 None => (
                     false,
                     format!(
-                        "Gemini CLI hook {shown} ({}) not registered in {}; run jkz install --client gemini",
-                        reg.program,
+                        "Gemini CLI hook {shown} not registered in {}; run jkz install --client gemini",
                         path.display()
                     ),
                 ),

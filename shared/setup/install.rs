@@ -45,6 +45,12 @@ pub struct InstallArgs {
     /// (`.gemini/settings.json`). Only jkz's own entries are written.
     #[arg(long, value_enum, default_value = "claude")]
     pub client: Client,
+    /// Move jkz's registration for this client here from where it is now (your user
+    /// settings, this project's settings, or its settings.local.json): without it,
+    /// install is refused while another registration exists, since the client would
+    /// run every hook twice.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// `jkz uninstall`: remove exactly what `jkz install` added.
@@ -75,7 +81,7 @@ pub(super) struct SettingsFile {
 
 impl SettingsFile {
     pub(super) fn read(path: &Path) -> Result<SettingsFile, Failure> {
-        let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let real = super::config_file::resolve(path)?;
         let bytes = match crate::state_dir::read_user_file(&real) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -301,6 +307,23 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let user = Target::resolve(None, true).ok();
     let from_plugin = plugin::enabled(&target, user.as_ref());
 
+    // jkz registered elsewhere for the same chats: refused, or moved here.
+    if from_plugin.is_none() {
+        let command = if target.project.is_some() {
+            "jkz install"
+        } else {
+            "jkz install --user"
+        };
+        super::registrations::clear_elsewhere(
+            super::registrations::claude_elsewhere(&target),
+            args.replace,
+            "Claude Code",
+            &file.shown,
+            command,
+            out,
+        )?;
+    }
+
     // Everything is checked; from here on, changes. The state directory
     // first: in a project it holds the settings' backup. A checkout that
     // shares the repository's (a linked worktree, an attached clone) gets
@@ -324,6 +347,9 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         )?;
     } else {
         changes += register(&target, root.as_ref(), &file, &bin_dir, out)?;
+        if let (Some(project), Some(root)) = (&target.project, &root) {
+            commit_note(project, root, &bin_dir, out)?;
+        }
     }
 
     if let (Some(url), Some(project)) = (&registry, &target.project) {
@@ -347,6 +373,63 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     out.flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(EXIT_OK)
+}
+
+/// In a git checkout: says which of the files install wrote git does not
+/// track yet, and the one command that commits them. A linked worktree
+/// (`git worktree add`) or a clone gets `.claude/` only from a commit, so
+/// until then a chat there runs none of jkz's hooks. Also says when the
+/// hooks name the binaries by absolute path, which works on this machine
+/// only.
+fn commit_note(
+    project: &Path,
+    root: &ProjectRoot,
+    bin_dir: &Path,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if root.found.repository.is_none() {
+        return Ok(());
+    }
+    let project = &std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
+    let files = [".claude/settings.json", ".claude/commands/jkz"];
+    let untracked: Vec<&str> = files
+        .into_iter()
+        .filter(|rel| {
+            project.join(rel).exists()
+                && crate::state_dir::tracked::is_tracked(&project.join(rel)) != Some(true)
+        })
+        .collect();
+    let settings_path = project.join(".claude").join("settings.json");
+    let by_path = plugin::read_settings(&settings_path).is_some_and(|map| {
+        settings::REGISTRATIONS.iter().any(|reg| {
+            settings::registered_commands(&map, reg.event, reg.matcher, reg.program)
+                .iter()
+                .any(|c| settings::command_path(c).contains('/'))
+        })
+    });
+    if by_path {
+        say(
+            out,
+            format_args!(
+                "note: the hooks name jkz's binaries by their path in {} (it is not first on PATH here): {} works on this machine only; put {} first on PATH and run jkz install again before you commit it",
+                bin_dir.display(),
+                settings_path.display(),
+                bin_dir.display()
+            ),
+        )?;
+    }
+    if untracked.is_empty() {
+        return Ok(());
+    }
+    let dir = shell_quote(&project.to_string_lossy());
+    say(
+        out,
+        format_args!(
+            "commit {} so that every linked worktree (git worktree add) and clone made from that commit runs jkz's hooks: `git -C {dir} add {} && git -C {dir} commit -m 'Register jkz hooks'` (a worktree that exists already gets them once its branch has that commit; docs/setup.md#worktrees-and-clones)",
+            untracked.join(" and "),
+            untracked.join(" ")
+        ),
+    )
 }
 
 /// The directory of the running jkz, checked to hold every jkz binary (the
@@ -400,8 +483,7 @@ pub(super) fn prepare_state(
     }
     let (path, text) = gitignore;
     if root.own && !gitignore_ignores_state(&text) {
-        let new = with_gitignore_block(&text);
-        write_file(&path, new.as_bytes(), gitignore_mode(&path))?;
+        write_gitignore(&path, &with_gitignore_block(&text))?;
         say(out, format_args!("added /state/ to {}", path.display()))?;
         changes += 1;
     }
@@ -439,10 +521,7 @@ fn register(
         file.replace(&settings::serialize(&map))?;
         say(
             out,
-            format_args!(
-                "registered hooks PreCompact and SessionStart (compact, resume) in {}",
-                file.shown.display()
-            ),
+            settings::registered_summary(&settings::REGISTRATIONS, &file.shown),
         )?;
         changes += 1;
     }
@@ -507,7 +586,7 @@ pub(super) fn project_gitignore(target: &Target) -> Result<Option<(PathBuf, Stri
 }
 
 fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
-    match crate::state_dir::read_user_file(path) {
+    match crate::state_dir::read_user_file(&super::config_file::resolve(path)?) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(|t| (path.to_path_buf(), t))
             .map_err(|_| {
@@ -523,6 +602,17 @@ fn read_gitignore(path: &Path) -> Result<(PathBuf, String), Failure> {
             e,
         )),
     }
+}
+
+/// Writes `.gitignore` at `path` (a link is written through to its file);
+/// left empty, a file of its own is removed, a linked one kept empty.
+pub(super) fn write_gitignore(path: &Path, text: &str) -> Result<(), Failure> {
+    let real = super::config_file::resolve(path)?;
+    if text.is_empty() && real == path {
+        remove_file(path)?;
+        return Ok(());
+    }
+    write_file(&real, text.as_bytes(), gitignore_mode(&real))
 }
 
 pub(super) fn gitignore_mode(path: &Path) -> u32 {
@@ -577,12 +667,35 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     let gitignore = project_gitignore(&target)?;
     let root = target.project.as_deref().map(ProjectRoot::of).transpose()?;
 
+    let mut changes = unregister(&target, root.as_ref(), &file, out)?;
+    if let (Some(project), Some(root)) = (&target.project, &root) {
+        let gitignore = gitignore.expect("read for a project");
+        changes += release_state(project, root, gitignore, out)?;
+    }
+    if changes == 0 {
+        say(out, "jkz is not installed here; nothing changed")?;
+    }
+    out.flush()
+        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
+    Ok(EXIT_OK)
+}
+
+/// Takes jkz's hooks out of `target`'s settings (`file`, as read) and its
+/// slash commands out of its commands directory, restoring the settings'
+/// bytes from before jkz when nobody edited them since; returns how many
+/// changes it made. The state directory is [`release_state`]'s.
+pub(super) fn unregister(
+    target: &Target,
+    root: Option<&ProjectRoot>,
+    file: &SettingsFile,
+    out: &mut impl Write,
+) -> Result<usize, Failure> {
     let mut changes = 0;
     let mut map = file.map.clone();
     // The backup, where this version keeps it, else where older versions
     // did: in the checkout's own state/ (a linked worktree had one), or
     // beside the settings.
-    let backup = backup_for(&target, root.as_ref(), &file.real);
+    let backup = backup_for(target, root, &file.real);
     let legacy = backup_path(&file.real);
     let own_state_backup = target
         .project
@@ -670,28 +783,36 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
             }
         }
     }
-
-    if let (Some(_), Some(root)) = (&target.project, &root) {
-        let gitignore = gitignore.expect("read for a project");
-        changes += release_state(root, gitignore, out)?;
-    }
-    if changes == 0 {
-        say(out, "jkz is not installed here; nothing changed")?;
-    }
-    out.flush()
-        .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
-    Ok(EXIT_OK)
+    Ok(changes)
 }
 
 /// Removes the project's own state directory when empty, and then its
-/// `.gitignore` block; a shared or non-empty one is kept and said so.
-/// Returns how many changes it made.
+/// `.gitignore` block; a shared or non-empty one is kept and said so, and
+/// so is one another client's registration of jkz still uses
+/// ([`super::registrations`]). Returns how many changes it made.
 pub(super) fn release_state(
+    project: &Path,
     root: &ProjectRoot,
     gitignore: (PathBuf, String),
     out: &mut impl Write,
 ) -> Result<usize, Failure> {
     let mut changes = 0;
+    if root.own {
+        let remaining = super::registrations::in_project(project);
+        if !remaining.is_empty() {
+            if root.found.path.is_dir() {
+                say(
+                    out,
+                    format_args!(
+                        "kept {} and its /state/ line in .gitignore: jkz is still registered here for {}",
+                        root.found.path.display(),
+                        remaining.join("; ")
+                    ),
+                )?;
+            }
+            return Ok(0);
+        }
+    }
     // state/ first: while it stays, so does the line that keeps git
     // from committing it. A root the repository's checkouts share is
     // never removed from one of them.
@@ -725,11 +846,7 @@ pub(super) fn release_state(
     let (path, text) = gitignore;
     if root.own && !state_kept {
         if let Some(rest) = without_gitignore_block(&text) {
-            if rest.is_empty() {
-                remove_file(&path)?;
-            } else {
-                write_file(&path, rest.as_bytes(), gitignore_mode(&path))?;
-            }
+            write_gitignore(&path, &rest)?;
             say(out, format_args!("removed /state/ from {}", path.display()))?;
             changes += 1;
         }

@@ -93,6 +93,30 @@ pub const REGISTRATIONS: [Registration; 11] = [
     },
 ];
 
+/// One registration as install and doctor name it: `PreCompact →
+/// jkz-pre-compact`, `SessionStart (compact) → jkz-session-start`.
+pub fn describe(reg: &Registration) -> String {
+    match reg.matcher {
+        "" => format!("{} → {}", reg.event, reg.program),
+        m => format!("{} ({m}) → {}", reg.event, reg.program),
+    }
+}
+
+/// What install says once it registered `registrations` in `file`: a line
+/// naming the file, then one line per registration.
+pub fn registered_summary(registrations: &[Registration], file: &std::path::Path) -> String {
+    let mut text = format!(
+        "registered {} hooks in {}:",
+        registrations.len(),
+        file.display()
+    );
+    for reg in registrations {
+        text.push_str("\n  ");
+        text.push_str(&describe(reg));
+    }
+    text
+}
+
 /// Settings whose shape jkz cannot edit safely; the file is left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShapeError(pub String);

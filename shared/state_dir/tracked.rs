@@ -163,6 +163,30 @@ fn tracked_line(seen: &Path, top: &Path, rel: &[u8], tracked: &Tracked) -> Strin
     )
 }
 
+/// Whether the index of the checkout holding `path` tracks it (a file, or
+/// anything below a directory): `None` outside every checkout, or when the
+/// index cannot be read. `jkz install` asks it of the settings it wrote,
+/// which a linked worktree or a clone gets only once committed.
+pub fn is_tracked(path: &Path) -> Option<bool> {
+    let absolute = std::path::absolute(path).ok()?;
+    let parent = fs::canonicalize(absolute.parent()?).ok()?;
+    let name = absolute.file_name()?;
+    let (top, git_dir, common) = holding_checkout(&parent).ok()??;
+    let mut rel = parent
+        .strip_prefix(&top)
+        .ok()?
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
+    if !rel.is_empty() {
+        rel.push(b'/');
+    }
+    rel.extend_from_slice(name.as_bytes());
+    tracked_in(&git_dir, &common, &rel)
+        .ok()
+        .map(|tracked| tracked.count > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

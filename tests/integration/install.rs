@@ -112,11 +112,24 @@ fn install_merges_with_other_tools_is_idempotent_and_uninstall_restores_bytes() 
     assert!(String::from_utf8(dir.read("project/.gitignore"))
         .unwrap()
         .contains("/state/"));
+    // The summary names every registration, as doctor does.
     assert!(
-        first.stdout_str().contains("registered hooks"),
+        first.stdout_str().contains(&format!(
+            "registered {} hooks in {}:",
+            jkz::setup::settings::REGISTRATIONS.len(),
+            dir.join("project/.claude/settings.json").display()
+        )),
         "{}",
         first.report()
     );
+    for reg in jkz::setup::settings::REGISTRATIONS {
+        let line = format!("\n  {}\n", jkz::setup::settings::describe(&reg));
+        assert!(
+            first.stdout_str().contains(&line),
+            "{line}{}",
+            first.report()
+        );
+    }
 
     // Twice changes nothing, not a byte.
     let installed = snapshot_tree(&dir);
@@ -273,7 +286,7 @@ fn doctor_says_what_to_fix() {
     let out = run.stdout_str();
     for expected in [
         "FAIL not on PATH: jkz, jkz-truncate",
-        "FAIL hook PreCompact (matcher \"\") not registered; run jkz install",
+        "FAIL hook PreCompact → jkz-pre-compact not registered; run jkz install",
         "FAIL /jkz:load not installed; run jkz install",
         "does not exist; run jkz install",
     ] {

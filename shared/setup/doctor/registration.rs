@@ -102,6 +102,54 @@ pub(super) fn check<W: Write>(
     }
 }
 
+/// In a linked worktree where jkz is registered nowhere Claude Code looks
+/// (the worktree's own settings, the user's, the plugin): the one step that
+/// gives it the hooks, as one line. `git worktree add` checks out a commit,
+/// and the main checkout's `.claude/` reaches a worktree only through one.
+pub(super) fn worktree_step(project: &Target, user: Option<&Target>) -> Option<String> {
+    let project_dir = project.project.as_deref()?;
+    let found = crate::state_dir::root::find(project_dir).ok()?;
+    let crate::state_dir::root::Why::MainWorktree { worktree } = &found.why else {
+        return None;
+    };
+    let registered = plugin::settings_files(project, user)
+        .iter()
+        .any(|f| plugin::read_settings(f).is_some_and(|m| settings::has_jkz_hooks(&m)))
+        || plugin::enabled(project, user).is_some();
+    if registered {
+        return None;
+    }
+    let main = found.path.parent()?;
+    let main_settings = main.join(".claude").join("settings.json");
+    let in_main =
+        plugin::read_settings(&main_settings).is_some_and(|m| settings::has_jkz_hooks(&m));
+    let dir = settings::shell_quote(&main.to_string_lossy());
+    let commit = format!(
+        "`git -C {dir} add .claude/settings.json .claude/commands/jkz && git -C {dir} commit -m 'Register jkz hooks'`"
+    );
+    let why = match (
+        in_main,
+        crate::state_dir::tracked::is_tracked(&main_settings) == Some(true),
+    ) {
+        (true, false) => format!(
+            "the main checkout registers them in {}, which git does not track, so `git worktree add` did not bring it: commit it there, {commit}, then bring that commit into this worktree's branch (git merge or git rebase; worktrees added from it have the hooks)",
+            main_settings.display()
+        ),
+        (true, true) => format!(
+            "the main checkout's {} registers them and is committed, but this worktree's branch does not have that commit: merge or rebase it onto the branch that has it",
+            main_settings.display()
+        ),
+        (false, _) => format!(
+            "jkz is not registered in the main checkout {} either: run jkz install there and commit what it names, {commit}, then bring that commit into this worktree's branch",
+            main.display()
+        ),
+    };
+    Some(format!(
+        "jkz's hooks are not registered in this linked worktree {}: Claude Code reads .claude/settings.json from the worktree's own files; {why}; or register jkz for every project and worktree of yours once: jkz install --user (docs/setup.md#worktrees-and-clones)",
+        worktree.display()
+    ))
+}
+
 fn check_plugin<W: Write>(
     report: &mut Report<W>,
     p: &EnabledPlugin,
@@ -132,7 +180,15 @@ fn check_plugin<W: Write>(
     );
     report.check(
         missing.is_empty(),
-        "plugin hooks PreCompact and SessionStart (compact, resume) registered",
+        format_args!(
+            "the plugin's copy registers all {} hooks ({})",
+            REGISTRATIONS.len(),
+            REGISTRATIONS
+                .iter()
+                .map(settings::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
         format_args!(
             "the plugin's copy lacks the hooks {}; run claude plugin update {}",
             missing.join(", "),
@@ -194,7 +250,7 @@ fn check_settings<W: Write>(
                 .next()
                 .map(|c| (shown.clone(), c))
         });
-        let what = format!("hook {} (matcher \"{}\")", reg.event, reg.matcher);
+        let what = format!("hook {}", settings::describe(&reg));
         match found {
             Some((shown, command)) => {
                 let program = settings::command_path(&command);
@@ -205,8 +261,8 @@ fn check_settings<W: Write>(
                 };
                 report.check(
                     runnable,
-                    format_args!("{what} → {command} (in {shown})"),
-                    format_args!("{what} → {command} (in {shown}): not an executable file; run jkz install again"),
+                    format_args!("{what}: {command} (in {shown})"),
+                    format_args!("{what}: {command} (in {shown}) is not an executable file; run jkz install again"),
                 )?
             }
             None => report.line(

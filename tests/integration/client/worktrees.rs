@@ -296,3 +296,75 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         "jkz chats from the main chat lists both:\n{listing}"
     );
 }
+
+/// The one step of the set-up page, on the real client: `jkz install` in
+/// the main checkout, the commit it names, `git worktree add`; then a chat
+/// started in the new worktree runs jkz's hooks (its `SessionStart`
+/// registers it in the repository's one registry, with the worktree and
+/// its branch), with nothing installed in the worktree itself.
+#[test]
+fn a_worktree_added_from_the_commit_install_names_runs_the_hooks() {
+    let server = ModelServer::start(Arc::new(|_: &Recorded| Reply::Text("Noted.".into())));
+    let project = Project::new(server.base_url());
+    let main = project.path().join("repo");
+    let wt = project.path().join("wt-7");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "main"]);
+    git(&main, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    // The binaries first on PATH, as ./install.sh leaves them: the
+    // committed settings name them by name.
+    let install = Command::new(bin("jkz"))
+        .current_dir(&main)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("JKZ_STATE_DIR")
+        .env("HOME", project.home.path())
+        .env("PATH", super::path_with_jkz())
+        .arg("install")
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let said = String::from_utf8_lossy(&install.stdout).into_owned();
+    let commit = said
+        .lines()
+        .find(|l| l.starts_with("commit .claude/settings.json"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap_or_else(|| panic!("install names no commit:\n{said}"))
+        .to_string();
+    let out = Command::new("sh")
+        .current_dir(&main)
+        .args(["-c", &commit])
+        .env("GIT_AUTHOR_NAME", "jkz")
+        .env("GIT_AUTHOR_EMAIL", "jkz@localhost")
+        .env("GIT_COMMITTER_NAME", "jkz")
+        .env("GIT_COMMITTER_EMAIL", "jkz@localhost")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{commit}: {out:?}");
+    git(
+        &main,
+        &["worktree", "add", "-q", "../wt-7", "-b", "issue-7"],
+    );
+    assert!(wt.join(".claude/settings.json").is_file());
+
+    let run = project.claude_in(&wt, "Hello from the worktree.", &[]);
+    let session = run.session_id();
+    assert!(!wt.join("state").exists(), "{}", run.report());
+    // The chat is in the main checkout's registry, with the worktree and
+    // its branch (SessionStart), and ended (SessionEnd): `claude -p` exits.
+    let state = main.join("state");
+    let wanted = session.clone();
+    let (chat, _) = jkz::registry::db::with_local_registry(
+        &state,
+        Instant::now() + Duration::from_secs(10),
+        move |r| r.chat(&wanted),
+    )
+    .unwrap();
+    let chat = chat.unwrap_or_else(|| panic!("the worktree chat ran no hook\n{}", run.report()));
+    assert_eq!(
+        chat.worktree.as_deref(),
+        Some(wt.canonicalize().unwrap().to_str().unwrap()),
+        "{chat:?}"
+    );
+    assert_eq!(chat.branch.as_deref(), Some("issue-7"), "{chat:?}");
+    assert!(chat.ended.is_some(), "SessionEnd ran too: {chat:?}");
+}

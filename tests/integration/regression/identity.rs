@@ -321,3 +321,49 @@ fn forged_session_start_moved_another_chats_client() {
         );
     }
 }
+
+/// Inside chat B, a pipeline script's ways of naming its session name no
+/// other chat: `JKZ_SESSION=chat-a` is not B's word (the tree is: B writes
+/// as B, refused while A holds 42), and `state set --session chat-a` is
+/// refused as `claim --session` is.
+#[test]
+fn jkz_session_or_state_set_session_let_a_chat_write_as_another() {
+    if !needs_proc() {
+        return;
+    }
+    for client in CLIENTS {
+        let p = claimed_by_a();
+        for command in [
+            "JKZ_SESSION=chat-a \"$JKZ\" state set 42 current_phase done",
+            "env -u CLAUDE_CODE_SESSION_ID JKZ_SESSION=chat-a \"$JKZ\" state set 42 current_phase done",
+        ] {
+            let out = in_chat_b(&p, client, command);
+            assert_eq!(out.status.code(), Some(3), "{client:?} {command}: {out:?}");
+            assert!(
+                stderr(&out).contains("claimed by live chat chat-a"),
+                "{client:?} {command}: {}",
+                stderr(&out)
+            );
+        }
+        let out = in_chat_b(
+            &p,
+            client,
+            "\"$JKZ\" state set 42 current_phase done --session chat-a",
+        );
+        assert_eq!(out.status.code(), Some(3), "{client:?}: {out:?}");
+        assert!(
+            stderr(&out).contains("--session may name only that chat, not chat-a"),
+            "{client:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(phase(&p), "building", "{client:?}");
+        // Outside every chat, the stated session stands.
+        p.cmd("jkz")
+            .env("JKZ_SESSION", "chat-a")
+            .env("JKZ_TEST_NOW", (T + 10).to_string())
+            .args(["state", "set", "42", "current_phase", "done"])
+            .run()
+            .success();
+        assert_eq!(phase(&p), "done", "{client:?}");
+    }
+}

@@ -6,6 +6,7 @@ mod guard;
 mod history;
 mod identity;
 mod patterns;
+mod pipeline_script;
 mod readers;
 mod registry;
 mod run;
