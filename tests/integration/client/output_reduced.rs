@@ -290,6 +290,25 @@ struct ClaudeSeen {
     report: String,
 }
 
+/// `jkz install` in the project, as a user runs it.
+fn install_jkz(project: &Project) {
+    let out = std::process::Command::new(bin("jkz"))
+        .current_dir(project.path())
+        .env("HOME", project.home.path())
+        .env("PATH", path_with_jkz())
+        .args(["install", "--project"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "jkz install: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(project.path().join("state").is_dir(), "jkz install opts in");
+}
+
 /// One `claude -p` turn in which the model runs `command` with Bash; when
 /// `read_back` says which line of the kept file to read (1-based), it
 /// then reads a range around it with Read from the file the view names.
@@ -319,21 +338,7 @@ fn claude_turn(
     }));
     let project = Project::new(server.base_url());
     if jkz {
-        let out = std::process::Command::new(bin("jkz"))
-            .current_dir(project.path())
-            .env("HOME", project.home.path())
-            .env("PATH", path_with_jkz())
-            .args(["install", "--project"])
-            .arg(project.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "jkz install: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(project.path().join("state").is_dir(), "jkz install opts in");
+        install_jkz(&project);
     }
     setup(project.path());
     let run = project.claude("Build and test it.", &["--allowedTools", "Bash,Read"]);
@@ -512,19 +517,7 @@ fn claude_a_large_source_read_is_an_outline_and_the_agent_edits_a_line_it_lists(
         }
     }));
     let project = Project::new(server.base_url());
-    let out = std::process::Command::new(bin("jkz"))
-        .current_dir(project.path())
-        .env("HOME", project.home.path())
-        .env("PATH", path_with_jkz())
-        .args(["install", "--project"])
-        .arg(project.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_jkz(&project);
     let source = rust_source(240);
     let path = project.path().join("src/steps.rs");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
