@@ -208,7 +208,7 @@ fn examples(page: &str, text: &str) -> Vec<Example> {
                 stated: None,
             }]
         } else if fence.info == "console" {
-            session_steps(&fence.body)
+            session_steps(page, &fence.body)
         } else {
             continue;
         };
@@ -223,7 +223,7 @@ fn examples(page: &str, text: &str) -> Vec<Example> {
 
 /// A console session's commands, each with the lines it prints (none
 /// shown: not checked).
-fn session_steps(body: &[(usize, String)]) -> Vec<Step> {
+fn session_steps(page: &str, body: &[(usize, String)]) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     for (n, line) in body {
         if let Some(command) = line.strip_prefix("$ ") {
@@ -241,7 +241,7 @@ fn session_steps(body: &[(usize, String)]) -> Vec<Step> {
                 .lines
                 .push(line.clone());
         } else {
-            panic!("a console block's line {n} is output before any `$ ` command");
+            panic!("{page}:{n}: a console block's output before any `$ ` command");
         }
     }
     steps
