@@ -2,10 +2,11 @@
 //!
 //! An example is a fenced block whose info string is `sh` (also `bash`,
 //! `shell`): a script, run whole; or `console`: a session, each `$ ` line a
-//! command, the lines after it up to the next `$ ` the output it prints. A
-//! synopsis (`jkz stats [--by …]`) is not an example and goes in a `text`
-//! block. A `text` (or bare) block right after a script, with only blank
-//! lines between, is the script's stated output.
+//! command, the lines after it up to the next `$ ` the output it prints
+//! (checked; a command with no line after it is only run). A synopsis
+//! (`jkz stats [--by …]`), an output shown alone and a diagram go in a
+//! `text` block, which is never run; a bare fence that starts with `$ ` is
+//! a session that forgot its label, and fails the test.
 //!
 //! Each page gets a sandbox of its own: a temp directory with `HOME` in it,
 //! a git repository with `jkz install` done and committed and a linked
@@ -16,7 +17,7 @@
 //! page's examples then run in order, as a reader following the page would
 //! run them, each in a bash process of its own (`set -e -o pipefail`, stdin
 //! empty, a deadline), which must exit 0; a stated output must match what
-//! the example printed, line for line, with wall-clock fields masked on
+//! the command printed, line for line, with wall-clock fields masked on
 //! both sides (`2025-03-01 12:00:00`, `2025-03-01T12:00:00.123Z`, and a
 //! record id `20250301T120000.123Z-42-judge-4711` whole) and trailing
 //! blanks ignored. The few that cannot run here are listed in [`NOT_RUN`],
@@ -64,12 +65,12 @@ const NOT_RUN: &[NotRun] = &[
     NotRun {
         page: "docs/worktrees.md",
         line: "docker run -d --name jkz-registry ",
-        why: "needs Docker, the network and a PostgreSQL server (team mode's tests: tests/integration/team.rs)",
+        why: "starts a PostgreSQL container (Docker, the network) and connects to the host db.example (team mode's tests: tests/integration/team.rs)",
     },
     NotRun {
         page: "docs/worktrees.md",
         line: "$ jkz registry migrate",
-        why: "the answer of a team registry whose table a person altered: a PostgreSQL server (tests/integration/postgres.rs)",
+        why: "the answer of the team registry at db.example after a person renamed a column (tests/integration/regression/stores.rs)",
     },
     NotRun {
         page: "docs/registry.md",
