@@ -18,8 +18,8 @@ ISSUE=42
 WORKTREE=../wt/i42
 set -- 17
 
-# A file the test fixtures of `jkz findings` already hold: one pull
-# request's review comments, three iterations of them.
+# The review comments of one pull request, three iterations of them, as
+# GitHub's API returns them: the fixtures the tests of `jkz findings` use.
 FINDINGS="$EXAMPLES_CHECKOUT/tests/integration/fixtures/findings"
 
 # The pages whose examples run in a chat's Bash tool, as their comments say
@@ -86,11 +86,11 @@ EOF
     printf '#!/bin/sh\nexec judge-answer PASS 20480\n' | stand_in ollama-judge.sh
     # `codex exec PROMPT`: a judge's answer, as the Codex CLI prints it.
     printf '#!/bin/sh\nexec judge-answer PASS 412950\n' | stand_in codex
-    # A build's output, larger than any cap.
+    # A build's output, 380 KB: more than the primary cap.
     stand_in run-builder <<'EOF'
 #!/bin/sh
 i=0
-while [ $i -lt 6000 ]; do
+while [ $i -lt 8000 ]; do
     echo "   Compiling crate-$i v0.1.0 (/src/crate-$i)"
     i=$((i + 1))
 done
