@@ -9,6 +9,7 @@ mod codex_hooks;
 mod compress;
 mod docs;
 mod events;
+mod examples;
 mod faults;
 mod findings;
 mod hooks;

@@ -7,7 +7,9 @@
 //! findings by iteration (a new import shows without a reload too), and
 //! shows the tool-output savings (per family, a negative saving as what jkz
 //! added, updated live), and saves a screenshot (to `$JKZ_UI_SCREENSHOT`
-//! when set); pins and rejects a learned pattern.
+//! when set); pins and rejects a learned pattern; and makes the screenshot
+//! in docs/ui.md from a state directory with something in every panel
+//! (`JKZ_UPDATE_SCREENSHOT=1` writes it to `docs/jkz-ui.png`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -670,5 +672,304 @@ fn ui_in_chromium_draws_the_timeline_and_the_metrics_and_updates_them_live() {
     let out = std::env::var_os("JKZ_UI_TIMELINE_SCREENSHOT")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| dir.join("timeline.png"));
+    std::fs::write(out, png).unwrap();
+}
+
+/// The screenshot in docs/ui.md, of a state directory with something in
+/// every panel: pipelines, the open issue's timeline, deliberations and
+/// review findings, Now (chats and claims, the savings), the metrics and the
+/// learned patterns, each waited for before the shot. With
+/// `JKZ_UPDATE_SCREENSHOT=1` the shot replaces `docs/jkz-ui.png`.
+#[test]
+fn ui_in_chromium_shows_every_panel_for_the_docs_screenshot() {
+    if !chromium_present() {
+        return;
+    }
+    let dir = Dir::new();
+    let state = dir.join("state");
+    let jkz = |args: &[&str]| {
+        crate::util::Cmd::new("jkz", dir.path())
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args)
+            .run()
+            .success()
+    };
+    let h = chrono::Duration::hours;
+    let m = chrono::Duration::minutes;
+    let at = |ago: chrono::Duration| {
+        (chrono::Utc::now() - ago).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let issue = |n: u32, phase: &str, agent: &str, review: &str, qa: &str, ago| {
+        dir.write(
+            format!("state/pipeline/{n}.json"),
+            json!({n.to_string(): {"current_phase": phase, "active_agent": agent,
+                    "issue_type": "feature", "pr_number": (n + 100).to_string(),
+                    "review_passed": review, "qa_passed": qa, "plan_iterations": "2",
+                    "last_updated": at(ago)}})
+            .to_string(),
+        );
+    };
+    issue(41, "merged", "", "true", "true", h(20));
+    issue(42, "review", "judge", "false", "", m(12));
+    issue(43, "building", "builder", "", "", m(3));
+    issue(44, "planning", "planner", "", "", m(40));
+
+    // The history: issue 42 from plan to review, with its runs, a
+    // compaction of the chat holding it and its claim; three issues that
+    // ended this week, for the metrics.
+    let phase = |from: Option<&str>, to: &str| json!({"from": from, "to": to});
+    let run = |role: &str, minutes: u64| json!({"role": role, "status": "ok", "duration_ms": minutes * 60_000});
+    let events = [
+        (
+            h(50),
+            "phase.changed",
+            Some("39"),
+            None,
+            phase(None, "plan"),
+        ),
+        (
+            h(47),
+            "phase.changed",
+            Some("39"),
+            None,
+            phase(Some("plan"), "building"),
+        ),
+        (
+            h(40),
+            "phase.changed",
+            Some("39"),
+            None,
+            phase(Some("building"), "merged"),
+        ),
+        (
+            h(30),
+            "phase.changed",
+            Some("40"),
+            None,
+            phase(None, "plan"),
+        ),
+        (
+            h(29),
+            "phase.changed",
+            Some("40"),
+            None,
+            phase(Some("plan"), "failed"),
+        ),
+        (
+            h(26),
+            "phase.changed",
+            Some("41"),
+            None,
+            phase(None, "plan"),
+        ),
+        (
+            h(24),
+            "phase.changed",
+            Some("41"),
+            None,
+            phase(Some("plan"), "building"),
+        ),
+        (
+            h(20),
+            "phase.changed",
+            Some("41"),
+            None,
+            phase(Some("building"), "merged"),
+        ),
+        (
+            h(6),
+            "claim.taken",
+            Some("42"),
+            Some("chat-7f3a"),
+            json!({}),
+        ),
+        (h(6), "phase.changed", Some("42"), None, phase(None, "plan")),
+        (h(5), "agent.finished", Some("42"), None, run("planner", 50)),
+        (
+            h(5),
+            "phase.changed",
+            Some("42"),
+            None,
+            phase(Some("plan"), "building"),
+        ),
+        (
+            h(3),
+            "agent.finished",
+            Some("42"),
+            None,
+            run("builder", 110),
+        ),
+        (
+            m(150),
+            "session.compacted",
+            None,
+            Some("chat-7f3a"),
+            json!({"trigger": "auto"}),
+        ),
+        (
+            m(100),
+            "phase.changed",
+            Some("42"),
+            None,
+            phase(Some("building"), "review"),
+        ),
+        (m(70), "agent.finished", Some("42"), None, run("judge", 25)),
+    ];
+    let log: String = events
+        .into_iter()
+        .enumerate()
+        .map(|(n, (ago, kind, issue, session, payload))| {
+            event_line(n as u32 + 1, ago, kind, issue, session, payload)
+        })
+        .collect();
+    dir.write(
+        format!(
+            "state/events/{}-0000.jsonl",
+            chrono::Utc::now().format("%Y%m%d")
+        ),
+        log,
+    );
+
+    // The judge's two answers on issue 42, CodeRabbit's three reviews, and
+    // a reviewer's patterns on issue 43: through jkz, as a pipeline writes them.
+    let answer = |verdict: &str| {
+        let wrapper = dir.write(
+            format!("judge-{verdict}.sh"),
+            format!(
+                "#!/bin/sh\nprintf '## Accumulated Patterns\\n\\n- Round money after converting to cents\\n\\n```verdict-json\\n{{\"verdict\":\"{verdict}\"}}\\n```\\n'\n"
+            ),
+        );
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        wrapper
+    };
+    for (iteration, verdict) in [("1", "FAIL"), ("2", "FAIL")] {
+        let wrapper = answer(verdict);
+        jkz(&[
+            "run",
+            "--role",
+            "judge",
+            "--issue",
+            "42",
+            "--phase",
+            "review",
+            "--iteration",
+            iteration,
+            "--",
+            wrapper.to_str().unwrap(),
+        ]);
+    }
+    for k in 1..=3 {
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "tests/integration/fixtures/findings/coderabbit-{k}.json"
+        ));
+        jkz(&[
+            "findings",
+            "import",
+            "--issue",
+            "42",
+            "--iteration",
+            &k.to_string(),
+            "--source",
+            "coderabbit",
+            fixture.to_str().unwrap(),
+        ]);
+    }
+    crate::util::Cmd::new("jkz-truncate", dir.path())
+        .args(["--state-dir", state.to_str().unwrap(), "--record", "--role", "reviewer", "--issue", "43"])
+        .stdin("Done.\n\n## Accumulated Patterns\n\n- Run cargo fmt before committing\n- Check every binary's exit code\n- Keep the lockfile in the same commit as Cargo.toml\n")
+        .run()
+        .success();
+    jkz(&["claim", "42", "--session", "chat-7f3a"]);
+    jkz(&["claim", "43", "--session", "pipeline-43"]);
+    jkz(&["lock", "acquire", "pipeline", "43"]);
+    // Codex failed once with a threshold of one: its circuit is open.
+    crate::util::Cmd::new("jkz", dir.path())
+        .args(["--state-dir", state.to_str().unwrap()])
+        .args([
+            "run",
+            "--service",
+            "codex",
+            "--failure-threshold",
+            "1",
+            "--",
+            "false",
+        ])
+        .run()
+        .expect_code(1);
+    // The chat holding issue 42 was compacted: the snapshot that carried it.
+    crate::util::Cmd::new("jkz-pre-compact", dir.path())
+        .env("JKZ_STATE_DIR", &state)
+        .stdin(r#"{"hook_event_name":"PreCompact","session_id":"chat-7f3a","trigger":"auto"}"#)
+        .run()
+        .success();
+    dir.write(
+        "state/tool-output.jsonl",
+        "{\"tool\":\"Bash\",\"call\":\"cargo test\",\"full\":400000,\"client\":30000,\"jkz\":2500,\"blocks\":0,\"ms\":2,\"via\":\"wrap\",\"family\":\"test\",\"exit\":101,\"signals\":9,\"signals_shown\":9}\n\
+         {\"tool\":\"Bash\",\"call\":\"cargo build\",\"full\":90000,\"client\":30000,\"jkz\":6100,\"blocks\":0,\"ms\":2,\"via\":\"wrap\",\"family\":\"build\",\"signals\":3,\"signals_shown\":3}\n\
+         {\"tool\":\"Grep\",\"full\":60000,\"client\":30000,\"jkz\":9000,\"blocks\":0,\"ms\":1,\"family\":\"listing\"}\n\
+         {\"tool\":\"Read\",\"full\":120000,\"client\":30000,\"jkz\":12000,\"blocks\":2,\"ms\":1}\n",
+    );
+
+    let server = Server::start(&state);
+    let mut b = Browser::start();
+    b.open(&server.url);
+    b.wait_for(
+        "!!document.querySelector('tr[data-issue=\"42\"]')",
+        Duration::from_secs(10),
+    );
+    b.eval("document.querySelector('tr[data-issue=\"42\"]').click(); true");
+    let text =
+        |id: &str| format!("(document.getElementById('{id}') || {{textContent: ''}}).textContent");
+    let issue_text = text("issue");
+    let now_text = text("now");
+    let panels = [
+        // The timeline: three phases, the runs, the compaction, the claim.
+        "document.querySelectorAll('#timeline rect.phase').length === 3".to_string(),
+        "document.querySelectorAll('#timeline rect.run').length >= 3".to_string(),
+        "document.querySelectorAll('#timeline path.compaction').length >= 1".to_string(),
+        // The judge's answers, the snapshot that carried the issue, the findings.
+        format!("{issue_text}.includes('Deliberations (2)')"),
+        format!("{issue_text}.includes('Compactions (1)')"),
+        format!("{issue_text}.includes('iteration 3 · 1 open · 1 reintroduced')"),
+        // Now: both chats, the open circuit, the held lock, the savings chart.
+        format!("{now_text}.includes('chat-7f3a') && {now_text}.includes('pipeline-43')"),
+        format!("{now_text}.includes('codex')"),
+        format!("{now_text}.includes('pipeline') && {now_text}.includes('43')"),
+        "!!document.querySelector('#now svg rect')".to_string(),
+        // The metrics: two issues merged, one failed; the phase durations.
+        format!("{}.includes('66.7%')", text("completion")),
+        "document.querySelectorAll('#phase-chart rect.p50').length >= 2".to_string(),
+        // The patterns: the judge's one and the reviewer's three.
+        "document.querySelectorAll('#patterns tbody tr').length === 4".to_string(),
+    ];
+    for ready in &panels {
+        b.wait_for(ready, Duration::from_secs(10));
+    }
+
+    // The whole page in one picture: a viewport as tall as the page.
+    let height = b.eval("document.documentElement.scrollHeight");
+    b.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1440, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+    );
+    b.wait_for(
+        "document.documentElement.scrollHeight <= window.innerHeight",
+        Duration::from_secs(5),
+    );
+    let shot = b.call("Page.captureScreenshot", json!({"format": "png"}));
+    let png = data_encoding::BASE64
+        .decode(shot["data"].as_str().unwrap().as_bytes())
+        .unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    let out = if std::env::var_os("JKZ_UPDATE_SCREENSHOT").is_some_and(|v| v == "1") {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/jkz-ui.png")
+    } else {
+        dir.join("jkz-ui.png")
+    };
     std::fs::write(out, png).unwrap();
 }
