@@ -1,0 +1,102 @@
+//! One hook run, from stdin to stdout: the only place that reads a
+//! client's event and writes a client's answer.
+//!
+//! 1. The event is read with a bound ([`HookInput::read_bounded`]);
+//! 2. its client is told, once ([`Client::detect`]);
+//! 3. the client's module parses it into a [`HookEvent`]: an event this
+//!    hook does not handle is said in one line and left;
+//! 4. a state directory git tracks is refused, for every client and
+//!    event: nothing of it is read, nothing written
+//!    ([`hook::refuse_tracked_state`]);
+//! 5. the client's own bookkeeping may end the run there
+//!    ([`Client::goes_on`]);
+//! 6. the feature answers ([`Answer`]), and the client's module renders
+//!    the answer in its contract, printed on stdout.
+
+use std::io::Read;
+
+use super::{Answer, Client, EventName, HookEvent, Parsed};
+use crate::hook::{self, Warnings};
+use crate::hook_input::HookInput;
+use crate::state_dir::StateDir;
+
+/// What one hook binary handles.
+#[derive(Clone, Copy, Debug)]
+pub struct Hook {
+    /// The events it answers.
+    pub handles: &'static [EventName],
+    /// The event an input naming none is taken as.
+    pub default: Option<EventName>,
+    /// The most bytes of input read.
+    pub max_input: u64,
+    /// Said after why an input was refused (`; the tool's output stands`).
+    pub on_bad_input: &'static str,
+    /// Whether a state directory git tracks ends the run before the
+    /// feature is asked (a feature that reads nothing there before it
+    /// knows it must decides for itself).
+    pub refuse_tracked_state: bool,
+}
+
+/// Runs one hook: `answer` is the feature.
+pub fn run(
+    stdin: impl Read,
+    hook: &Hook,
+    warnings: &mut Warnings,
+    answer: impl FnOnce(&HookEvent, &mut Warnings) -> Answer,
+) {
+    let Some(mut event) = read(stdin, hook, warnings) else {
+        return;
+    };
+    if hook.refuse_tracked_state
+        && hook::refuse_tracked_state(&StateDir::resolve(None, event.cwd.as_deref()), warnings)
+    {
+        return;
+    }
+    let client = event.client;
+    if !client.goes_on(&mut event, warnings) {
+        return;
+    }
+    let said = answer(&event, warnings);
+    if let Some(out) = client.render(&event, said, warnings) {
+        hook::print(&out, warnings);
+    }
+}
+
+/// Reads, tells the client of, and parses one event; `None` (said in one
+/// line) when it is not one `hook` handles.
+pub fn read(stdin: impl Read, hook: &Hook, warnings: &mut Warnings) -> Option<HookEvent> {
+    let input = match HookInput::read_bounded(stdin, hook.max_input) {
+        Ok(input) => input,
+        Err(e) => {
+            warnings.warn(format!("{e}{}", hook.on_bad_input));
+            return None;
+        }
+    };
+    let client = Client::detect(&input);
+    match client.parse(input, hook.default) {
+        Parsed::Event(event) if hook.handles.contains(&event.name()) => Some(*event),
+        Parsed::Event(event) => {
+            let sent = event.raw.event_name().unwrap_or_default().to_string();
+            not_handled(client, hook, &format!("{sent:?}"), warnings);
+            None
+        }
+        Parsed::Unknown(name) => {
+            not_handled(client, hook, name.as_deref().unwrap_or("none"), warnings);
+            None
+        }
+    }
+}
+
+fn not_handled(client: Client, hook: &Hook, sent: &str, warnings: &mut Warnings) {
+    let handled: Vec<&str> = hook
+        .handles
+        .iter()
+        .filter_map(|&n| client.spelling(n))
+        .collect();
+    warnings.warn(format!(
+        "{} event {} is not one this hook handles ({}): ignored",
+        client.title(),
+        crate::pipeline::shorten(sent, 60),
+        handled.join(", ")
+    ));
+}
