@@ -143,14 +143,15 @@ impl Client {
         }
     }
 
-    /// `input` as jkz's canonical event; `default` is the event taken when
-    /// the input names none (a client calls each hook only for the events
-    /// it is registered for).
-    pub fn parse(self, input: HookInput, default: Option<EventName>) -> Parsed {
+    /// `input` as jkz's canonical event, read for `hook`: its default
+    /// event is taken when the input names none (a client calls each hook
+    /// only for the events it is registered for), and a tool's output is
+    /// moved out of the event only for a hook that reads it.
+    pub fn parse(self, input: HookInput, hook: &edge::Hook) -> Parsed {
         match self {
-            Client::Claude => claude::parse(input, default),
-            Client::Codex => codex::parse(input, default),
-            Client::Gemini => gemini::parse(input, default),
+            Client::Claude => claude::parse(input, hook),
+            Client::Codex => codex::parse(input, hook),
+            Client::Gemini => gemini::parse(input, hook),
         }
     }
 
@@ -335,16 +336,20 @@ mod tests {
                     continue;
                 };
                 let json = format!(r#"{{"session_id":"s","hook_event_name":"{spelled}"}}"#);
-                match client.parse(input(&json), None) {
+                match client.parse(input(&json), &edge::Hook::ANY) {
                     Parsed::Event(e) => assert_eq!(e.name(), name, "{client:?} {spelled}"),
                     Parsed::Unknown(n) => panic!("{client:?} does not read {spelled}: {n:?}"),
                 }
             }
-            match client.parse(input(r#"{"hook_event_name":"Stop"}"#), None) {
+            match client.parse(input(r#"{"hook_event_name":"Stop"}"#), &edge::Hook::ANY) {
                 Parsed::Unknown(Some(n)) => assert_eq!(n, r#""Stop""#),
                 other => panic!("{client:?}: {other:?}"),
             }
-            match client.parse(input(r#"{"session_id":"s"}"#), Some(PreCompact)) {
+            let pre_compact = edge::Hook {
+                default: Some(PreCompact),
+                ..edge::Hook::ANY
+            };
+            match client.parse(input(r#"{"session_id":"s"}"#), &pre_compact) {
                 Parsed::Event(e) => assert_eq!(e.name(), PreCompact),
                 other => panic!("{client:?}: {other:?}"),
             }

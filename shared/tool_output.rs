@@ -1,30 +1,32 @@
 //! `jkz-post-tool-use`: the truncation contract on every tool output that
-//! enters the model's window.
+//! enters the model's window, as far as the client lets a hook touch it
+//! ([`crate::client::Client::output_control`]).
 //!
-//! Claude Code runs the PostToolUse hook after each tool call with the
-//! tool's result; a hook may hand back a replacement
-//! (`updatedToolOutput`, for MCP tools `updatedMCPToolOutput`). When the
-//! output is longer than the cap, jkz answers with what
+//! A client that lets a hook replace a tool's output (Claude Code's
+//! PostToolUse) gets, when the output is longer than the cap, what
 //! [`crate::truncate`] — the same engine as `jkz-truncate`, called, not
 //! copied — makes of the full output: the head, every protected block that
 //! fits, the tail, one marker per gap naming the saved full output
 //! (`state/context-offload/`, when the project opted in). At or under the
-//! cap, the hook prints nothing and the result stands.
+//! cap, the hook prints nothing and the result stands. A client that lets
+//! a hook only append gets what its own cut would drop ([`rescue`]); one
+//! that lets it do nothing, nothing.
 //!
 //! - The full output comes from the client's persisted file when it saved
-//!   one (`persistedOutputPath`: Bash output over 30,000 characters, whose
-//!   `stdout` in the hook input is already cut), else from the hook input.
-//!   The file is read only when it is a regular file in the client's own
-//!   tool-results directory for this session, reached through no link
-//!   ([`persisted`]); any other path leaves the output as it stands. The
-//!   file is streamed: memory is the engine's, whatever its size.
+//!   one (a shell output over its inline limit, whose text in the hook
+//!   input is already cut), else from the hook input. The file is opened
+//!   by the client's module, only when it is a regular file in the
+//!   client's own directory for this session, reached through no link;
+//!   any other path leaves the output as it stands. The file is streamed:
+//!   memory is the engine's, whatever its size.
 //! - The head share comes from the call ([`roles`]).
-//! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for Bash
-//!   it is also kept under the client's own inline limit, less `stderr`,
-//!   so the answer is shown inline rather than persisted again.
+//! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for a
+//!   shell output it is also kept under the client's own inline limit,
+//!   less `stderr`, so the answer is shown inline rather than persisted
+//!   again.
 //! - Each guarded call appends one line to the savings ledger
 //!   ([`ledger`]), counted against what the client would have shown
-//!   ([`client`]); `jkz stats` sums it up ([`stats`]).
+//!   ([`crate::client::Viewer`]); `jkz stats` sums it up ([`stats`]).
 //!
 //! Never hurts a tool call: bad input, an unreadable file, a deadline
 //! ([`DEADLINE`]) passed, any error at all: one line on stderr, nothing on
@@ -102,6 +104,7 @@ pub const HOOK: Hook = Hook {
     // An output that fits is left alone before the state directory is
     // looked at.
     refuse_tracked_state: false,
+    tool_output: true,
 };
 
 /// The hook's answer to `event` (a tool's output, as the client lets jkz

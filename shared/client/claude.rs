@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::edge::Hook;
 use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolUse};
 use super::{Answer, Client, Parsed};
 use crate::hook_input::HookInput;
@@ -61,14 +62,14 @@ fn event_of(sent: &str) -> Option<EventName> {
 }
 
 /// A Claude Code event as jkz's.
-pub fn parse(input: HookInput, default: Option<EventName>) -> Parsed {
-    parse_with(Client::Claude, input, default)
+pub fn parse(input: HookInput, hook: &Hook) -> Parsed {
+    parse_with(Client::Claude, input, hook)
 }
 
 /// An event in Claude Code's shape, from `client`, as jkz's.
-pub fn parse_with(client: Client, mut input: HookInput, default: Option<EventName>) -> Parsed {
+pub fn parse_with(client: Client, mut input: HookInput, hook: &Hook) -> Parsed {
     let name = match input.raw.get("hook_event_name") {
-        None => default,
+        None => hook.default,
         Some(Value::String(sent)) => event_of(sent),
         Some(_) => None,
     };
@@ -83,7 +84,9 @@ pub fn parse_with(client: Client, mut input: HookInput, default: Option<EventNam
         EventName::PreToolUse => EventKind::PreToolUse(tool_use(&input)),
         EventName::PostToolUse => {
             let mut used = tool_use(&input);
-            used.output = response::take(&mut input, &used.name);
+            if hook.tool_output {
+                used.output = response::take(&mut input, &used.name);
+            }
             EventKind::PostToolUse(used)
         }
         EventName::PreCompact => EventKind::PreCompact {
@@ -308,7 +311,7 @@ mod tests {
 
     fn event(v: Value) -> HookEvent {
         let input = HookInput::parse(v.to_string().as_bytes()).unwrap();
-        match parse(input, None) {
+        match parse(input, &Hook::ANY) {
             Parsed::Event(e) => *e,
             Parsed::Unknown(n) => panic!("unknown event {n:?}"),
         }

@@ -32,7 +32,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::event::{EventName, HookEvent};
+use super::edge::Hook;
+use super::event::HookEvent;
 use super::{claude, Answer, Client, Parsed};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
@@ -83,8 +84,8 @@ fn is_rollout(input: &HookInput) -> bool {
 }
 
 /// A Codex CLI event as jkz's.
-pub fn parse(input: HookInput, default: Option<EventName>) -> Parsed {
-    claude::parse_with(Client::Codex, input, default)
+pub fn parse(input: HookInput, hook: &Hook) -> Parsed {
+    claude::parse_with(Client::Codex, input, hook)
 }
 
 /// `answer` in Codex CLI's contract.

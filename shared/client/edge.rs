@@ -35,6 +35,32 @@ pub struct Hook {
     /// feature is asked (a feature that reads nothing there before it
     /// knows it must decides for itself).
     pub refuse_tracked_state: bool,
+    /// Whether it reads a tool's output: only then is the output moved out
+    /// of the event into [`ToolOutput`](super::ToolOutput) (for another
+    /// hook, an MCP tool's text is not even joined).
+    pub tool_output: bool,
+}
+
+impl Hook {
+    /// A hook that takes every event as it comes, its tool output included
+    /// (what the clients' own tests read events with).
+    pub const ANY: Hook = Hook {
+        handles: &[
+            EventName::SessionStart,
+            EventName::UserPrompt,
+            EventName::PreToolUse,
+            EventName::PostToolUse,
+            EventName::PreCompact,
+            EventName::PostCompact,
+            EventName::SessionEnd,
+            EventName::ModelRequest,
+        ],
+        default: None,
+        max_input: crate::hook_input::MAX_HOOK_INPUT,
+        on_bad_input: "",
+        refuse_tracked_state: false,
+        tool_output: true,
+    };
 }
 
 /// Runs one hook: `answer` is the feature.
@@ -73,7 +99,7 @@ pub fn read(stdin: impl Read, hook: &Hook, warnings: &mut Warnings) -> Option<Ho
         }
     };
     let client = Client::detect(&input);
-    match client.parse(input, hook.default) {
+    match client.parse(input, hook) {
         Parsed::Event(event) if hook.handles.contains(&event.name()) => Some(*event),
         Parsed::Event(event) => {
             let sent = event.raw.event_name().unwrap_or_default().to_string();

@@ -31,6 +31,7 @@ pub mod pre_compress;
 
 use serde_json::{json, Value};
 
+use super::edge::Hook;
 use super::event::{Body, EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
 use super::{claude, Answer, Client, Parsed, Viewer};
 use crate::hook::Warnings;
@@ -134,9 +135,9 @@ fn event_of(sent: &str) -> Option<EventName> {
 }
 
 /// A Gemini CLI event as jkz's.
-pub fn parse(mut input: HookInput, default: Option<EventName>) -> Parsed {
+pub fn parse(mut input: HookInput, hook: &Hook) -> Parsed {
     let name = match input.raw.get("hook_event_name") {
-        None => default,
+        None => hook.default,
         Some(Value::String(sent)) => event_of(sent),
         Some(_) => None,
     };
@@ -151,7 +152,9 @@ pub fn parse(mut input: HookInput, default: Option<EventName>) -> Parsed {
         EventName::PreToolUse => EventKind::PreToolUse(tool_use(&input)),
         EventName::PostToolUse => {
             let mut used = tool_use(&input);
-            used.output = output(&mut input, &used.tool);
+            if hook.tool_output {
+                used.output = output(&mut input, &used.tool);
+            }
             EventKind::PostToolUse(used)
         }
         EventName::PreCompact => EventKind::PreCompact {
@@ -294,7 +297,7 @@ mod tests {
 
     fn event(v: Value) -> HookEvent {
         let input = HookInput::parse(v.to_string().as_bytes()).unwrap();
-        match parse(input, None) {
+        match parse(input, &Hook::ANY) {
             Parsed::Event(e) => *e,
             Parsed::Unknown(n) => panic!("unknown event {n:?}"),
         }

@@ -25,6 +25,7 @@ pub const PRE_COMPACT: Hook = Hook {
     max_input: MAX_HOOK_INPUT,
     on_bad_input: "",
     refuse_tracked_state: true,
+    tool_output: false,
 };
 
 /// What `jkz-session-start` handles: SessionStart, PostCompact, and a
@@ -39,6 +40,7 @@ pub const SESSION_START: Hook = Hook {
     max_input: MAX_HOOK_INPUT,
     on_bad_input: "",
     refuse_tracked_state: true,
+    tool_output: false,
 };
 
 /// `git status`, started before the event is read (it takes longest),

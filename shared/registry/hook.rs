@@ -54,6 +54,7 @@ pub const HOOK: Hook = Hook {
     // A call that targets nothing guarded passes before the state
     // directory is looked at.
     refuse_tracked_state: false,
+    tool_output: false,
 };
 
 /// The one-line summary of `jkz-chat --help`.

@@ -294,7 +294,9 @@ mod tests {
         let event =
             json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
         let input = crate::hook_input::HookInput::parse(event.to_string().as_bytes()).unwrap();
-        let crate::client::Parsed::Event(event) = crate::client::claude::parse(input, None) else {
+        let crate::client::Parsed::Event(event) =
+            crate::client::claude::parse(input, &crate::client::edge::Hook::ANY)
+        else {
             panic!("not an event");
         };
         super::targets(&event.tool_use().unwrap().tool, cwd, guarded)

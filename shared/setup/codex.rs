@@ -437,7 +437,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
     // The prompt with the items as they are now; each compaction refreshes it.
     let items =
-        crate::compaction::live::codex_live_items(&crate::state_dir::StateDir::at(&state), project);
+        crate::compaction::live::summarizer_items(&crate::state_dir::StateDir::at(&state), project);
     let fresh = compact_prompt::text(&items);
     if crate::state_dir::read_user_file(&prompt).ok().as_deref() != Some(fresh.as_bytes()) {
         compact_prompt::write(&state, &items)
