@@ -48,7 +48,7 @@ pub const PROMPT_KEY: &str = "experimental_compact_prompt_file";
 /// before the tools that change files (`Bash`, `apply_patch`). No
 /// PostToolUse guard: Codex cannot replace a tool's output; the guard
 /// answers in `jkz-chat`'s `PreToolUse` instead, rewriting a `Bash` call
-/// nobody refused ([`crate::client::codex::guard`]).
+/// nobody refused ([`crate::tool_output::wrap`]).
 pub const REGISTRATIONS: [Registration; 8] = [
     Registration {
         event: "PreCompact",
