@@ -126,3 +126,54 @@ fn not_handled(client: Client, hook: &Hook, sent: &str, warnings: &mut Warnings)
         handled.join(", ")
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRE_COMPACT: Hook = Hook {
+        handles: &[EventName::PreCompact],
+        default: Some(EventName::PreCompact),
+        ..Hook::ANY
+    };
+
+    fn read_for(hook: &Hook, json: &str) -> Option<HookEvent> {
+        read(json.as_bytes(), hook, &mut Warnings::new("jkz-test"))
+    }
+
+    #[test]
+    fn an_event_is_read_once_for_the_hook_that_handles_it() {
+        let e = read_for(
+            &PRE_COMPACT,
+            r#"{"session_id":"s","hook_event_name":"PreCompact"}"#,
+        );
+        assert_eq!(
+            e.map(|e| (e.client, e.name())),
+            Some((Client::Claude, EventName::PreCompact))
+        );
+        // Gemini CLI's name for it.
+        let e = read_for(
+            &PRE_COMPACT,
+            r#"{"session_id":"s","hook_event_name":"PreCompress"}"#,
+        );
+        assert_eq!(
+            e.map(|e| (e.client, e.name())),
+            Some((Client::Gemini, EventName::PreCompact))
+        );
+        // No name: the hook's own event.
+        let e = read_for(&PRE_COMPACT, r#"{"session_id":"s","turn_id":"t"}"#);
+        assert_eq!(
+            e.map(|e| (e.client, e.name())),
+            Some((Client::Codex, EventName::PreCompact))
+        );
+        // Another event, one jkz does not know, and input that is no event.
+        assert!(read_for(&PRE_COMPACT, r#"{"hook_event_name":"SessionStart"}"#).is_none());
+        assert!(read_for(&PRE_COMPACT, r#"{"hook_event_name":"Stop"}"#).is_none());
+        assert!(read_for(&PRE_COMPACT, "not json").is_none());
+        let small = Hook {
+            max_input: 8,
+            ..PRE_COMPACT
+        };
+        assert!(read_for(&small, r#"{"session_id":"s"}"#).is_none());
+    }
+}
