@@ -490,6 +490,73 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
 }
 
 #[test]
+fn install_sh_stopped_before_doctor_when_jkz_was_registered_for_the_user() {
+    let dir = Dir::new();
+    let checkout = dir.join("checkout");
+    std::fs::create_dir_all(&checkout).unwrap();
+    std::fs::copy(checkout_file("install.sh"), checkout.join("install.sh")).unwrap();
+    let fakebin = fake_cargo(&dir);
+    let prefix = dir.join("prefix");
+    let home = dir.join("home");
+    let env = |cmd: &mut std::process::Command| {
+        cmd.current_dir(&checkout)
+            .env("HOME", &home)
+            .env(
+                "PATH",
+                format!("{}:{}:/usr/bin:/bin", prefix.display(), fakebin.display()),
+            )
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("JKZ_STATE_DIR");
+    };
+    // jkz is already registered for this user (an earlier install).
+    let mut first = std::process::Command::new("bash");
+    first
+        .arg(checkout.join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix);
+    env(&mut first);
+    assert!(first.output().unwrap().status.success());
+    let mut user = std::process::Command::new(prefix.join("jkz"));
+    user.args(["uninstall", "--project", "."]);
+    env(&mut user);
+    assert!(user.output().unwrap().status.success());
+    let mut user = std::process::Command::new(prefix.join("jkz"));
+    user.args(["install", "--user"]);
+    env(&mut user);
+    let out = user.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut again = std::process::Command::new("bash");
+    again
+        .arg(checkout.join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix);
+    env(&mut again);
+    let out = again.output().unwrap();
+    let shown = format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("jkz is registered for your user in"),
+        "{shown}"
+    );
+    assert!(
+        stdout.contains("all checks passed"),
+        "doctor ran and passed: {shown}"
+    );
+    assert!(out.status.success(), "{shown}");
+}
+
+#[test]
 fn install_keeps_a_user_edited_slash_command_and_says_how_to_take_the_new_one() {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project")).unwrap();

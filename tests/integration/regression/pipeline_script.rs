@@ -357,3 +357,45 @@ fn stale_sessions_are_forgotten(p: &Project) {
     );
     assert!(p.chats(later + jkz::registry::STALE_AFTER).is_empty());
 }
+
+#[test]
+fn state_set_session_logged_its_events_without_the_session() {
+    let p = Project::new();
+    p.jkz(&["claim", "44", "--session", "pipeline-44"], T)
+        .success();
+    p.jkz(
+        &[
+            "state",
+            "set",
+            "44",
+            "current_phase",
+            "planning",
+            "--session",
+            "pipeline-44",
+        ],
+        T + 1,
+    )
+    .success();
+    let run = p
+        .jkz(&["events", "--issue", "44", "--json"], T + 2)
+        .success();
+    let events: Vec<Value> = run
+        .stdout_str()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one event per line"))
+        .collect();
+    let changes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "phase.changed")
+        .collect();
+    assert_eq!(changes.len(), 1, "{}", run.report());
+    assert_eq!(changes[0]["session"], "pipeline-44", "{}", run.report());
+    let claims: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.contains("claim")))
+        .collect();
+    assert!(!claims.is_empty(), "the claim is logged: {}", run.report());
+    for claim in claims {
+        assert_eq!(claim["session"], "pipeline-44", "{}", run.report());
+    }
+}

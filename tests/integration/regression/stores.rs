@@ -191,6 +191,39 @@ fn git_config_state_dir_of_the_file_system_root_was_taken() {
 }
 
 #[test]
+fn state_dir_flag_or_env_of_the_file_system_root_was_taken() {
+    let dir = Dir::new();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    for (flag, env) in [(Some("/"), None), (None, Some("/"))] {
+        let mut cmd =
+            Cmd::new("jkz", dir.path()).args(["state", "set", "42", "current_phase", "plan"]);
+        if let Some(flag) = flag {
+            cmd = cmd.args(["--state-dir", flag]);
+        }
+        if let Some(env) = env {
+            cmd = cmd.env("JKZ_STATE_DIR", env);
+        }
+        let run = cmd.run().expect_code(2);
+        assert!(
+            run.stderr_str().contains("names /, the file system's root"),
+            "{}",
+            run.report()
+        );
+        assert!(!Path::new("/pipeline").exists(), "{}", run.report());
+    }
+    let lock = Cmd::new("jkz", dir.path())
+        .args(["lock", "acquire", "db", "main", "--state-dir", "/usr"])
+        .run();
+    assert_ne!(lock.code(), Some(0), "{}", lock.report());
+    assert!(
+        lock.stderr_str().contains("the system directory /usr"),
+        "{}",
+        lock.report()
+    );
+    assert!(!Path::new("/usr/locks").exists(), "{}", lock.report());
+}
+
+#[test]
 fn jkz_attach_took_over_a_directory_that_was_not_a_state_root() {
     let ours = Dir::new();
     git(ours.path(), &["init", "-q", "-b", "main"]);
