@@ -22,10 +22,12 @@ fn project() -> Dir {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::create_dir_all(dir.join("home")).unwrap();
-    let init = Cmd::new("git", &dir.join("project"))
+    let init = std::process::Command::new("git")
         .args(["init", "-q", "-b", "main"])
-        .run();
-    assert_eq!(init.code(), Some(0), "{}", init.report());
+        .current_dir(dir.join("project"))
+        .status()
+        .unwrap();
+    assert!(init.success());
     dir
 }
 
