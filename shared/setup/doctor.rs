@@ -44,6 +44,13 @@ pub struct DoctorArgs {
     /// the compaction prompt in `.codex/config.toml`) or gemini (`.gemini/settings.json`).
     #[arg(long, value_enum, default_value = "claude")]
     pub client: crate::client::Client,
+    /// Also run every hook the client's configuration registers, as the
+    /// client would (its command line, working directory, environment and
+    /// event shape), against a scratch state directory, and check that each
+    /// has its effect: fired, wrong answer, or not run, with the reason.
+    /// The project's own state is left as it was.
+    #[arg(long)]
+    pub probe: bool,
 }
 
 enum Status {
@@ -160,6 +167,11 @@ pub fn doctor(
     };
     for (ok, line) in client_lines {
         report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+    }
+    if args.probe {
+        for (ok, line) in super::probe::run(args.client, &project_dir) {
+            report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+        }
     }
     if args.client == Client::Codex {
         report.line(
