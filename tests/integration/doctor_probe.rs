@@ -9,15 +9,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{bin, Cmd, Dir, Run};
+use crate::install_clients::{jkz, CLIENTS};
+use crate::util::{Dir, Run};
 
-const CLIENTS: [&str; 3] = ["claude", "codex", "gemini"];
-
-fn path_var() -> String {
-    format!("{}:/usr/bin:/bin", bin("jkz").parent().unwrap().display())
-}
-
-/// A git repository with a home of its own.
+/// A git repository (the probe's claim names its worktree) with a home of
+/// its own.
 fn project() -> Dir {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project")).unwrap();
@@ -29,14 +25,6 @@ fn project() -> Dir {
         .unwrap();
     assert!(init.success());
     dir
-}
-
-fn jkz(dir: &Dir, args: &[&str]) -> Run {
-    Cmd::new("jkz", &dir.join("project"))
-        .env("HOME", dir.join("home"))
-        .env("PATH", path_var())
-        .args(args.iter().copied())
-        .run()
 }
 
 /// Every file below `root`, with its bytes.

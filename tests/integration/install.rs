@@ -449,12 +449,28 @@ mkdir -p "$out" && for b in {names}; do cp "$bins/$b" "$out"/; done
     dir.join("fakebin")
 }
 
-#[test]
-fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
-    let dir = Dir::new();
+/// `dir/checkout`, holding only this repository's install.sh.
+fn checkout_with_install_sh(dir: &Dir) -> PathBuf {
     let checkout = dir.join("checkout");
     std::fs::create_dir_all(&checkout).unwrap();
     std::fs::copy(checkout_file("install.sh"), checkout.join("install.sh")).unwrap();
+    checkout
+}
+
+/// What a finished process said, for an assertion's message.
+fn shown(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
+    let dir = Dir::new();
+    let checkout = checkout_with_install_sh(&dir);
     dir.write("checkout/.gitignore", "/target\n");
     let fakebin = fake_cargo(&dir);
     for target_dir in [Some(dir.join("elsewhere")), None] {
@@ -474,12 +490,7 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
             cmd.env("CARGO_TARGET_DIR", t);
         }
         let out = cmd.output().unwrap();
-        let shown = format!(
-            "CARGO_TARGET_DIR={target_dir:?}\nstatus {}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let shown = format!("CARGO_TARGET_DIR={target_dir:?}\n{}", shown(&out));
         assert!(out.status.success(), "{shown}");
         for b in jkz::setup::BINARIES {
             assert!(prefix.join(b).is_file(), "{b} not installed\n{shown}");
@@ -492,9 +503,7 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
 #[test]
 fn install_sh_stopped_before_doctor_when_jkz_was_registered_for_the_user() {
     let dir = Dir::new();
-    let checkout = dir.join("checkout");
-    std::fs::create_dir_all(&checkout).unwrap();
-    std::fs::copy(checkout_file("install.sh"), checkout.join("install.sh")).unwrap();
+    let checkout = checkout_with_install_sh(&dir);
     let fakebin = fake_cargo(&dir);
     let prefix = dir.join("prefix");
     let home = dir.join("home");
@@ -538,12 +547,7 @@ fn install_sh_stopped_before_doctor_when_jkz_was_registered_for_the_user() {
         .arg(&prefix);
     env(&mut again);
     let out = again.output().unwrap();
-    let shown = format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shown = shown(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("jkz is registered for your user in"),

@@ -12,9 +12,9 @@ use serde_json::json;
 
 use crate::util::{bin, Cmd, Dir, Run};
 
-const CLIENTS: [&str; 3] = ["claude", "codex", "gemini"];
+pub(crate) const CLIENTS: [&str; 3] = ["claude", "codex", "gemini"];
 
-fn path_var() -> String {
+pub(crate) fn path_var() -> String {
     format!("{}:/usr/bin:/bin", bin("jkz").parent().unwrap().display())
 }
 
@@ -27,7 +27,7 @@ fn project() -> Dir {
 }
 
 /// `jkz` in the project, with the binaries on PATH and the test's home.
-fn jkz(dir: &Dir, args: &[&str]) -> Run {
+pub(crate) fn jkz(dir: &Dir, args: &[&str]) -> Run {
     Cmd::new("jkz", &dir.join("project"))
         .env("HOME", dir.join("home"))
         .env("PATH", path_var())
