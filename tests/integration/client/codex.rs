@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::adapter::CodexCli;
 use super::pipeline::{issue_42_in_a_fix_cycle, ITEMS};
-use super::stub_model::{Request, StubModel, Turn};
+use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
 use crate::util::bin;
 use jkz::thousands::thousands;
@@ -69,14 +69,7 @@ fn compact_once(jkz: bool) -> (Request, Request, Project<CodexCli>, Vec<Request>
     let run = project.run("Carry on with issue 42.", &[]);
     run.assert_ok();
     let requests = server.model_requests();
-    let shown = || {
-        requests
-            .iter()
-            .enumerate()
-            .map(|(i, r)| format!("--- request {i}:\n{}", r.all_text()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let shown = || numbered(&requests, Request::all_text);
     let at = requests
         .iter()
         .position(CodexCli::is_summarizing)

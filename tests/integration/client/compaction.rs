@@ -9,7 +9,7 @@ use super::adapter::ClaudeCode;
 use super::pipeline::{
     issue_42_in_a_fix_cycle, BRANCH, DECISION, FAILURE, ITEMS, PHASE, PLAN, SUMMARY, VERDICTS,
 };
-use super::stub_model::{Request, StubModel, Turn};
+use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
 use crate::util::bin;
 
@@ -118,14 +118,7 @@ fn compaction_keeps_the_decision_critical_state() {
     );
 
     let messages = server.model_requests();
-    let shown = || {
-        messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| format!("--- request {i}:\n{}", m.last_user_text()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let shown = || numbered(&messages, Request::last_user_text);
     let kinds = ITEMS.map(|(_, marker)| marker);
 
     // The summarizing request carries the items under the hook's instructions.

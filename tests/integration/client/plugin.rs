@@ -21,11 +21,6 @@ const FAILURE: &str = "ELDER-FAILURE: test_invoice_total expected 3 lines, got 2
 const SAVE_PROMPT: &str = "Save a jkz session snapshot of this conversation";
 const SAVED_DECISION: &str = "ROWAN-DECISION: invoices are rendered as UTF-8 only";
 
-fn is_summarizing(r: &Request) -> bool {
-    r.last_user_text().contains("summary of the conversation")
-        || r.last_user_text().contains("Additional Instructions")
-}
-
 fn answers_a_tool_call(r: &Request) -> bool {
     r.body["messages"]
         .as_array()
@@ -45,7 +40,7 @@ fn succeeded(run: &super::ClientRun) {
 #[test]
 fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     let responder = Arc::new(|r: &Request| {
-        if is_summarizing(r) {
+        if ClaudeCode::is_summarizing(r) {
             Turn::Text("<summary>We chatted about invoices.</summary>".into())
         } else if answers_a_tool_call(r) {
             Turn::Text("Saved.".into())
@@ -116,7 +111,7 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     let messages = server.model_requests();
     let at = messages
         .iter()
-        .position(is_summarizing)
+        .position(ClaudeCode::is_summarizing)
         .expect("a summarizing request");
     let summarizing = messages[at].last_user_text();
     assert!(

@@ -220,6 +220,17 @@ impl Request {
     }
 }
 
+/// `requests` numbered, each as `view` shows it: what a failing assertion
+/// prints of a conversation.
+pub fn numbered(requests: &[Request], view: impl Fn(&Request) -> String) -> String {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("--- request {i}:\n{}", view(r)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The keys of the parts that carry a message's text.
 pub(super) const PLAIN: &[&str] = &["text", "content"];
 
