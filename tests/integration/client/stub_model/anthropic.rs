@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{collect_text, next_id, sse, Request, Response, ToolOutput, Turn, PLAIN};
+use super::{collect_text, content_text, next_id, sse, Request, Response, ToolOutput, Turn, PLAIN};
 
 pub(super) fn answer(request: &Request, act: &Turn, input_tokens: u64) -> Response {
     if request.body["stream"] == true {
@@ -98,11 +98,7 @@ pub(super) fn tool_outputs(messages: &[Value]) -> Vec<ToolOutput> {
         .flat_map(|m| m["content"].as_array().into_iter().flatten())
         .filter(|b| b["type"] == "tool_result")
         .map(|b| ToolOutput {
-            text: match &b["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                _ => String::new(),
-            },
+            text: content_text(&b["content"]),
             is_error: b["is_error"] == true,
         })
         .collect()

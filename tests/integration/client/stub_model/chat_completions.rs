@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::{collect_text, next_id, sse, Request, Response, ToolOutput, Turn};
+use super::{collect_text, content_text, next_id, sse, Request, Response, ToolOutput, Turn};
 
 /// The keys of a message's text and of its tool calls' arguments.
 const KEYS: &[&str] = &["text", "content", "tool_calls", "function", "arguments"];
@@ -114,11 +114,7 @@ pub(super) fn tool_outputs(messages: &[Value]) -> Vec<ToolOutput> {
         .iter()
         .filter(|m| m["role"] == "tool")
         .map(|m| ToolOutput {
-            text: match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                _ => String::new(),
-            },
+            text: content_text(&m["content"]),
             is_error: false,
         })
         .collect()

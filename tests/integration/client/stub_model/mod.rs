@@ -231,6 +231,15 @@ pub fn numbered(requests: &[Request], view: impl Fn(&Request) -> String) -> Stri
         .join("\n")
 }
 
+/// A content that is a string, or a list of parts whose texts join.
+pub(super) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
 /// The keys of the parts that carry a message's text.
 pub(super) const PLAIN: &[&str] = &["text", "content"];
 
