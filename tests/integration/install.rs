@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{bin, Cmd, Dir, Run};
+use crate::util::{bin, git, Cmd, Dir, Run};
 
 /// Settings another tool wrote, in its own formatting (4-space indents, no
 /// final newline), with hooks on the events jkz uses and one it does not.
@@ -631,17 +631,6 @@ fn uninstall_keeps_the_state_ignore_line_while_state_stays() {
     std::fs::remove_dir_all(dir.join("project/state")).unwrap();
     jkz_cmd(&dir, "uninstall").success();
     assert_eq!(dir.read("project/.gitignore"), b"target\n");
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

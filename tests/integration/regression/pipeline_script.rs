@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::registry::{Project, T};
-use crate::util::{bin, scrubbed, Dir};
+use crate::util::{bin, git, scrubbed, Dir};
 
 /// The `sh` blocks of a Markdown page, in order.
 fn sh_blocks(markdown: &str) -> Vec<String> {
@@ -39,15 +39,6 @@ fn documented_pipeline_script() -> String {
         .into_iter()
         .find(|b| b.contains("JKZ_SESSION") && b.contains("jkz release"))
         .expect("docs/registry.md has the pipeline-script example")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = scrubbed("git", dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 fn path_with_jkz() -> String {

@@ -11,21 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::registry::{Project, T};
-use crate::util::{Cmd, Dir, Run};
+use crate::util::{git, Cmd, Dir, Run};
 
 /// How long a hook may take here: far inside the harness's kill deadline,
 /// so a hang shows as this assertion, not as the harness killing it.
 const PROMPT: Duration = Duration::from_secs(5);
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git is needed for this test");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();
