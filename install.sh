@@ -61,7 +61,11 @@ pages=$("$prefix/jkz" man --dir "$share/man/man1" | wc -l)
 echo "installed $pages man pages to $share/man/man1 (man jkz)"
 
 # The hooks point at the installed binaries; the checkout is the project.
-"$prefix/jkz" install --project .
+# A refusal (jkz is already registered for this user, or by the plugin)
+# leaves the binaries installed: its line says how to switch, and doctor
+# below decides, showing which registration is active.
+"$prefix/jkz" install --project . ||
+  echo "install.sh: jkz install --project . changed nothing (the line above says why); jkz doctor follows"
 
 # Doctor sees the binaries through PATH as Claude Code will once the prefix
 # is on it; --shell-path lets it say when the user's own PATH lacks it.

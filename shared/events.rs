@@ -53,7 +53,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Mutex;
 
-pub use event::Event;
+pub use event::{act_as, Event};
 
 use crate::state_dir::StateDir;
 

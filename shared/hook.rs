@@ -42,6 +42,7 @@ pub fn main(cli: clap::Command, body: impl FnOnce(&mut Warnings)) -> ExitCode {
     // The default panic message spans lines and names source files; the
     // catch below reports one line instead.
     panic::set_hook(Box::new(|_| {}));
+    crate::deadline::start_hook();
     let mut warnings = Warnings {
         program: cli.get_name().to_string(),
     };

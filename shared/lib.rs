@@ -9,6 +9,7 @@ pub mod circuit_cmd;
 pub mod commands;
 pub mod compaction;
 pub mod compress;
+pub mod deadline;
 pub mod deliberation;
 pub mod events;
 pub mod findings;

@@ -28,6 +28,7 @@ mod doctor;
 mod gemini;
 mod install;
 pub mod plugin;
+mod probe;
 mod registrations;
 pub mod settings;
 

@@ -329,7 +329,10 @@ impl StateDir {
         }
         // The root may be a link (the user's choice): metadata follows it.
         match fs::metadata(&self.path) {
-            Ok(meta) if meta.is_dir() => return Ok(Some(&self.path)),
+            Ok(meta) if meta.is_dir() => {
+                self.refuse_system_directory()?;
+                return Ok(Some(&self.path));
+            }
             Ok(_) => return Err(not_a_directory()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             // E.g. a parent that is a file: nothing opted in here.
@@ -339,8 +342,39 @@ impl StateDir {
         if !self.source.is_explicit() {
             return Ok(None);
         }
+        self.refuse_system_directory()?;
         create_private_dir(&self.path)?;
         Ok(Some(&self.path))
+    }
+
+    /// A root named by `--state-dir` or `JKZ_STATE_DIR` that is `/` or one
+    /// of the system's own directories ([`system::system_directory`]) is
+    /// refused before anything is written there: run as root, jkz could
+    /// write anywhere, and `--state-dir /` is a slip, never a choice.
+    fn refuse_system_directory(&self) -> io::Result<()> {
+        if !self.source.is_explicit() {
+            return Ok(());
+        }
+        // Not there yet: where it would be made.
+        let resolved = fs::canonicalize(&self.path)
+            .or_else(|_| std::path::absolute(&self.path))
+            .unwrap_or_else(|_| self.path.clone());
+        match system::system_directory(&resolved) {
+            None => Ok(()),
+            Some(system) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} names {}, {}: jkz never keeps state there; name a directory of its own (e.g. a repository's state/)",
+                    self.source.as_str(),
+                    self.path.display(),
+                    if system == "/" {
+                        "the file system's root".to_string()
+                    } else {
+                        format!("the system directory {system}")
+                    }
+                ),
+            )),
+        }
     }
 
     /// `state/<rel>` ready for writing (see [`StateDir::ensure`]). Each
@@ -503,6 +537,26 @@ mod tests {
             let mode = std::fs::metadata(dir).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn a_named_root_that_is_a_system_directory_is_refused_before_any_write() {
+        for named in ["/", "/usr", "/etc/jkz-state", "/usr/share/jkz-never-made"] {
+            let err = StateDir::at(PathBuf::from(named))
+                .ensure_subdir("pipeline")
+                .unwrap_err();
+            assert_eq!(
+                err.kind(),
+                io::ErrorKind::PermissionDenied,
+                "{named}: {err}"
+            );
+            assert!(
+                err.to_string().contains("jkz never keeps state there"),
+                "{err}"
+            );
+            assert!(!Path::new(named).join("pipeline").exists(), "{named}");
+        }
+        assert!(!Path::new("/usr/share/jkz-never-made").exists());
     }
 
     #[test]

@@ -16,7 +16,10 @@
 //! - then `fstat` on the open file: anything but a regular file is
 //!   refused, so that swap is caught too;
 //! - at most `max + 1` bytes are read: a larger file is an error saying
-//!   so, never half-read.
+//!   so, never half-read;
+//! - in a hook, within its deadline ([`crate::deadline`]): the read is
+//!   skipped once the budget is spent. (A `read` that the kernel itself
+//!   blocks, on a hung network mount, cannot be cut short from here.)
 //!
 //! Errors say what was found in the file's place and what to do; the
 //! caller names the file and what it was for. Nothing is said on stderr
@@ -46,13 +49,30 @@ pub(crate) const O_NONBLOCK: i32 = 0;
 /// an `InvalidData` error): links followed, regular files only, never
 /// blocking ([`open_user_file`]). Nothing is reported on stderr: the
 /// caller says what the file was for.
+///
+/// In a hook, nothing is opened once its budget is spent, and a read that
+/// goes on past it (a slow mount handing out a large file) stops between
+/// chunks with a `TimedOut` error ([`crate::deadline::check`]).
 pub fn read_user_file_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let (file, len) = open_regular(path)?;
+    let reading = || format!("reading {}", path.display());
+    crate::deadline::check(&reading())?;
+    let (mut file, len) = open_regular(path)?;
     let limit = max.saturating_add(1);
     let mut bytes = Vec::with_capacity(len.min(limit) as usize);
-    file.take(limit).read_to_end(&mut bytes)?;
+    loop {
+        let got = (&mut file)
+            .take(CHUNK.min(limit - bytes.len() as u64))
+            .read_to_end(&mut bytes)?;
+        if got == 0 || bytes.len() as u64 >= limit {
+            break;
+        }
+        crate::deadline::check(&format!("{} was read whole", reading()))?;
+    }
     whole(bytes, max)
 }
+
+/// How much is read between two looks at the hook's deadline.
+const CHUNK: u64 = 64 * 1024;
 
 /// Opens a file outside `state/` for reading: links followed, a regular
 /// file only (looked at before the open and checked again on the open

@@ -156,8 +156,22 @@ impl Event {
     }
 }
 
-/// The session this process runs in, from the environment, when valid.
+/// The chat a command acts for once it has been told ([`act_as`]).
+static ACTING: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// From now on, this process's events are `chat`'s: a command that acts
+/// for a chat (`--session ID`, checked) logs as that chat, whatever the
+/// environment says. The first call wins.
+pub fn act_as(chat: &SessionId) {
+    let _ = ACTING.set(chat.as_str().to_string());
+}
+
+/// The session this process runs in: the chat it acts for ([`act_as`]),
+/// else the environment's, when valid.
 fn env_session() -> Option<String> {
+    if let Some(chat) = ACTING.get() {
+        return Some(chat.clone());
+    }
     SESSION_ENV
         .into_iter()
         .filter_map(|k| std::env::var(k).ok())

@@ -145,9 +145,10 @@ pub enum Appended {
 
 /// Appends `line` (one whole line, newline included) to the log in `dir`,
 /// in a segment of `day`, with one `write`; waits for a segment's lock at
-/// most [`APPEND_WAIT`], then spools the line.
+/// most [`APPEND_WAIT`], in a hook no longer than what is left of its
+/// budget ([`crate::deadline::bounded`]), then spools the line.
 pub fn append(dir: &Path, line: &[u8], day: NaiveDate) -> io::Result<Appended> {
-    append_within(dir, line, day, APPEND_WAIT)
+    append_within(dir, line, day, crate::deadline::bounded(APPEND_WAIT))
 }
 
 /// [`append`], waiting for a segment's lock at most `wait`. Lines spooled

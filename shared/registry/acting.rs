@@ -103,7 +103,19 @@ pub fn stated_chat(flag: Option<&str>, root: &Path) -> Result<Option<Enclosing>,
     let named = flag
         .map(|raw| SessionId::parse(raw).map_err(|e| Failure::new(EXIT_USAGE, e.to_string())))
         .transpose()?;
-    match (enclosing_chat(root)?, named) {
+    let chat = stated_or_enclosing(enclosing_chat(root)?, named)?;
+    // What this command logs is logged as the chat it acts for.
+    if let Some(chat) = &chat {
+        crate::events::act_as(&chat.chat);
+    }
+    Ok(chat)
+}
+
+fn stated_or_enclosing(
+    enclosing: Option<Enclosing>,
+    named: Option<SessionId>,
+) -> Result<Option<Enclosing>, Failure> {
+    match (enclosing, named) {
         (Some(inside), Some(named)) if named != inside.chat => Err(Failure::new(
             REFUSED,
             format!(

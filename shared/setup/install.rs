@@ -307,15 +307,26 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     let user = Target::resolve(None, true).ok();
     let from_plugin = plugin::enabled(&target, user.as_ref());
 
+    // Registered for every project in the user's settings: like the
+    // plugin, those hooks already run here, so the project only opts in
+    // (its state directory) unless --replace moves the registration here.
+    let elsewhere = super::registrations::claude_elsewhere(&target);
+    let from_user = (from_plugin.is_none() && target.project.is_some() && !args.replace)
+        .then(|| match &elsewhere[..] {
+            [only] if only.is_user_wide() => Some(only.path.clone()),
+            _ => None,
+        })
+        .flatten();
+
     // jkz registered elsewhere for the same chats: refused, or moved here.
-    if from_plugin.is_none() {
+    if from_plugin.is_none() && from_user.is_none() {
         let command = if target.project.is_some() {
             "jkz install"
         } else {
             "jkz install --user"
         };
         super::registrations::clear_elsewhere(
-            super::registrations::claude_elsewhere(&target),
+            elsewhere,
             args.replace,
             "Claude Code",
             &file.shown,
@@ -342,6 +353,15 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
                 "the jkz plugin ({}, enabled in {}) provides the hooks and /jkz:save, /jkz:load here: none registered in {}",
                 plugin.id,
                 plugin.enabled_in.display(),
+                file.shown.display()
+            ),
+        )?;
+    } else if let Some(user_settings) = &from_user {
+        say(
+            out,
+            format_args!(
+                "jkz is registered for your user in {} (every project): its hooks run here; none registered in {} (`jkz install --replace` moves the registration here)",
+                user_settings.display(),
                 file.shown.display()
             ),
         )?;

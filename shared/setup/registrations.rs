@@ -55,6 +55,14 @@ pub struct Elsewhere {
     removal: Removal,
 }
 
+impl Elsewhere {
+    /// True for the user's own settings: a registration that covers every
+    /// project, so a project opts in without registering jkz again.
+    pub fn is_user_wide(&self) -> bool {
+        matches!(&self.removal, Removal::Installed(t) if t.project.is_none())
+    }
+}
+
 enum Removal {
     /// A settings file `jkz install` wrote: taken out as `jkz uninstall`
     /// does (its backup restored), without touching the state directory.

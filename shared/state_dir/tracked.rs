@@ -67,16 +67,7 @@ pub fn check(root: &Path) -> Option<TrackedState> {
         None => match holding_checkout(&parent) {
             Ok(None) => Ok(None),
             Ok(Some((top, git_dir, common))) => {
-                let mut rel = parent
-                    .strip_prefix(&top)
-                    .unwrap_or(Path::new(""))
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec();
-                if !rel.is_empty() {
-                    rel.push(b'/');
-                }
-                rel.extend_from_slice(name.as_bytes());
+                let rel = rel_in_checkout(&top, &parent, name);
                 tracked_in(&git_dir, &common, &rel).map(|t| Some((top, rel, t)))
             }
             Err(e) => Err(e),
@@ -163,6 +154,22 @@ fn tracked_line(seen: &Path, top: &Path, rel: &[u8], tracked: &Tracked) -> Strin
     )
 }
 
+/// `name` in `parent`, as git's index names it: relative to the checkout's
+/// top `top` (a `parent` outside it counts as the top itself).
+fn rel_in_checkout(top: &Path, parent: &Path, name: &std::ffi::OsStr) -> Vec<u8> {
+    let mut rel = parent
+        .strip_prefix(top)
+        .unwrap_or(Path::new(""))
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
+    if !rel.is_empty() {
+        rel.push(b'/');
+    }
+    rel.extend_from_slice(name.as_bytes());
+    rel
+}
+
 /// Whether the index of the checkout holding `path` tracks it (a file, or
 /// anything below a directory): `None` outside every checkout, or when the
 /// index cannot be read. `jkz install` asks it of the settings it wrote,
@@ -172,16 +179,8 @@ pub fn is_tracked(path: &Path) -> Option<bool> {
     let parent = fs::canonicalize(absolute.parent()?).ok()?;
     let name = absolute.file_name()?;
     let (top, git_dir, common) = holding_checkout(&parent).ok()??;
-    let mut rel = parent
-        .strip_prefix(&top)
-        .ok()?
-        .as_os_str()
-        .as_bytes()
-        .to_vec();
-    if !rel.is_empty() {
-        rel.push(b'/');
-    }
-    rel.extend_from_slice(name.as_bytes());
+    parent.strip_prefix(&top).ok()?;
+    let rel = rel_in_checkout(&top, &parent, name);
     tracked_in(&git_dir, &common, &rel)
         .ok()
         .map(|tracked| tracked.count > 0)

@@ -3,7 +3,9 @@
 //! An example is a fenced block whose info string is `sh` (also `bash`,
 //! `shell`): a script, run whole; or `console`: a session, each `$ ` line a
 //! command, the lines after it up to the next `$ ` the output it prints
-//! (checked; a command with no line after it is only run). A synopsis
+//! (checked; a command with no line after it is only run). A session's
+//! command that ends in a comment `# exit N` (or `# exits N`) is expected to
+//! exit N, so a page can show a refusal as the reader will meet it. A synopsis
 //! (`jkz stats [--by …]`), an output shown alone and a diagram go in a
 //! `text` block, which is never run; a bare fence that starts with `$ ` is
 //! a session that forgot its label, and fails the test.
@@ -16,7 +18,7 @@
 //! answer, `$ISSUE`, `$1`) is defined once, in `examples/fixtures.sh`. The
 //! page's examples then run in order, as a reader following the page would
 //! run them, each in a bash process of its own (`set -e -o pipefail`, stdin
-//! empty, a deadline), which must exit 0; a stated output must match what
+//! empty, a deadline), which must exit 0 (or the N it states); a stated output must match what
 //! the command printed, line for line, with wall-clock fields masked on
 //! both sides (`2025-03-01 12:00:00`, `2025-03-01T12:00:00.123Z`, and a
 //! record id `20250301T120000.123Z-42-judge-4711` whole) and trailing
@@ -175,6 +177,9 @@ struct Step {
     line: usize,
     script: String,
     stated: Option<Stated>,
+    /// The exit status it must end with: 0 unless a session's command
+    /// states another (`# exit N`).
+    exit: i32,
 }
 
 struct Stated {
@@ -207,6 +212,7 @@ fn examples(page: &str, text: &str) -> Vec<Example> {
                 line: fence.line,
                 script: fence.body.iter().map(|(_, l)| format!("{l}\n")).collect(),
                 stated: None,
+                exit: 0,
             }]
         } else if fence.info == "console" {
             session_steps(page, &fence.body)
@@ -232,6 +238,7 @@ fn session_steps(page: &str, body: &[(usize, String)]) -> Vec<Step> {
                 line: *n,
                 script: format!("{command}\n"),
                 stated: None,
+                exit: stated_exit(command),
             });
         } else if let Some(step) = steps.last_mut() {
             step.stated
@@ -246,6 +253,16 @@ fn session_steps(page: &str, body: &[(usize, String)]) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// The exit status a session's command states in a trailing comment
+/// (`$ jkz claim 43 --worktree /tmp   # exit 2`), else 0.
+fn stated_exit(command: &str) -> i32 {
+    static EXIT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    EXIT.get_or_init(|| Regex::new(r"(?:^|\s)#\s*exits?\s+(\d+)\b[^#]*$").unwrap())
+        .captures(command)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or(0)
 }
 
 /// What a process did.
@@ -467,8 +484,11 @@ fn check(page: &str, step: &Step, script: &str, run: &Outcome) -> Option<String>
             DEADLINE.as_secs()
         )));
     }
-    if run.code != Some(0) {
-        return Some(shown(format!("exit status {:?}, expected 0", run.code)));
+    if run.code != Some(step.exit) {
+        return Some(shown(format!(
+            "exit status {:?}, expected {}",
+            run.code, step.exit
+        )));
     }
     let stated = step.stated.as_ref()?;
     let printed: Vec<String> = String::from_utf8_lossy(&run.stdout)
@@ -561,6 +581,16 @@ fn the_example_scan_reads_scripts_and_sessions_and_nothing_else() {
         steps[1].stated.is_none(),
         "a command with no output shown is not checked"
     );
+    assert_eq!((steps[0].exit, steps[1].exit), (0, 0));
+}
+
+#[test]
+fn a_session_command_states_the_exit_status_it_ends_with() {
+    assert_eq!(stated_exit("jkz claim 43 --worktree /tmp   # exit 2"), 2);
+    assert_eq!(stated_exit("jkz events  # exits 4: no state directory"), 4);
+    assert_eq!(stated_exit("jkz events"), 0);
+    assert_eq!(stated_exit("echo '#exit 3' # the whole answer"), 0);
+    assert_eq!(stated_exit("grep -c exit 3 file"), 0);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::util::{self, Dir, Run};
+use crate::util::{self, git, Dir, Run};
 
 fn event(dir: &Dir, session: &str, extra: Value) -> Vec<u8> {
     let mut e = json!({
@@ -381,20 +381,7 @@ fn session_start_prefers_the_sessions_snapshot_then_the_projects() {
 #[test]
 fn session_start_says_when_head_moved() {
     let dir = Dir::new();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let git = |args: &[&str]| git(dir.path(), args);
     git(&["init", "-q", "-b", "one"]);
     dir.write(".gitignore", "state/\n");
     git(&["add", "."]);
@@ -469,21 +456,6 @@ fn a_hook_with_unknown_arguments_still_runs_and_exits_0() {
     );
 }
 
-fn git_in(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn state_set(dir: &Dir, args: &[&str]) {
     dir.cmd("jkz")
         .env("JKZ_STATE_DIR", dir.join("state"))
@@ -500,10 +472,10 @@ fn state_set(dir: &Dir, args: &[&str]) {
 #[test]
 fn session_start_reinjects_the_live_state_not_a_stale_snapshot() {
     let dir = Dir::new();
-    git_in(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
     dir.write(".gitignore", "state/\n");
-    git_in(dir.path(), &["add", "."]);
-    git_in(dir.path(), &["commit", "-q", "-m", "a"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "a"]);
     dir.write(
         "state/pipeline/42.json",
         json!({"42": {
@@ -525,7 +497,7 @@ fn session_start_reinjects_the_live_state_not_a_stale_snapshot() {
     state_set(&dir, &["42", "review_passed", "true"]);
     state_set(&dir, &["42", "qa_passed", "true"]);
     state_set(&dir, &["--json", "42", "pending_decisions", "[]"]);
-    git_in(
+    crate::util::git(
         dir.path(),
         &["commit", "-q", "--allow-empty", "-m", "reviewed"],
     );
@@ -649,7 +621,7 @@ fn failure_context_keeps_its_end() {
 #[test]
 fn the_project_dir_never_creates_state() {
     let dir = Dir::new();
-    git_in(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
     let with_project = |name: &str| dir.cmd(name).env("CLAUDE_PROJECT_DIR", dir.path());
     let run = with_project("jkz-pre-compact")
         .stdin(event(&dir, "abc", json!({})))
@@ -721,8 +693,8 @@ fn the_project_dir_never_creates_state() {
 #[test]
 fn a_multibyte_git_head_in_a_snapshot_is_still_reinjected() {
     let dir = Dir::new();
-    git_in(dir.path(), &["init", "-q", "-b", "main"]);
-    git_in(dir.path(), &["commit", "-q", "--allow-empty", "-m", "a"]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["commit", "-q", "--allow-empty", "-m", "a"]);
     pipeline(&dir, 42, "building");
     pre_compact(&dir, event(&dir, "abc", json!({}))).success();
     let name = &snapshots(&dir)[0];

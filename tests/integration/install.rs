@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::util::{bin, Cmd, Dir, Run};
+use crate::util::{bin, git, Cmd, Dir, Run};
 
 /// Settings another tool wrote, in its own formatting (4-space indents, no
 /// final newline), with hooks on the events jkz uses and one it does not.
@@ -449,12 +449,28 @@ mkdir -p "$out" && for b in {names}; do cp "$bins/$b" "$out"/; done
     dir.join("fakebin")
 }
 
-#[test]
-fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
-    let dir = Dir::new();
+/// `dir/checkout`, holding only this repository's install.sh.
+fn checkout_with_install_sh(dir: &Dir) -> PathBuf {
     let checkout = dir.join("checkout");
     std::fs::create_dir_all(&checkout).unwrap();
     std::fs::copy(checkout_file("install.sh"), checkout.join("install.sh")).unwrap();
+    checkout
+}
+
+/// What a finished process said, for an assertion's message.
+fn shown(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
+    let dir = Dir::new();
+    let checkout = checkout_with_install_sh(&dir);
     dir.write("checkout/.gitignore", "/target\n");
     let fakebin = fake_cargo(&dir);
     for target_dir in [Some(dir.join("elsewhere")), None] {
@@ -474,12 +490,7 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
             cmd.env("CARGO_TARGET_DIR", t);
         }
         let out = cmd.output().unwrap();
-        let shown = format!(
-            "CARGO_TARGET_DIR={target_dir:?}\nstatus {}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let shown = format!("CARGO_TARGET_DIR={target_dir:?}\n{}", shown(&out));
         assert!(out.status.success(), "{shown}");
         for b in jkz::setup::BINARIES {
             assert!(prefix.join(b).is_file(), "{b} not installed\n{shown}");
@@ -487,6 +498,66 @@ fn install_sh_with_cargo_target_dir_set_installs_what_cargo_built() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("all checks passed"), "{shown}");
     }
+}
+
+#[test]
+fn install_sh_stopped_before_doctor_when_jkz_was_registered_for_the_user() {
+    let dir = Dir::new();
+    let checkout = checkout_with_install_sh(&dir);
+    let fakebin = fake_cargo(&dir);
+    let prefix = dir.join("prefix");
+    let home = dir.join("home");
+    let env = |cmd: &mut std::process::Command| {
+        cmd.current_dir(&checkout)
+            .env("HOME", &home)
+            .env(
+                "PATH",
+                format!("{}:{}:/usr/bin:/bin", prefix.display(), fakebin.display()),
+            )
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("JKZ_STATE_DIR");
+    };
+    // jkz is already registered for this user (an earlier install).
+    let mut first = std::process::Command::new("bash");
+    first
+        .arg(checkout.join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix);
+    env(&mut first);
+    assert!(first.output().unwrap().status.success());
+    let mut user = std::process::Command::new(prefix.join("jkz"));
+    user.args(["uninstall", "--project", "."]);
+    env(&mut user);
+    assert!(user.output().unwrap().status.success());
+    let mut user = std::process::Command::new(prefix.join("jkz"));
+    user.args(["install", "--user"]);
+    env(&mut user);
+    let out = user.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut again = std::process::Command::new("bash");
+    again
+        .arg(checkout.join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix);
+    env(&mut again);
+    let out = again.output().unwrap();
+    let shown = shown(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("jkz is registered for your user in"),
+        "{shown}"
+    );
+    assert!(
+        stdout.contains("all checks passed"),
+        "doctor ran and passed: {shown}"
+    );
+    assert!(out.status.success(), "{shown}");
 }
 
 #[test]
@@ -560,17 +631,6 @@ fn uninstall_keeps_the_state_ignore_line_while_state_stays() {
     std::fs::remove_dir_all(dir.join("project/state")).unwrap();
     jkz_cmd(&dir, "uninstall").success();
     assert_eq!(dir.read("project/.gitignore"), b"target\n");
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

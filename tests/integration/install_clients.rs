@@ -12,9 +12,9 @@ use serde_json::json;
 
 use crate::util::{bin, Cmd, Dir, Run};
 
-const CLIENTS: [&str; 3] = ["claude", "codex", "gemini"];
+pub(crate) const CLIENTS: [&str; 3] = ["claude", "codex", "gemini"];
 
-fn path_var() -> String {
+pub(crate) fn path_var() -> String {
     format!("{}:/usr/bin:/bin", bin("jkz").parent().unwrap().display())
 }
 
@@ -27,7 +27,7 @@ fn project() -> Dir {
 }
 
 /// `jkz` in the project, with the binaries on PATH and the test's home.
-fn jkz(dir: &Dir, args: &[&str]) -> Run {
+pub(crate) fn jkz(dir: &Dir, args: &[&str]) -> Run {
     Cmd::new("jkz", &dir.join("project"))
         .env("HOME", dir.join("home"))
         .env("PATH", path_var())
@@ -382,15 +382,30 @@ fn installing_at_project_and_user_level_both_succeeded() {
         doctor.report()
     );
 
-    // The user's first, then the project's: refused; --replace moves it back.
-    let run = jkz(&dir, &["install"]);
-    assert_eq!(run.code(), Some(1), "{}", run.report());
+    // The user's first, then the project's: the project opts in (state/)
+    // and registers nothing of its own, since the user's hooks run here;
+    // the line says so and how to move it; --replace moves it back.
+    std::fs::remove_dir_all(dir.join("project/state")).unwrap();
+    let run = jkz(&dir, &["install"]).success();
     assert!(
-        run.stderr_str()
-            .contains("in your user settings (every project)")
-            && run.stderr_str().contains("`jkz install --replace`"),
+        run.stdout_str().contains(&format!(
+            "jkz is registered for your user in {} (every project)",
+            dir.join("home/.claude/settings.json").display()
+        )) && run.stdout_str().contains("`jkz install --replace`"),
         "{}",
         run.report()
+    );
+    assert!(dir.join("project/state").is_dir(), "{}", run.report());
+    assert!(
+        !dir.join("project/.claude/settings.json").exists(),
+        "{}",
+        run.report()
+    );
+    let doctor = jkz(&dir, &["doctor"]).success();
+    assert!(
+        !doctor.stdout_str().contains("more than once"),
+        "{}",
+        doctor.report()
     );
     jkz(&dir, &["install", "--replace"]).success();
     assert!(

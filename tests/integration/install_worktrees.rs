@@ -9,16 +9,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::{bin, scrubbed, Dir};
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = scrubbed("git", dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
+use crate::util::{bin, git, scrubbed, Dir};
 
 fn path_var() -> String {
     format!("{}:/usr/bin:/bin", bin("jkz").parent().unwrap().display())

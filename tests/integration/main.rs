@@ -8,6 +8,7 @@ mod client;
 mod codex_hooks;
 mod compress;
 mod docs;
+mod doctor_probe;
 mod events;
 mod examples;
 mod faults;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Dir, Run};
+use crate::util::{self, Dir, Run};
 
 const NOTES_A: &str = "## Completed work\n- parser done, 12 tests green\n\n## Decisions\n- store snapshots as JSON, keyed by session id\n\n## Gotchas\n- the lock file is a sibling, never the data file\n\n## Next steps\n- wire the loader\n";
 
@@ -190,20 +190,7 @@ fn save_accepts_json_and_a_file() {
 #[test]
 fn save_records_git_state_and_pipeline_status() {
     let dir = Dir::new();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .expect("git runs")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| util::git(dir.path(), args);
     git(&["init", "-q", "-b", "feature-x"]);
     dir.write(".gitignore", "/state/\n");
     git(&["add", ".gitignore"]);

@@ -380,3 +380,25 @@ impl Drop for Immutable {
             .status();
     }
 }
+
+/// Runs `git ARGS…` in `dir` and returns its stdout; fails the test, with
+/// git's stderr, when git does not succeed. Hermetic: a fixed identity, no
+/// system or global configuration (a developer's `commit.gpgsign` or hooks
+/// path must not change what a test sees), `CLAUDE*`/`JKZ_*` scrubbed as
+/// for every command.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = scrubbed("git", dir)
+        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git is needed for these tests");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

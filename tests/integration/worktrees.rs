@@ -9,26 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{self, Cmd, Dir, Run};
+use crate::util::{self, git, Cmd, Dir, Run};
 
 /// Runs git in `dir`; panics with its stderr when it fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("git is needed for these tests");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `<dir>/repo`, a repository with one commit (a `.gitignore` with
 /// `/state/`) on branch main, and its linked worktree `<dir>/wt-42` on
 /// branch issue-42.

@@ -1,256 +1,25 @@
-//! Real-client tests for Codex CLI: the pinned `codex` binary, run headless
-//! (`codex exec`) against our own Responses API server on 127.0.0.1
-//! ([`super::codex_server`]), with jkz installed by `jkz install --client
-//! codex`.
-//!
-//! [`codex_bin`] installs `@openai/codex@CODEX_VERSION` into
-//! `<target>/codex-cli/` on first use (under a lock file). Without npm the
-//! tests FAIL saying what to install.
-//!
-//! Each run has its own `CODEX_HOME` whose `config.toml` names the loopback
-//! provider, trusts the project (Codex reads a project's `.codex/` only
-//! then) and sets `model_auto_compact_token_limit` low, so a reply that
-//! reports many tokens forces a compaction. `--dangerously-bypass-hook-trust`
-//! runs the project's hooks without the interactive trust review.
+//! Real-client tests for Codex CLI ([`CodexCli`]): the pinned `codex`
+//! binary, run headless (`codex exec`) against the stub model's Responses
+//! API, with jkz installed by `jkz install --client codex`.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::codex_server::{CodexServer, Reply, Request};
-use super::{npm_install, path_with_jkz, run_bounded, Finished, NpmClient};
+use super::adapter::CodexCli;
+use super::pipeline::{issue_42_in_a_fix_cycle, ITEMS};
+use super::stub_model::{numbered, Request, StubModel, Turn};
+use super::{Project, RealClient};
 use crate::util::bin;
 use jkz::thousands::thousands;
 
-/// The pinned Codex CLI version.
-pub const CODEX_VERSION: &str = "0.169.0";
-
-/// A model slug Codex ships metadata for, so it offers `apply_patch`.
-const MODEL: &str = "gpt-5.5";
-
-/// Tokens a reply reports to force a compaction (the limit is 2,000).
+/// Tokens a reply reports to force a compaction (over the adapter's limit).
 const OVER_LIMIT: u64 = 50_000;
 
-/// The pinned `codex` binary, installed on first use.
-pub fn codex_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(install).clone()
-}
-
-fn install() -> PathBuf {
-    npm_install(&NpmClient {
-        name: "Codex",
-        dir: "codex-cli",
-        bin: "codex",
-        package: "@openai/codex",
-        version: CODEX_VERSION,
-        installed_version,
-    })
-}
-
-fn installed_version(bin: &Path) -> Option<String> {
-    if !bin.exists() {
-        return None;
-    }
-    let home = tempfile::tempdir().ok()?;
-    let out = run_bounded(
-        Command::new(bin)
-            .arg("--version")
-            .env("CODEX_HOME", home.path()),
-        Duration::from_secs(30),
-    );
-    // "codex-cli 0.169.0"
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .map(str::to_string)
-}
-
-/// A git project and a `CODEX_HOME` talking to one server.
-pub(super) struct CodexProject {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl CodexProject {
-    pub(super) fn new(server: &CodexServer) -> CodexProject {
-        let mk = |p| {
-            tempfile::Builder::new()
-                .prefix(p)
-                .tempdir()
-                .expect("temp dir")
-        };
-        let (dir, home) = (mk("jkz-codex-"), mk("jkz-codex-home-"));
-        let project = std::fs::canonicalize(dir.path()).unwrap();
-        let config = format!(
-            "model = \"{MODEL}\"\nmodel_provider = \"jkz\"\nmodel_auto_compact_token_limit = 2000\n\n\
-             [model_providers.jkz]\nname = \"jkz\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"JKZ_CODEX_TEST_KEY\"\n\n\
-             [projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-            server.base_url(),
-            project.display()
-        );
-        std::fs::write(home.path().join("config.toml"), config).unwrap();
-        git(&project, &["init", "-q", "-b", BRANCH]);
-        CodexProject { dir, home }
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub(super) fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, contents).unwrap();
-        path
-    }
-
-    /// Raises `model_auto_compact_token_limit` out of reach: a long tool
-    /// output alone would otherwise compact the history it is measured in.
-    pub(super) fn without_auto_compaction(&self) {
-        let config = self.home.path().join("config.toml");
-        let text = std::fs::read_to_string(&config).unwrap().replace(
-            "model_auto_compact_token_limit = 2000",
-            "model_auto_compact_token_limit = 100000000",
-        );
-        std::fs::write(config, text).unwrap();
-    }
-
-    /// `jkz install --client codex` in the project, which must succeed.
-    pub(super) fn install_jkz(&self) {
-        let out = Command::new(bin("jkz"))
-            .args(["install", "--client", "codex", "--project"])
-            .arg(self.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "jkz install --client codex: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// One headless `codex exec PROMPT`.
-    pub(super) fn exec(&self, prompt: &str) -> CodexRun {
-        let mut cmd = Command::new(codex_bin());
-        cmd.current_dir(self.path());
-        for (key, _) in std::env::vars_os() {
-            let k = key.to_string_lossy();
-            if k.starts_with("CLAUDE")
-                || k.starts_with("CODEX")
-                || k.starts_with("OPENAI")
-                || k.starts_with("JKZ_")
-                || k.to_ascii_lowercase().ends_with("_proxy")
-            {
-                cmd.env_remove(&key);
-            }
-        }
-        cmd.env("CODEX_HOME", self.home.path())
-            .env("JKZ_CODEX_TEST_KEY", "sk-jkz-test")
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("PATH", path_with_jkz())
-            .args([
-                "exec",
-                "--dangerously-bypass-hook-trust",
-                "--dangerously-bypass-approvals-and-sandbox",
-                "--skip-git-repo-check",
-                prompt,
-            ]);
-        let finished = run_bounded(&mut cmd, Duration::from_secs(120));
-        CodexRun {
-            shown: format!("codex exec {prompt:?}"),
-            finished,
-        }
-    }
-}
-
-pub(super) struct CodexRun {
-    shown: String,
-    finished: Finished,
-}
-
-impl CodexRun {
-    pub(super) fn report(&self) -> String {
-        format!(
-            "command: {}\nstatus: {:?} (timed out: {})\nstdout:\n{}\nstderr:\n{}",
-            self.shown,
-            self.finished.status,
-            self.finished.timed_out,
-            String::from_utf8_lossy(&self.finished.stdout),
-            String::from_utf8_lossy(&self.finished.stderr)
-        )
-    }
-
-    pub(super) fn assert_ok(&self) {
-        assert!(
-            self.finished.status.is_some_and(|s| s.success()),
-            "codex failed\n{}",
-            self.report()
-        );
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-// The six decision-critical items, as in the Claude Code compaction test
-// (`compaction.rs`): each a marker traced from the pipeline state through
-// the summarizing request to what the model sees after compaction.
-const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
-const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
-const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
-const BRANCH: &str = "quince-topic-branch";
-const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
-const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
-const ITEMS: [(&str, &str); 6] = [
-    ("approved plan", PLAN),
-    ("phase and iteration", PHASE),
-    ("verdicts", VERDICTS),
-    ("pending decision", DECISION),
-    ("failure being fixed", FAILURE),
-    ("git state (branch)", BRANCH),
-];
-
-fn with_pipeline(server: &CodexServer) -> CodexProject {
-    let project = CodexProject::new(server);
-    project.write(
-        "state/pipeline/42.json",
-        serde_json::to_string_pretty(&json!({
-            "42": {
-                "current_phase": "fixing", "active_agent": "builder", "issue_type": "feature",
-                "pr_number": "42", "started_at": "2025-01-01T00:00:00Z",
-                "last_updated": "2025-01-02T00:00:00.000Z", "plan_iterations": "2",
-                "review_fix_count": "1", "qa_fix_count": "3",
-                "review_passed": "true", "qa_passed": "false",
-                "pending_decisions": [DECISION], "failure_context": FAILURE
-            },
-            "lastActivity": "2025-01-02T00:00:00.000Z"
-        }))
-        .unwrap(),
-    );
-    project.write(
-        "state/pipeline/42-compact-plan.md",
-        format!("{PLAN}\n1. add cents column\n2. backfill\n"),
-    );
-    project.write(".gitignore", "state/\n.codex/\n");
-    git(project.path(), &["add", ".gitignore"]);
-    git(project.path(), &["commit", "-q", "-m", "init"]);
+fn with_pipeline(server: &StubModel) -> Project<CodexCli> {
+    let project = CodexCli::project(server);
+    issue_42_in_a_fix_cycle(&project);
     project
 }
 
@@ -275,44 +44,35 @@ fn summarize(r: &Request) -> String {
 /// limit; Codex compacts (PreCompact, the summarizing request,
 /// SessionStart `compact`) and asks the model again. Returns the
 /// requests: the summarizing one and the first after it.
-fn compact_once(jkz: bool) -> (Request, Request, CodexProject, Vec<Request>) {
+fn compact_once(jkz: bool) -> (Request, Request, Project<CodexCli>, Vec<Request>) {
     // After the compaction the tool call is gone from the history: count
     // the turns, or the model would read the state (and compact) forever.
     let turns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let server = CodexServer::start(Arc::new(move |r: &Request| {
-        if r.is_summarizing() {
-            return (Reply::Text(summarize(r)), 100);
+    let server = StubModel::start(Arc::new(move |r: &Request| {
+        if CodexCli::is_summarizing(r) {
+            return Turn::Text(summarize(r));
         }
         if turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             let cmd = "cat state/pipeline/42.json state/pipeline/42-compact-plan.md";
-            return (
-                Reply::Call {
-                    name: "exec_command".into(),
-                    arguments: json!({ "cmd": cmd }),
-                },
-                OVER_LIMIT,
-            );
+            return Turn::Call {
+                name: "exec_command".into(),
+                input: json!({ "cmd": cmd }),
+            }
+            .reporting(OVER_LIMIT);
         }
-        (Reply::Text("Continuing with the fix.".into()), 100)
+        Turn::Text("Continuing with the fix.".into())
     }));
     let project = with_pipeline(&server);
     if jkz {
         project.install_jkz();
     }
-    let run = project.exec("Carry on with issue 42.");
+    let run = project.run("Carry on with issue 42.", &[]);
     run.assert_ok();
-    let requests = server.requests();
-    let shown = || {
-        requests
-            .iter()
-            .enumerate()
-            .map(|(i, r)| format!("--- request {i}:\n{}", r.all_text()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let requests = server.model_requests();
+    let shown = || numbered(&requests, Request::all_text);
     let at = requests
         .iter()
-        .position(Request::is_summarizing)
+        .position(CodexCli::is_summarizing)
         .unwrap_or_else(|| panic!("no summarizing request\n{}\n{}", run.report(), shown()));
     let next = requests
         .get(at + 1)
@@ -358,12 +118,12 @@ fn codex_compaction_keeps_the_decision_critical_items_with_jkz() {
     for (name, marker) in ITEMS {
         let without = after_without.all_text().contains(marker);
         let summary = after_with
-            .input()
+            .items()
             .iter()
             .filter(|i| i["role"] == "user")
             .any(|i| i.to_string().contains("<summary>") && i.to_string().contains(marker));
         let reinjected = after_with
-            .input()
+            .items()
             .iter()
             .filter(|i| i["role"] == "developer")
             .any(|i| {
@@ -411,29 +171,23 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
     let patch_body = Arc::new(Mutex::new(String::new()));
     let server = {
         let patch_body = Arc::clone(&patch_body);
-        CodexServer::start(Arc::new(move |r: &Request| match r.tool_outputs().len() {
-            0 => (Reply::Patch(patch_body.lock().unwrap().clone()), 100),
-            1 => (
-                Reply::Call {
-                    name: "exec_command".into(),
-                    arguments: json!({
-                        "cmd": "echo '{\"42\":{\"current_phase\":\"done\"}}' > state/pipeline/42.json"
-                    }),
-                },
-                100,
-            ),
+        StubModel::start(Arc::new(move |r: &Request| match r.tool_outputs().len() {
+            0 => Turn::Patch(patch_body.lock().unwrap().clone()),
+            1 => Turn::Call {
+                name: "exec_command".into(),
+                input: json!({
+                    "cmd": "echo '{\"42\":{\"current_phase\":\"done\"}}' > state/pipeline/42.json"
+                }),
+            },
             // Codex sets no session variable: only its process tree says
             // which chat this is.
-            2 => (
-                Reply::Call {
-                    name: "exec_command".into(),
-                    arguments: json!({
-                        "cmd": format!("{} release 42 --session chat-a", bin("jkz").display())
-                    }),
-                },
-                100,
-            ),
-            _ => (Reply::Text("Stopping here.".into()), 100),
+            2 => Turn::Call {
+                name: "exec_command".into(),
+                input: json!({
+                    "cmd": format!("{} release 42 --session chat-a", bin("jkz").display())
+                }),
+            },
+            _ => Turn::Text("Stopping here.".into()),
         }))
     };
     let project = with_pipeline(&server);
@@ -473,15 +227,15 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
         String::from_utf8_lossy(&claim.stderr)
     );
 
-    let run = project.exec("Fix the greeting of issue 42.");
+    let run = project.run("Fix the greeting of issue 42.", &[]);
     run.assert_ok();
     assert_eq!(std::fs::read_to_string(&greeting).unwrap(), "helo world\n");
     assert_eq!(
         std::fs::read(project.path().join("state/pipeline/42.json")).unwrap(),
         pipeline_before
     );
-    let last = server.requests().pop().expect("requests");
-    let outputs = last.tool_outputs();
+    let last = server.model_requests().pop().expect("requests");
+    let outputs: Vec<String> = last.tool_outputs().into_iter().map(|o| o.text).collect();
     assert_eq!(outputs.len(), 3, "{outputs:?}\n{}", run.report());
     for (what, out) in ["apply_patch", "Bash"].iter().zip(&outputs) {
         assert!(
@@ -530,19 +284,16 @@ fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
     assert!((390_000..420_000).contains(&big.len()), "{}", big.len());
     const FAILING: &str = "echo PEAR-FAILING; exit 3";
     let measure = |with_jkz: bool| {
-        let server = CodexServer::start(Arc::new(|r: &Request| {
+        let server = StubModel::start(Arc::new(|r: &Request| {
             let cmd = match r.tool_outputs().len() {
                 0 => "cat build.log",
                 1 => FAILING,
-                _ => return (Reply::Text("Done.".into()), 100),
+                _ => return Turn::Text("Done.".into()),
             };
-            (
-                Reply::Call {
-                    name: "exec_command".into(),
-                    arguments: json!({ "cmd": cmd }),
-                },
-                100,
-            )
+            Turn::Call {
+                name: "exec_command".into(),
+                input: json!({ "cmd": cmd }),
+            }
         }));
         let project = with_pipeline(&server);
         project.without_auto_compaction();
@@ -550,10 +301,10 @@ fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         if with_jkz {
             project.install_jkz();
         }
-        let run = project.exec("Build it.");
+        let run = project.run("Build it.", &[]);
         run.assert_ok();
-        let last = server.requests().pop().expect("requests");
-        let outputs = last.tool_outputs();
+        let last = server.model_requests().pop().expect("requests");
+        let outputs: Vec<String> = last.tool_outputs().into_iter().map(|o| o.text).collect();
         assert_eq!(outputs.len(), 2, "{outputs:?}\n{}", run.report());
         (outputs, run.report())
     };
@@ -579,7 +330,8 @@ fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         thousands(with[0].chars().count() as u64)
     ));
     eprintln!(
-        "Codex CLI {CODEX_VERSION}, a {} byte shell output:\n{table}\nfailing command, without jkz:\n{}\nwith jkz:\n{}",
+        "Codex CLI {}, a {} byte shell output:\n{table}\nfailing command, without jkz:\n{}\nwith jkz:\n{}",
+        CodexCli::NPM.version,
         big.len(),
         without[1],
         with[1]

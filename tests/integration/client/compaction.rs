@@ -1,75 +1,23 @@
 //! The compaction hooks on the real client: a project with pipeline state,
 //! a few turns, `/compact`, one more turn.
 
-use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
+use super::adapter::ClaudeCode;
+use super::pipeline::{
+    issue_42_in_a_fix_cycle, BRANCH, DECISION, FAILURE, ITEMS, PHASE, PLAN, SUMMARY, VERDICTS,
+};
+use super::stub_model::{numbered, Request, StubModel, Turn};
+use super::{Project, RealClient};
 use crate::util::bin;
 
-/// One marker per kind of decision-critical item, so each can be traced from
-/// the pipeline state through the summarizing request to the re-injection.
-pub(super) const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
-pub(super) const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
-pub(super) const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
-pub(super) const BRANCH: &str = "quince-topic-branch";
-pub(super) const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
-pub(super) const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
-
-/// What the summarizer answers: deliberately none of the markers, so their
-/// presence after compaction proves the SessionStart re-injection.
-pub(super) const SUMMARY: &str =
-    "<summary>1. Primary Request: the user chatted about fruit.</summary>";
-
-pub(super) fn is_summarizing(r: &Recorded) -> bool {
-    r.last_user_text().contains("summary of the conversation")
-        || r.last_user_text().contains("Additional Instructions")
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-pub(super) fn project_with_pipeline(server: &ModelServer) -> Project {
-    let project = Project::new(server.base_url());
-    project.write(
-        "state/pipeline/42.json",
-        serde_json::to_string_pretty(&json!({
-            "42": {
-                "current_phase": "fixing", "active_agent": "builder", "issue_type": "feature",
-                "pr_number": "42", "started_at": "2025-01-01T00:00:00Z",
-                "last_updated": "2025-01-02T00:00:00.000Z", "plan_iterations": "2",
-                "review_fix_count": "1", "qa_fix_count": "3",
-                "review_passed": "true", "qa_passed": "false",
-                "pending_decisions": [DECISION], "failure_context": FAILURE,
-                "steps": {"plan": "done"}, "x-team-field": {"kept": true}
-            },
-            "lastActivity": "2025-01-02T00:00:00.000Z", "heartbeat_pid": 47281
-        }))
-        .unwrap(),
-    );
-    project.write(
-        "state/pipeline/42-compact-plan.md",
-        format!("{PLAN}\n1. add cents column\n2. backfill\n"),
-    );
-    project.write(".gitignore", "state/\n.claude/\n");
-    git(project.path(), &["init", "-q", "-b", BRANCH]);
-    git(project.path(), &["add", ".gitignore"]);
-    git(project.path(), &["commit", "-q", "-m", "init"]);
+/// Issue 42 in a fix cycle ([`issue_42_in_a_fix_cycle`]), a file git sees
+/// changed, and the compaction hooks registered by hand.
+pub(super) fn project_with_pipeline(server: &StubModel) -> Project<ClaudeCode> {
+    let project = ClaudeCode::project(server);
+    issue_42_in_a_fix_cycle(&project);
     project.write("dirty.txt", "uncommitted");
     let pre = bin("jkz-pre-compact");
     let start = bin("jkz-session-start");
@@ -88,23 +36,23 @@ pub(super) fn project_with_pipeline(server: &ModelServer) -> Project {
 
 #[test]
 fn compaction_keeps_the_decision_critical_state() {
-    let responder = Arc::new(|r: &Recorded| {
-        if is_summarizing(r) {
-            Reply::Text(SUMMARY.into())
+    let responder = Arc::new(|r: &Request| {
+        if ClaudeCode::is_summarizing(r) {
+            Turn::Text(SUMMARY.into())
         } else {
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         }
     });
-    let server = ModelServer::start(responder);
+    let server = StubModel::start(responder);
     let project = project_with_pipeline(&server);
 
-    let first = project.claude("Let us talk about apples.", &[]);
+    let first = project.run("Let us talk about apples.", &[]);
     let session = first.session_id();
     for prompt in ["And pears?", "And plums?"] {
-        let run = project.claude(prompt, &["--resume", &session]);
+        let run = project.run(prompt, &["--resume", &session]);
         assert_eq!(run.session_id(), session, "{}", run.report());
     }
-    let compact = project.claude("/compact keep the plan", &["--resume", &session]);
+    let compact = project.run("/compact keep the plan", &["--resume", &session]);
     assert!(
         compact.finished.status.is_some_and(|s| s.success())
             && !compact
@@ -115,7 +63,7 @@ fn compaction_keeps_the_decision_critical_state() {
         "{}",
         compact.report()
     );
-    let last = project.claude("What next?", &["--resume", &session]);
+    let last = project.run("What next?", &["--resume", &session]);
     assert_eq!(last.session_id(), session, "{}", last.report());
 
     // The snapshot: the event as received, the pipeline state, git.
@@ -169,21 +117,14 @@ fn compaction_keeps_the_decision_critical_state() {
         "{record}"
     );
 
-    let messages = server.messages();
-    let shown = || {
-        messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| format!("--- request {i}:\n{}", m.last_user_text()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let kinds = [PLAN, PHASE, VERDICTS, DECISION, FAILURE, BRANCH];
+    let messages = server.model_requests();
+    let shown = || numbered(&messages, Request::last_user_text);
+    let kinds = ITEMS.map(|(_, marker)| marker);
 
     // The summarizing request carries the items under the hook's instructions.
     let at = messages
         .iter()
-        .position(is_summarizing)
+        .position(ClaudeCode::is_summarizing)
         .unwrap_or_else(|| panic!("no summarizing request\n{}", shown()));
     let summarizing = messages[at].last_user_text();
     let (_, instructions) = summarizing
@@ -226,22 +167,20 @@ fn compaction_keeps_the_decision_critical_state() {
 /// not the snapshot's.
 #[test]
 fn resume_after_the_pipeline_moved_on_carries_the_live_state() {
-    let responder = Arc::new(|r: &Recorded| {
-        if is_summarizing(r) {
-            Reply::Text(SUMMARY.into())
+    let responder = Arc::new(|r: &Request| {
+        if ClaudeCode::is_summarizing(r) {
+            Turn::Text(SUMMARY.into())
         } else {
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         }
     });
-    let server = ModelServer::start(responder);
+    let server = StubModel::start(responder);
     let project = project_with_pipeline(&server);
-    let session = project
-        .claude("Let us talk about apples.", &[])
-        .session_id();
+    let session = project.run("Let us talk about apples.", &[]).session_id();
     for prompt in ["And pears?", "And plums?"] {
-        project.claude(prompt, &["--resume", &session]).session_id();
+        project.run(prompt, &["--resume", &session]).session_id();
     }
-    let compact = project.claude("/compact keep the plan", &["--resume", &session]);
+    let compact = project.run("/compact keep the plan", &["--resume", &session]);
     assert!(
         compact.finished.status.is_some_and(|s| s.success()),
         "{}",
@@ -268,10 +207,10 @@ fn resume_after_the_pipeline_moved_on_carries_the_live_state() {
         .unwrap();
     assert!(set.status.success(), "{set:?}");
 
-    let before = server.messages().len();
-    let resumed = project.claude("What next?", &["--resume", &session]);
+    let before = server.model_requests().len();
+    let resumed = project.run("What next?", &["--resume", &session]);
     assert_eq!(resumed.session_id(), session, "{}", resumed.report());
-    let messages = server.messages();
+    let messages = server.model_requests();
     let first = messages
         .get(before)
         .unwrap_or_else(|| panic!("no request after --resume\n{}", resumed.report()));

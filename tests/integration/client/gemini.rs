@@ -1,7 +1,5 @@
-//! jkz in the real Gemini CLI: `@google/gemini-cli@GEMINI_CLI_VERSION`,
-//! installed into `<target>/gemini-cli/` on first use (under a lock file),
-//! driven offline against [`GeminiServer`] on 127.0.0.1
-//! (`GOOGLE_GEMINI_BASE_URL`), with its own `HOME` and a dummy API key.
+//! jkz in the real Gemini CLI, the pinned `@google/gemini-cli`,
+//! driven offline against the stub model's Gemini API ([`GeminiCli`]).
 //!
 //! Gemini CLI compresses at the start of a turn when its estimate of the
 //! history is over `model.compressionThreshold` × the model's window; on
@@ -15,240 +13,23 @@
 //! `run_shell_command`, and the hooks' answers to bad or foreign input
 //! (those need no client).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::gemini_server::{GeminiRequest, GeminiServer, Reply};
-use super::model_server::Recorded;
-use super::{npm_install, path_with_jkz, run_bounded, Finished, NpmClient};
+use super::adapter::GeminiCli;
+use super::pipeline::{issue_42_in_a_fix_cycle, ITEMS};
+use super::stub_model::{Request, StubModel, Turn};
+use super::{Project, RealClient};
 use crate::util::{bin, Cmd};
 
-/// The pinned client version.
-pub const GEMINI_CLI_VERSION: &str = "0.61.0";
-
-/// How long one `gemini` run may take before it is killed (it starts
-/// slowly on a loaded machine: ~10 s of CPU-bound start-up).
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(240);
-
-/// The model asked for (explicit, so Gemini CLI's router is not consulted).
-const MODEL: &str = "gemini-2.5-flash";
-
-/// The pinned `gemini` binary, installed on first use.
-pub fn gemini_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(install).clone()
-}
-
-fn install() -> PathBuf {
-    npm_install(&NpmClient {
-        name: "Gemini CLI",
-        dir: "gemini-cli",
-        bin: "gemini",
-        package: "@google/gemini-cli",
-        version: GEMINI_CLI_VERSION,
-        installed_version,
-    })
-}
-
-fn installed_version(bin: &Path) -> Option<String> {
-    if !bin.exists() {
-        return None;
-    }
-    let tmp = tempfile::tempdir().ok()?;
-    let out = run_bounded(
-        Command::new(bin).arg("--version").env("HOME", tmp.path()),
-        Duration::from_secs(120),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split_whitespace().next().map(str::to_string)
-}
-
-/// A project with its own `HOME`, talking to one [`GeminiServer`].
-pub struct GeminiProject {
-    pub dir: tempfile::TempDir,
-    pub home: tempfile::TempDir,
-    pub base_url: String,
-}
-
-/// One `gemini -p` run.
-pub struct GeminiRun {
-    pub shown: String,
-    pub finished: Finished,
-}
-
-impl GeminiRun {
-    pub fn report(&self) -> String {
-        format!(
-            "command: {}\nstatus: {:?} (timed out: {})\nstdout:\n{}\nstderr:\n{}",
-            self.shown,
-            self.finished.status,
-            self.finished.timed_out,
-            String::from_utf8_lossy(&self.finished.stdout),
-            String::from_utf8_lossy(&self.finished.stderr)
-        )
-    }
-
-    /// Asserts the run succeeded; its `--output-format json` result.
-    pub fn ok(&self) -> Value {
-        assert!(
-            self.finished.status.is_some_and(|s| s.success()),
-            "gemini failed\n{}",
-            self.report()
-        );
-        serde_json::from_slice(&self.finished.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not the JSON result ({e})\n{}", self.report()))
-    }
-}
-
-impl GeminiProject {
-    pub fn new(base_url: String) -> GeminiProject {
-        let mk = |prefix| {
-            tempfile::Builder::new()
-                .prefix(prefix)
-                .tempdir()
-                .expect("temp dir")
-        };
-        let project = GeminiProject {
-            dir: mk("jkz-gemini-"),
-            home: mk("jkz-gemini-home-"),
-            base_url,
-        };
-        // Offline: an API key (a dummy), no telemetry, no update checks.
-        let user = json!({
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "privacy": {"usageStatisticsEnabled": false},
-            "telemetry": {"enabled": false},
-            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}
-        });
-        let settings = project.home.path().join(".gemini/settings.json");
-        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
-        std::fs::write(settings, user.to_string()).unwrap();
-        project
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.path().join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("create parent");
-        std::fs::write(&path, contents).expect("write");
-        path
-    }
-
-    /// `jkz install --client gemini` in the project.
-    pub fn install_jkz(&self) {
-        let out = Command::new(bin("jkz"))
-            .current_dir(self.path())
-            .env("HOME", self.home.path())
-            .env("PATH", path_with_jkz())
-            .args(["install", "--client", "gemini", "--project"])
-            .arg(self.path())
-            .output()
-            .expect("run jkz install");
-        assert!(
-            out.status.success(),
-            "jkz install --client gemini: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// Runs `gemini -m MODEL -o json -p PROMPT [extra…]` in the project.
-    pub fn gemini(&self, prompt: &str, extra: &[&str]) -> GeminiRun {
-        let mut cmd = Command::new(gemini_bin());
-        cmd.current_dir(self.path());
-        for (key, _) in std::env::vars_os() {
-            let k = key.to_string_lossy();
-            if k.starts_with("GEMINI")
-                || k.starts_with("GOOGLE")
-                || k.starts_with("CLAUDE")
-                || k.starts_with("JKZ_")
-                || k.to_ascii_lowercase().ends_with("_proxy")
-            {
-                cmd.env_remove(&key);
-            }
-        }
-        cmd.env("HOME", self.home.path())
-            .env("GEMINI_API_KEY", "jkz-test-dummy-key")
-            .env("GOOGLE_GEMINI_BASE_URL", &self.base_url)
-            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("PATH", path_with_jkz())
-            .args(["-m", MODEL, "-o", "json", "-p", prompt])
-            .args(extra);
-        let shown = format!("gemini -p {prompt:.60?} {}", extra.join(" "));
-        let finished = run_bounded(&mut cmd, RUN_TIMEOUT);
-        GeminiRun { shown, finished }
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-// The six decision-critical items, one marker each (as in the Claude Code
-// suite, `compaction.rs`).
-const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
-const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
-const FAILURE: &str = "TANGERINE-FAILURE: test_checkout_total expected 10.00, got 9.99";
-const BRANCH: &str = "quince-topic-branch";
-const PHASE: &str = "Phase and iteration: fixing, active agent builder; plan iteration 2, review fix cycle 1, QA fix cycle 3";
-const VERDICTS: &str = "Active verdicts: review passed, QA failed; overall FAIL";
-
-const ITEMS: [(&str, &str); 6] = [
-    ("verdict", VERDICTS),
-    ("approved plan", PLAN),
-    ("pending decision", DECISION),
-    ("phase and iteration", PHASE),
-    ("failure being fixed", FAILURE),
-    ("git branch", BRANCH),
-];
-
-/// A project whose issue 42 is in a fix cycle, on branch [`BRANCH`], with a
+/// A project whose issue 42 is in a fix cycle, on branch [`BRANCH`](super::pipeline::BRANCH), with a
 /// compression threshold so low that any stored history is over it.
-fn project_with_pipeline(server: &GeminiServer) -> GeminiProject {
-    let project = GeminiProject::new(server.base_url());
-    project.write(
-        "state/pipeline/42.json",
-        serde_json::to_string_pretty(&json!({
-            "42": {
-                "current_phase": "fixing", "active_agent": "builder", "issue_type": "feature",
-                "pr_number": "42", "started_at": "2025-01-01T00:00:00Z",
-                "last_updated": "2025-01-02T00:00:00.000Z", "plan_iterations": "2",
-                "review_fix_count": "1", "qa_fix_count": "3",
-                "review_passed": "true", "qa_passed": "false",
-                "pending_decisions": [DECISION], "failure_context": FAILURE
-            },
-            "lastActivity": "2025-01-02T00:00:00.000Z"
-        }))
-        .unwrap(),
-    );
-    project.write(
-        "state/pipeline/42-compact-plan.md",
-        format!("{PLAN}\n1. add cents column\n2. backfill\n"),
-    );
-    project.write(".gitignore", "state/\n.gemini/\n");
-    git(project.path(), &["init", "-q", "-b", BRANCH]);
-    git(project.path(), &["add", ".gitignore"]);
-    git(project.path(), &["commit", "-q", "-m", "init"]);
+fn project_with_pipeline(server: &StubModel) -> Project<GeminiCli> {
+    let project = GeminiCli::project(server);
+    issue_42_in_a_fix_cycle(&project);
     project.write(
         ".gemini/settings.json",
         json!({"model": {"compressionThreshold": 0.0001}}).to_string(),
@@ -270,20 +51,20 @@ fn first_prompt() -> String {
 
 /// The summarizer keeps none of the items; each compression's summary is
 /// its own (as a real one is).
-fn responder() -> Arc<dyn Fn(&Recorded) -> Reply + Send + Sync> {
+fn responder() -> Arc<dyn Fn(&Request) -> Turn + Send + Sync> {
     let compressions = AtomicUsize::new(0);
-    Arc::new(move |r: &Recorded| {
-        if r.is_summarizing() {
-            let n = if r.contents_text().contains("Critically evaluate") {
+    Arc::new(move |r: &Request| {
+        if GeminiCli::is_summarizing(r) {
+            let n = if r.all_text().contains("Critically evaluate") {
                 compressions.load(Ordering::SeqCst)
             } else {
                 compressions.fetch_add(1, Ordering::SeqCst) + 1
             };
-            Reply::Text(format!(
+            Turn::Text(format!(
                 "<state_snapshot>Compression {n}: the user talked about fruit.</state_snapshot>"
             ))
         } else {
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         }
     })
 }
@@ -291,38 +72,41 @@ fn responder() -> Arc<dyn Fn(&Recorded) -> Reply + Send + Sync> {
 /// Runs the two turns (the second compresses); the items present in the
 /// first model turn after the compression, and that request's text.
 fn items_after_compression(with_jkz: bool) -> (Vec<&'static str>, String, String) {
-    let server = GeminiServer::start(responder());
+    let server = StubModel::start(responder());
     let project = project_with_pipeline(&server);
     if with_jkz {
         project.install_jkz();
     }
-    project.gemini(&first_prompt(), &[]).ok();
+    project.run(&first_prompt(), &[]).json();
     let first = server.requests();
-    let told = first.iter().find(|r| r.is_turn()).expect("the first turn");
+    let told = first
+        .iter()
+        .find(|r| r.is_streamed())
+        .expect("the first turn");
     for (kind, item) in ITEMS {
         assert!(
-            told.contents_text().contains(item),
+            told.all_text().contains(item),
             "the model was told the {kind}"
         );
     }
-    project.gemini("What next?", &["--resume", "latest"]).ok();
+    project.run("What next?", &["--resume", "latest"]).json();
     let requests = server.requests();
     let shown = || {
         requests
             .iter()
-            .map(|r| format!("{} {:.300}", r.path, r.contents_text()))
+            .map(|r| format!("{} {:.300}", r.path, r.all_text()))
             .collect::<Vec<_>>()
             .join("\n---\n")
     };
     let at = requests
         .iter()
-        .position(GeminiRequest::is_summarizing)
+        .position(GeminiCli::is_summarizing)
         .unwrap_or_else(|| panic!("Gemini CLI did not compress\n{}", shown()));
     let after = requests[at..]
         .iter()
-        .find(|r| r.is_turn())
+        .find(|r| r.is_streamed())
         .unwrap_or_else(|| panic!("no model turn after the compression\n{}", shown()));
-    let text = after.contents_text();
+    let text = after.all_text();
     assert!(
         text.contains("<state_snapshot>Compression 1"),
         "the turn after the compression carries the summary\n{text}"
@@ -372,7 +156,10 @@ fn gemini_compression_fidelity_without_and_with_jkz() {
         without.len(),
         with.len()
     ));
-    eprintln!("Gemini CLI {GEMINI_CLI_VERSION}, first model request after compression:\n{table}");
+    eprintln!(
+        "Gemini CLI {}, first model request after compression:\n{table}",
+        GeminiCli::NPM.version
+    );
     // The resumed run's SessionStart (resume) answer reaches the model
     // too, with the user's prompt (`<hook_context>`).
     assert!(
@@ -403,40 +190,40 @@ fn gemini_compression_fidelity_without_and_with_jkz() {
 fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
     const ORIGINAL: &str = "{\"7\": {\"current_phase\": \"building\"}}\n";
     let calls = [
-        Reply::Call {
+        Turn::Call {
             name: "write_file".into(),
-            args: json!({"file_path": "state/pipeline/7.json", "content": "{}"}),
+            input: json!({"file_path": "state/pipeline/7.json", "content": "{}"}),
         },
-        Reply::Call {
+        Turn::Call {
             name: "replace".into(),
-            args: json!({"file_path": "state/pipeline/7.json", "old_string": "building",
+            input: json!({"file_path": "state/pipeline/7.json", "old_string": "building",
                          "new_string": "done", "instruction": "mark it done"}),
         },
-        Reply::Call {
+        Turn::Call {
             name: "run_shell_command".into(),
-            args: json!({"command": "echo '{}' > state/pipeline/7.json"}),
+            input: json!({"command": "echo '{}' > state/pipeline/7.json"}),
         },
         // Gemini CLI sets no session variable: only its process tree says
         // which chat this is.
-        Reply::Call {
+        Turn::Call {
             name: "run_shell_command".into(),
-            args: json!({
+            input: json!({
                 "command": format!("{} release 7 --session other-chat", bin("jkz").display())
             }),
         },
     ];
     let responder = {
         let calls = calls.clone();
-        Arc::new(move |r: &Recorded| {
-            let done = r.function_responses().len();
+        Arc::new(move |r: &Request| {
+            let done = r.tool_outputs().len();
             calls
                 .get(done)
                 .cloned()
-                .unwrap_or_else(|| Reply::Text("Done.".into()))
+                .unwrap_or_else(|| Turn::Text("Done.".into()))
         })
     };
-    let server = GeminiServer::start(responder);
-    let project = GeminiProject::new(server.base_url());
+    let server = StubModel::start(responder);
+    let project = GeminiCli::project(&server);
     std::fs::create_dir(project.path().join(".git")).unwrap();
     project.install_jkz();
     let pipeline = project.write("state/pipeline/7.json", ORIGINAL);
@@ -455,14 +242,18 @@ fn gemini_refuses_edits_of_an_issue_another_live_chat_claimed() {
         .success();
 
     project
-        .gemini("Finish issue 7.", &["--approval-mode", "yolo"])
-        .ok();
+        .run("Finish issue 7.", &["--approval-mode", "yolo"])
+        .json();
     let last = server
         .requests()
         .into_iter()
-        .rfind(GeminiRequest::is_turn)
+        .rfind(Request::is_streamed)
         .expect("model turns");
-    let responses = last.function_responses();
+    let responses = last
+        .tool_outputs()
+        .into_iter()
+        .map(|o| o.text)
+        .collect::<Vec<_>>();
     assert_eq!(responses.len(), 4, "{responses:?}");
     for (response, tool) in responses
         .iter()
@@ -705,32 +496,36 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
     }
     big.push_str("LAST-LINE: 12000 units built\n");
     let measure = |with_jkz: bool| {
-        let responder = Arc::new(|r: &Recorded| {
-            if r.function_responses().is_empty() {
-                Reply::Call {
+        let responder = Arc::new(|r: &Request| {
+            if r.tool_outputs().is_empty() {
+                Turn::Call {
                     name: "run_shell_command".into(),
-                    args: json!({"command": "cat build.log"}),
+                    input: json!({"command": "cat build.log"}),
                 }
             } else {
-                Reply::Text("Done.".into())
+                Turn::Text("Done.".into())
             }
         });
-        let server = GeminiServer::start(responder);
-        let project = GeminiProject::new(server.base_url());
+        let server = StubModel::start(responder);
+        let project = GeminiCli::project(&server);
         std::fs::create_dir(project.path().join(".git")).unwrap();
         project.write("build.log", &big);
         if with_jkz {
             project.install_jkz();
         }
         project
-            .gemini("Build it.", &["--approval-mode", "yolo"])
-            .ok();
+            .run("Build it.", &["--approval-mode", "yolo"])
+            .json();
         let last = server
             .requests()
             .into_iter()
-            .rfind(GeminiRequest::is_turn)
+            .rfind(Request::is_streamed)
             .expect("model turns");
-        let responses = last.function_responses();
+        let responses = last
+            .tool_outputs()
+            .into_iter()
+            .map(|o| o.text)
+            .collect::<Vec<_>>();
         assert_eq!(responses.len(), 1, "{responses:?}");
         let seen: String =
             serde_json::from_str::<Value>(&responses[0]).unwrap()["response"].to_string();
@@ -766,7 +561,10 @@ fn gemini_shell_output_keeps_the_blocks_the_clients_cut_drops() {
         without.chars().count(),
         with.chars().count()
     ));
-    eprintln!("Gemini CLI {GEMINI_CLI_VERSION}, a 500 KB shell output:\n{table}");
+    eprintln!(
+        "Gemini CLI {}, a 500 KB shell output:\n{table}",
+        GeminiCli::NPM.version
+    );
     assert!(
         !without.contains("GUAVA-BLOCKER") && !without.contains("KIWI-TLDR"),
         "{table}"

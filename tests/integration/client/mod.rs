@@ -1,23 +1,39 @@
-//! Real-client tests: the pinned Claude Code binary, driven against our own
-//! model server on 127.0.0.1 ([`model_server`]).
+//! Real-client tests: each real coding-agent client, installed from npm at
+//! a pinned version, run headless in a temp project with its own `HOME`
+//! against the [`stub_model`] on 127.0.0.1; no other network.
 //!
-//! [`claude_bin`] installs `@anthropic-ai/claude-code@CLAUDE_CODE_VERSION`
-//! into `<target>/claude-code/` on first use (guarded by a lock file, so
-//! parallel tests install once). Without npm the tests FAIL with a message
-//! saying what to install: they never skip silently.
+//! # The harness
 //!
-//! The Gemini CLI suite ([`gemini`]) has its own installer (`gemini_bin`)
-//! and model server ([`gemini_server`]).
+//! A test reads the same for every client:
 //!
-//! [`Project`] is a temp project with its own `HOME`; [`Project::claude`]
-//! runs one `claude -p` turn with a hard timeout and the offline environment
-//! the client needs.
+//! ```text
+//! let model = StubModel::start(Arc::new(|r: &Request| Turn::Text("Done.".into())));
+//! let project = CodexCli::project(&model); // or ClaudeCode::, GeminiCli::
+//! project.install_jkz();                    // jkz install --client codex --project …
+//! let run = project.run("Build it.", &[]);  // one headless turn, bounded in time
+//! run.assert_ok();
+//! let last = model.model_requests().pop().unwrap();
+//! let outputs = last.tool_outputs();        // the same reader for every wire format
+//! ```
+//!
+//! What differs between clients is one adapter each, an implementation of
+//! [`RealClient`] in `adapter/<client>.rs` (see [`adapter`]): its npm
+//! package and pinned version ([`NpmClient`], installed on first use into
+//! the target directory under a lock file), what points it at the stub
+//! model offline (files in its `HOME`, environment), its headless command
+//! line, and how to tell its compaction summarizer's request. Adding a
+//! client (Copilot CLI, OpenCode) is one such file and one line in
+//! `adapter/mod.rs`; a client speaking a wire format the stub model does
+//! not speak yet adds one file in `stub_model/` as well.
+//!
+//! Without npm the tests FAIL saying what to install: they never skip
+//! silently.
 
 #![allow(dead_code)] // A harness: other tests use what this one does not.
 
-pub mod codex_server;
-pub mod gemini_server;
-pub mod model_server;
+pub mod adapter;
+pub mod pipeline;
+pub mod stub_model;
 
 mod codex;
 mod compaction;
@@ -31,20 +47,58 @@ mod session;
 mod tool_output;
 mod worktrees;
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::Read;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The pinned client version.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.332";
+use stub_model::{Request, StubModel};
 
-/// How long one `claude` run may take before it is killed.
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// One real client, as the tests drive it: everything a test needs to know
+/// about a client that is not the same for all of them.
+pub trait RealClient: Sized + 'static {
+    /// Its npm package and pinned version.
+    const NPM: NpmClient;
+    /// Its name for `jkz install --client`.
+    const JKZ_CLIENT: &'static str;
+    /// Its project configuration directory, where `jkz install` registers.
+    const CONFIG_DIR: &'static str;
+    /// How long one headless run may take before it is killed.
+    const RUN_TIMEOUT: Duration;
+    /// Prefixes of the environment variables it reads (keys, base URLs,
+    /// homes): removed, so nothing of the developer's shell leaks in.
+    const OWN_ENV: &'static [&'static str];
+
+    /// Writes what the client needs to reach the model offline before its
+    /// first run: its configuration in the project's `HOME`, trust.
+    fn prepare(project: &Project<Self>);
+
+    /// The environment that points it at the stub model.
+    fn offline_env(project: &Project<Self>) -> Vec<(&'static str, OsString)>;
+
+    /// The arguments of one headless turn for `prompt`.
+    fn headless(prompt: &str) -> Vec<String>;
+
+    /// True for its compaction summarizer's request.
+    fn is_summarizing(r: &Request) -> bool;
+
+    /// A fresh project for this client, talking to `model`.
+    fn project(model: &StubModel) -> Project<Self> {
+        Project::new(model)
+    }
+
+    /// Its program, installed on first use.
+    fn bin() -> PathBuf {
+        installed(&Self::NPM)
+    }
+}
 
 /// The cargo target directory (`CARGO_TARGET_DIR`, else `<crate>/target`).
 pub fn target_dir() -> PathBuf {
@@ -53,23 +107,6 @@ pub fn target_dir() -> PathBuf {
         Some(dir) => manifest.join(dir),
         None => manifest.join("target"),
     }
-}
-
-/// The pinned `claude` binary, installed on first use.
-pub fn claude_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(install).clone()
-}
-
-fn install() -> PathBuf {
-    npm_install(&NpmClient {
-        name: "Claude Code",
-        dir: "claude-code",
-        bin: "claude",
-        package: "@anthropic-ai/claude-code",
-        version: CLAUDE_CODE_VERSION,
-        installed_version,
-    })
 }
 
 /// A client the tests install from npm into the target directory.
@@ -83,8 +120,20 @@ pub struct NpmClient {
     pub package: &'static str,
     /// The pinned version.
     pub version: &'static str,
-    /// The version an installed program reports (`None`: not installed).
-    pub installed_version: fn(&Path) -> Option<String>,
+    /// The variable naming its home (its `--version` gets an empty one, so
+    /// it writes nothing into the developer's).
+    pub home_var: &'static str,
+}
+
+/// `client`'s program, installed (once per test process) by [`npm_install`].
+fn installed(client: &'static NpmClient) -> PathBuf {
+    static CELLS: Mutex<BTreeMap<&str, &'static OnceLock<PathBuf>>> = Mutex::new(BTreeMap::new());
+    let cell = *CELLS
+        .lock()
+        .expect("install cells")
+        .entry(client.dir)
+        .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    cell.get_or_init(|| npm_install(client)).clone()
 }
 
 /// Installs `client` on first use (under a lock file: other test processes,
@@ -101,7 +150,7 @@ pub fn npm_install(client: &NpmClient) -> PathBuf {
         .open(target_dir().join(format!("{}.lock", client.dir)))
         .expect("open the install lock");
     lock.lock().expect("take the install lock");
-    if (client.installed_version)(&bin).as_deref() == Some(client.version) {
+    if installed_version(client, &bin).as_deref() == Some(client.version) {
         return bin;
     }
     let package = format!("{}@{}", client.package, client.version);
@@ -125,7 +174,7 @@ pub fn npm_install(client: &NpmClient) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let version = (client.installed_version)(&bin);
+    let version = installed_version(client, &bin);
     assert_eq!(
         version.as_deref(),
         Some(client.version),
@@ -135,17 +184,25 @@ pub fn npm_install(client: &NpmClient) -> PathBuf {
     bin
 }
 
-fn installed_version(bin: &Path) -> Option<String> {
+/// The version an installed program reports: the first word of its
+/// `--version` that starts with a digit (`2.1.332 (Claude Code)`,
+/// `codex-cli 0.169.0`); `None` when it is not installed.
+fn installed_version(client: &NpmClient, bin: &Path) -> Option<String> {
     if !bin.exists() {
         return None;
     }
-    let tmp = tempfile::tempdir().ok()?;
+    let home = tempfile::tempdir().ok()?;
     let out = run_bounded(
-        Command::new(bin).arg("--version").env("HOME", tmp.path()),
-        Duration::from_secs(30),
+        Command::new(bin)
+            .arg("--version")
+            .env(client.home_var, home.path()),
+        // Gemini CLI starts slowly on a loaded machine.
+        Duration::from_secs(120),
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    text.split_whitespace().next().map(str::to_string)
+    text.split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
 }
 
 /// A finished (or killed) process.
@@ -194,22 +251,24 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Finished {
     }
 }
 
-/// A project directory with its own `HOME`, talking to one model server.
-pub struct Project {
-    pub dir: tempfile::TempDir,
-    pub home: tempfile::TempDir,
-    pub base_url: String,
+/// A temp project with its own `HOME`, where client `C` talks to one stub
+/// model.
+pub struct Project<C> {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    model_url: String,
+    client: PhantomData<C>,
 }
 
-/// One `claude -p` run.
-pub struct ClaudeRun {
+/// One headless client run.
+pub struct ClientRun {
     pub shown: String,
     pub finished: Finished,
-    /// The `--output-format json` result, when stdout was one.
+    /// Stdout as JSON, when it was (`--output-format json`).
     pub result: Option<Value>,
 }
 
-impl ClaudeRun {
+impl ClientRun {
     pub fn report(&self) -> String {
         format!(
             "command: {}\nstatus: {:?} (timed out: {})\nstdout:\n{}\nstderr:\n{}",
@@ -221,38 +280,62 @@ impl ClaudeRun {
         )
     }
 
-    /// The session id of a successful run (panics with the report otherwise).
-    pub fn session_id(&self) -> String {
-        assert!(
-            self.finished.status.is_some_and(|s| s.success()),
-            "claude failed\n{}",
-            self.report()
-        );
+    pub fn succeeded(&self) -> bool {
+        self.finished.status.is_some_and(|s| s.success())
+    }
+
+    /// Asserts the run succeeded (panics with the report otherwise).
+    pub fn assert_ok(&self) {
+        assert!(self.succeeded(), "the client failed\n{}", self.report());
+    }
+
+    /// The JSON result of a successful run.
+    pub fn json(&self) -> Value {
+        self.assert_ok();
         self.result
-            .as_ref()
-            .and_then(|r| r["session_id"].as_str())
+            .clone()
+            .unwrap_or_else(|| panic!("stdout is not the JSON result\n{}", self.report()))
+    }
+
+    /// The session id of a successful run's JSON result.
+    pub fn session_id(&self) -> String {
+        self.json()["session_id"]
+            .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| panic!("no session_id in the result\n{}", self.report()))
     }
 }
 
-impl Project {
-    pub fn new(base_url: String) -> Project {
-        let mk = |prefix| {
+impl<C: RealClient> Project<C> {
+    pub fn new(model: &StubModel) -> Project<C> {
+        let mk = |prefix: String| {
             tempfile::Builder::new()
-                .prefix(prefix)
+                .prefix(&prefix)
                 .tempdir()
                 .expect("temp dir")
         };
-        Project {
-            dir: mk("jkz-client-"),
-            home: mk("jkz-home-"),
-            base_url,
-        }
+        let project = Project {
+            dir: mk(format!("jkz-{}-", C::JKZ_CLIENT)),
+            home: mk(format!("jkz-{}-home-", C::JKZ_CLIENT)),
+            model_url: model.url(),
+            client: PhantomData,
+        };
+        C::prepare(&project);
+        project
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The client's `HOME` (and whatever it keeps there).
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The stub model's `http://127.0.0.1:PORT`.
+    pub fn model_url(&self) -> &str {
+        &self.model_url
     }
 
     /// Writes a file of the project (creating parent directories).
@@ -263,75 +346,82 @@ impl Project {
         path
     }
 
-    /// Writes `.claude/settings.json` with `hooks` as its `hooks` object.
-    pub fn register_hooks(&self, hooks: Value) {
-        let settings = serde_json::json!({ "hooks": hooks });
-        self.write(".claude/settings.json", settings.to_string());
+    /// `jkz install --client C --project DIR`, as a user runs it, which
+    /// must succeed.
+    pub fn install_jkz(&self) {
+        let out = Command::new(crate::util::bin("jkz"))
+            .current_dir(self.path())
+            .env("HOME", self.home())
+            .env("PATH", path_with_jkz())
+            .args(["install", "--client", C::JKZ_CLIENT, "--project"])
+            .arg(self.path())
+            .output()
+            .expect("run jkz install");
+        assert!(
+            out.status.success(),
+            "jkz install --client {}: {}{}",
+            C::JKZ_CLIENT,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
-    /// Runs `claude -p PROMPT --output-format json [extra…]` in the project.
-    pub fn claude(&self, prompt: &str, extra: &[&str]) -> ClaudeRun {
-        self.claude_in(self.path(), prompt, extra)
-    }
-
-    /// [`Project::claude`] in another directory (a worktree of the
-    /// project's repository), with the same `HOME` and model server.
-    pub fn claude_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClaudeRun {
-        let mut cmd = self.offline_claude();
-        cmd.current_dir(dir);
-        cmd.arg("-p")
-            .arg(prompt)
-            .args(["--output-format", "json"])
-            .args(extra);
-        let shown = format!("claude -p {prompt:?} {}", extra.join(" "));
-        let finished = run_bounded(&mut cmd, RUN_TIMEOUT);
-        let result = serde_json::from_slice(&finished.stdout).ok();
-        ClaudeRun {
-            shown,
-            finished,
-            result,
-        }
-    }
-
-    /// Runs `claude ARGS…` (e.g. `plugin install …`) in the project, with
-    /// the same `HOME` and environment as [`Project::claude`].
-    pub fn claude_cli(&self, args: &[&str]) -> ClaudeRun {
-        let finished = run_bounded(self.offline_claude().args(args), RUN_TIMEOUT);
-        ClaudeRun {
-            shown: format!("claude {}", args.join(" ")),
-            finished,
-            result: None,
-        }
-    }
-
-    /// `claude` in the project, its `HOME`, offline against the model server.
-    fn offline_claude(&self) -> Command {
-        let mut cmd = Command::new(claude_bin());
+    /// The client in the project, offline against the stub model, with
+    /// jkz's binaries first on `PATH`.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(C::bin());
         cmd.current_dir(self.path());
         for (key, _) in std::env::vars_os() {
             let k = key.to_string_lossy();
             if k.starts_with("CLAUDE")
-                || k.starts_with("ANTHROPIC")
                 || k.starts_with("JKZ_")
+                || C::OWN_ENV.iter().any(|p| k.starts_with(p))
                 || k.to_ascii_lowercase().ends_with("_proxy")
             {
                 cmd.env_remove(&key);
             }
         }
-        cmd.env("HOME", self.home.path())
-            .env("ANTHROPIC_BASE_URL", &self.base_url)
-            .env("ANTHROPIC_API_KEY", "sk-jkz-test")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("PATH", path_with_jkz());
+        cmd.env("NO_PROXY", "127.0.0.1,localhost")
+            .env("PATH", path_with_jkz())
+            .envs(C::offline_env(self));
         cmd
+    }
+
+    /// One headless turn: `prompt`, then `extra` arguments.
+    pub fn run(&self, prompt: &str, extra: &[&str]) -> ClientRun {
+        self.run_in(self.path(), prompt, extra)
+    }
+
+    /// [`Project::run`] in another directory (a worktree of the project's
+    /// repository), with the same `HOME` and model.
+    pub fn run_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClientRun {
+        let mut cmd = self.command();
+        cmd.current_dir(dir).args(C::headless(prompt)).args(extra);
+        let shown = format!("{} {prompt:.60?} {}", C::NPM.bin, extra.join(" "));
+        self.finish(shown, &mut cmd)
+    }
+
+    /// The client with `args` (e.g. `plugin install …`), in the project
+    /// with the same environment as [`Project::run`].
+    pub fn cli(&self, args: &[&str]) -> ClientRun {
+        let mut cmd = self.command();
+        cmd.args(args);
+        self.finish(format!("{} {}", C::NPM.bin, args.join(" ")), &mut cmd)
+    }
+
+    fn finish(&self, shown: String, cmd: &mut Command) -> ClientRun {
+        let finished = run_bounded(cmd, C::RUN_TIMEOUT);
+        let result = serde_json::from_slice(&finished.stdout).ok();
+        ClientRun {
+            shown,
+            finished,
+            result,
+        }
     }
 }
 
 /// `PATH` with the built jkz binaries first: slash commands and the model's
-/// Bash calls run them by name, as an installed jkz would be found.
+/// shell calls run them by name, as an installed jkz would be found.
 pub fn path_with_jkz() -> std::ffi::OsString {
     let bins = crate::util::bin("jkz-session")
         .parent()

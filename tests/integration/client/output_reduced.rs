@@ -21,13 +21,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::codex::CodexProject;
-use super::codex_server::{CodexServer, Reply as CodexReply, Request};
-use super::gemini::GeminiProject;
-use super::gemini_server::{GeminiRequest, GeminiServer, Reply as GeminiReply};
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::{path_with_jkz, Project};
-use crate::util::bin;
+use super::adapter::{ClaudeCode, CodexCli, GeminiCli};
+use super::stub_model::{Request, StubModel, Turn};
+use super::{Project, RealClient};
 
 /// A failing `cargo test` of about `bytes` bytes: thousands of passing
 /// tests, two failures with their panics, the summary last.
@@ -246,67 +242,26 @@ const HEADER: &str = "| output | chars raw | client alone | with jkz | needed ke
 
 // ---------------------------------------------------------------- Claude Code
 
-/// The tool results of a request's last message: text and `is_error`.
-fn tool_results(r: &Recorded) -> Vec<(String, bool)> {
-    let Some(last) = r.body["messages"].as_array().and_then(|m| m.last()) else {
-        return Vec::new();
-    };
-    last["content"]
-        .as_array()
+/// The tool outputs of the longest conversation the model was sent, as
+/// (text, `is_error`), in the order the calls were made.
+fn outputs_seen(server: &StubModel) -> Vec<(String, bool)> {
+    server
+        .model_requests()
+        .iter()
+        .map(Request::tool_outputs)
+        .max_by_key(Vec::len)
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| {
-            let text = match &b["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join(""),
-                _ => String::new(),
-            };
-            (text, b["is_error"] == true)
-        })
+        .map(|o| (o.text, o.is_error))
         .collect()
-}
-
-/// How many tool results the whole conversation of a request holds.
-fn results_so_far(r: &Recorded) -> usize {
-    r.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|m| m["content"].as_array().into_iter().flatten())
-        .filter(|b| b["type"] == "tool_result")
-        .count()
 }
 
 /// What one Claude Code turn gave the model.
 struct ClaudeSeen {
     /// The tool results, in the order the calls were made.
     results: Vec<(String, bool)>,
-    project: Project,
+    project: Project<ClaudeCode>,
     report: String,
-}
-
-/// `jkz install` in the project, as a user runs it.
-fn install_jkz(project: &Project) {
-    let out = std::process::Command::new(bin("jkz"))
-        .current_dir(project.path())
-        .env("HOME", project.home.path())
-        .env("PATH", path_with_jkz())
-        .args(["install", "--project"])
-        .arg(project.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "jkz install: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(project.path().join("state").is_dir(), "jkz install opts in");
 }
 
 /// One `claude -p` turn in which the model runs `command` with Bash; when
@@ -318,38 +273,34 @@ fn claude_turn(
     setup: impl Fn(&Path),
     read_back: Option<usize>,
 ) -> ClaudeSeen {
-    let server = ModelServer::start(Arc::new(move |r: &Recorded| match results_so_far(r) {
-        0 => Reply::ToolUse {
+    let server = StubModel::start(Arc::new(move |r: &Request| match r.tool_outputs().len() {
+        0 => Turn::Call {
             name: "Bash".into(),
             input: json!({"command": command, "description": "Build and test"}),
         },
         1 if read_back.is_some() => {
-            let view = tool_results(r).pop().map(|(t, _)| t).unwrap_or_default();
+            let view = r.tool_outputs().pop().map(|o| o.text).unwrap_or_default();
             match kept_file(&view) {
-                Some(path) => Reply::ToolUse {
+                Some(path) => Turn::Call {
                     name: "Read".into(),
                     input: json!({"file_path": path,
                                       "offset": read_back.unwrap() - 2, "limit": 5}),
                 },
-                None => Reply::Text("The view names no kept file.".into()),
+                None => Turn::Text("The view names no kept file.".into()),
             }
         }
-        _ => Reply::Text("Done.".into()),
+        _ => Turn::Text("Done.".into()),
     }));
-    let project = Project::new(server.base_url());
+    let project = ClaudeCode::project(&server);
     if jkz {
-        install_jkz(&project);
+        project.install_jkz();
+        assert!(project.path().join("state").is_dir(), "jkz install opts in");
     }
     setup(project.path());
-    let run = project.claude("Build and test it.", &["--allowedTools", "Bash,Read"]);
+    let run = project.run("Build and test it.", &["--allowedTools", "Bash,Read"]);
     let report = run.report();
     let _ = run.session_id();
-    let mut results = Vec::new();
-    for r in server.messages() {
-        if results_so_far(&r) > results.len() {
-            results.extend(tool_results(&r));
-        }
-    }
+    let results = outputs_seen(&server);
     ClaudeSeen {
         results,
         project,
@@ -501,36 +452,31 @@ const STEP_180_RENAMED: &str = "pub fn step_0180_checked(x: u32) -> u32 {";
 fn claude_a_large_source_read_is_an_outline_and_the_agent_edits_a_line_it_lists() {
     let file: Arc<std::sync::OnceLock<String>> = Arc::new(std::sync::OnceLock::new());
     let at = Arc::clone(&file);
-    let server = ModelServer::start(Arc::new(move |r: &Recorded| {
+    let server = StubModel::start(Arc::new(move |r: &Request| {
         let path = at.get().cloned().unwrap_or_default();
-        match results_so_far(r) {
-            0 => Reply::ToolUse {
+        match r.tool_outputs().len() {
+            0 => Turn::Call {
                 name: "Read".into(),
                 input: json!({"file_path": path}),
             },
-            1 => Reply::ToolUse {
+            1 => Turn::Call {
                 name: "Edit".into(),
                 input: json!({"file_path": path, "old_string": STEP_180,
                               "new_string": STEP_180_RENAMED}),
             },
-            _ => Reply::Text("Done.".into()),
+            _ => Turn::Text("Done.".into()),
         }
     }));
-    let project = Project::new(server.base_url());
-    install_jkz(&project);
+    let project = ClaudeCode::project(&server);
+    project.install_jkz();
     let source = rust_source(240);
     let path = project.path().join("src/steps.rs");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, &source).unwrap();
     file.set(path.canonicalize().unwrap().display().to_string())
         .unwrap();
-    let run = project.claude("Rename step 180.", &["--allowedTools", "Read,Edit"]);
-    let mut results = Vec::new();
-    for r in server.messages() {
-        if results_so_far(&r) > results.len() {
-            results.extend(tool_results(&r));
-        }
-    }
+    let run = project.run("Rename step 180.", &["--allowedTools", "Read,Edit"]);
+    let results = outputs_seen(&server);
     let (read, read_error) = results
         .first()
         .unwrap_or_else(|| panic!("no Read result\n{}", run.report()));
@@ -571,32 +517,29 @@ fn claude_a_large_source_read_is_an_outline_and_the_agent_edits_a_line_it_lists(
 /// What Codex's next request carries of `./cargo-test 2>&1`, and the
 /// kept file the view names (read before the project goes).
 fn codex_seen(jkz: bool, raw: &str) -> (String, Option<Vec<u8>>, String) {
-    let server = CodexServer::start(Arc::new(|r: &Request| {
+    let server = StubModel::start(Arc::new(|r: &Request| {
         if r.tool_outputs().is_empty() {
-            (
-                CodexReply::Call {
-                    name: "exec_command".into(),
-                    arguments: json!({ "cmd": "./cargo-test 2>&1" }),
-                },
-                100,
-            )
+            Turn::Call {
+                name: "exec_command".into(),
+                input: json!({ "cmd": "./cargo-test 2>&1" }),
+            }
         } else {
-            (CodexReply::Text("Done.".into()), 100)
+            Turn::Text("Done.".into())
         }
     }));
-    let project = CodexProject::new(&server);
+    let project = CodexCli::project(&server);
     project.without_auto_compaction();
     script(project.path(), "cargo-test", raw, 101);
     if jkz {
         project.install_jkz();
     }
-    let run = project.exec("Run the tests.");
+    let run = project.run("Run the tests.", &[]);
     run.assert_ok();
-    let last = server.requests().pop().expect("requests");
+    let last = server.model_requests().pop().expect("requests");
     let outputs = last.tool_outputs();
     assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
-    let kept = kept_file(&outputs[0]).and_then(|p| std::fs::read(p).ok());
-    (outputs[0].clone(), kept, run.report())
+    let kept = kept_file(&outputs[0].text).and_then(|p| std::fs::read(p).ok());
+    (outputs[0].text.clone(), kept, run.report())
 }
 
 #[test]
@@ -636,32 +579,33 @@ fn codex_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures()
 /// What Gemini CLI's next request carries of `./cargo-test 2>&1` (the
 /// function response's strings), and the kept file the view names.
 fn gemini_seen(jkz: bool, raw: &str) -> (String, Option<Vec<u8>>) {
-    let server = GeminiServer::start(Arc::new(|r: &Recorded| {
-        if r.function_responses().is_empty() {
-            GeminiReply::Call {
+    let server = StubModel::start(Arc::new(|r: &Request| {
+        if r.tool_outputs().is_empty() {
+            Turn::Call {
                 name: "run_shell_command".into(),
-                args: json!({"command": "./cargo-test 2>&1"}),
+                input: json!({"command": "./cargo-test 2>&1"}),
             }
         } else {
-            GeminiReply::Text("Done.".into())
+            Turn::Text("Done.".into())
         }
     }));
-    let project = GeminiProject::new(server.base_url());
+    let project = GeminiCli::project(&server);
     std::fs::create_dir(project.path().join(".git")).unwrap();
     script(project.path(), "cargo-test", raw, 101);
     if jkz {
         project.install_jkz();
     }
-    let run = project.gemini("Run the tests.", &["--approval-mode", "yolo"]);
-    run.ok();
+    let run = project.run("Run the tests.", &["--approval-mode", "yolo"]);
+    run.json();
+    // Gemini CLI streams its chat turns only.
     let last = server
         .requests()
         .into_iter()
-        .rfind(GeminiRequest::is_turn)
+        .rfind(Request::is_streamed)
         .expect("model turns");
-    let responses = last.function_responses();
+    let responses = last.tool_outputs();
     assert_eq!(responses.len(), 1, "{responses:?}\n{}", run.report());
-    let response = &serde_json::from_str::<Value>(&responses[0]).unwrap()["response"];
+    let response = &serde_json::from_str::<Value>(&responses[0].text).unwrap()["response"];
     // The output as the model reads it: the JSON strings unescaped.
     let mut text = String::new();
     collect_strings(response, &mut text);

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
+use super::adapter::ClaudeCode;
+use super::stub_model::{Request, StubModel, Turn};
+use super::RealClient;
 
 const PLAN: &str = "DAMSON-PLAN: split the invoice renderer from the mailer";
 const DECISION: &str = "SLOE-DECISION: keep the renderer pure, no I/O";
@@ -20,12 +21,7 @@ const FAILURE: &str = "ELDER-FAILURE: test_invoice_total expected 3 lines, got 2
 const SAVE_PROMPT: &str = "Save a jkz session snapshot of this conversation";
 const SAVED_DECISION: &str = "ROWAN-DECISION: invoices are rendered as UTF-8 only";
 
-fn is_summarizing(r: &Recorded) -> bool {
-    r.last_user_text().contains("summary of the conversation")
-        || r.last_user_text().contains("Additional Instructions")
-}
-
-fn answers_a_tool_call(r: &Recorded) -> bool {
+fn answers_a_tool_call(r: &Request) -> bool {
     r.body["messages"]
         .as_array()
         .and_then(|ms| ms.last())
@@ -33,7 +29,7 @@ fn answers_a_tool_call(r: &Recorded) -> bool {
         .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
 }
 
-fn succeeded(run: &super::ClaudeRun) {
+fn succeeded(run: &super::ClientRun) {
     assert!(
         run.finished.status.is_some_and(|s| s.success()),
         "{}",
@@ -43,14 +39,14 @@ fn succeeded(run: &super::ClaudeRun) {
 
 #[test]
 fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
-    let responder = Arc::new(|r: &Recorded| {
-        if is_summarizing(r) {
-            Reply::Text("<summary>We chatted about invoices.</summary>".into())
+    let responder = Arc::new(|r: &Request| {
+        if ClaudeCode::is_summarizing(r) {
+            Turn::Text("<summary>We chatted about invoices.</summary>".into())
         } else if answers_a_tool_call(r) {
-            Reply::Text("Saved.".into())
+            Turn::Text("Saved.".into())
         } else if r.last_user_text().contains(SAVE_PROMPT) {
             let notes = format!("## Decisions\n- {SAVED_DECISION}\n");
-            Reply::ToolUse {
+            Turn::Call {
                 name: "Bash".into(),
                 input: json!({
                     "command": format!("jkz-session save <<'JKZ_SESSION_EOF'\n{notes}JKZ_SESSION_EOF"),
@@ -58,20 +54,20 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
                 }),
             }
         } else {
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         }
     });
-    let server = ModelServer::start(responder);
-    let project = Project::new(server.base_url());
+    let server = StubModel::start(responder);
+    let project = ClaudeCode::project(&server);
 
     // The checkout is the marketplace; the client installs the plugin.
     let checkout = env!("CARGO_MANIFEST_DIR");
-    let add = project.claude_cli(&["plugin", "marketplace", "add", checkout]);
+    let add = project.cli(&["plugin", "marketplace", "add", checkout]);
     succeeded(&add);
-    let install = project.claude_cli(&["plugin", "install", "jkz@jkz"]);
+    let install = project.cli(&["plugin", "install", "jkz@jkz"]);
     succeeded(&install);
     let user_settings: Value = serde_json::from_slice(
-        &std::fs::read(project.home.path().join(".claude/settings.json")).unwrap(),
+        &std::fs::read(project.home().join(".claude/settings.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -96,15 +92,15 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     project.write("state/pipeline/7-compact-plan.md", format!("{PLAN}\n"));
     assert!(!project.path().join(".claude").exists());
 
-    let first = project.claude("Let us talk about invoices.", &[]);
+    let first = project.run("Let us talk about invoices.", &[]);
     let session = first.session_id();
     for prompt in ["And totals?", "And taxes?"] {
-        let run = project.claude(prompt, &["--resume", &session]);
+        let run = project.run(prompt, &["--resume", &session]);
         assert_eq!(run.session_id(), session, "{}", run.report());
     }
-    let compact = project.claude("/compact", &["--resume", &session]);
+    let compact = project.run("/compact", &["--resume", &session]);
     succeeded(&compact);
-    let last = project.claude("What next?", &["--resume", &session]);
+    let last = project.run("What next?", &["--resume", &session]);
     assert_eq!(last.session_id(), session, "{}", last.report());
 
     // PreCompact ran: its snapshot is there, and its instructions reached
@@ -112,10 +108,10 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     let state = project.path().join("state");
     let snapshots = names_starting(&state, "pre-compact-");
     assert_eq!(snapshots.len(), 1, "{snapshots:?}\n{}", compact.report());
-    let messages = server.messages();
+    let messages = server.model_requests();
     let at = messages
         .iter()
-        .position(is_summarizing)
+        .position(ClaudeCode::is_summarizing)
         .expect("a summarizing request");
     let summarizing = messages[at].last_user_text();
     assert!(
@@ -135,7 +131,7 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     }
 
     // /jkz:save in one chat, /jkz:load in the next: the plugin's commands.
-    let save = project.claude("/jkz:save", &[]);
+    let save = project.run("/jkz:save", &[]);
     let saver = save.session_id();
     let record: Value = serde_json::from_slice(
         &std::fs::read(state.join(format!("session-snapshots/{saver}.json")))
@@ -143,11 +139,11 @@ fn the_plugin_alone_keeps_the_state_through_compact_and_runs_save_and_load() {
     )
     .unwrap();
     assert!(record.to_string().contains(SAVED_DECISION), "{record}");
-    let before = server.messages().len();
-    let load = project.claude("/jkz:load", &[]);
+    let before = server.model_requests().len();
+    let load = project.run("/jkz:load", &[]);
     assert_ne!(load.session_id(), saver);
     assert!(
-        server.messages()[before..]
+        server.model_requests()[before..]
             .iter()
             .any(|r| r.all_text().contains(SAVED_DECISION)),
         "no request of the loading chat carries the saved decision\n{}",

@@ -7,12 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::compaction::{
-    is_summarizing, project_with_pipeline, BRANCH, DECISION, FAILURE, PHASE, PLAN, SUMMARY,
-    VERDICTS,
-};
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
+use super::adapter::ClaudeCode;
+use super::compaction::project_with_pipeline;
+use super::pipeline::{BRANCH, DECISION, FAILURE, ITEMS, PHASE, PLAN, SUMMARY};
+use super::stub_model::{Request, StubModel, Turn};
+use super::{Project, RealClient};
 
 /// A summary that keeps the plan, the verdict of #42 and the branch, and
 /// drops the phase, the pending decision and the failure.
@@ -24,38 +23,36 @@ fn partial_summary() -> String {
     )
 }
 
-fn server_summarizing_with(summary: String) -> ModelServer {
-    ModelServer::start(Arc::new(move |r: &Recorded| {
-        if is_summarizing(r) {
-            Reply::Text(summary.clone())
+fn server_summarizing_with(summary: String) -> StubModel {
+    StubModel::start(Arc::new(move |r: &Request| {
+        if ClaudeCode::is_summarizing(r) {
+            Turn::Text(summary.clone())
         } else {
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         }
     }))
 }
 
 /// Three turns, `/compact`, one more turn; returns the session id and the
 /// first model request after compaction (the next turn's).
-fn compact_and_go_on(project: &Project, server: &ModelServer) -> (String, Recorded) {
-    let session = project
-        .claude("Let us talk about apples.", &[])
-        .session_id();
+fn compact_and_go_on(project: &Project<ClaudeCode>, server: &StubModel) -> (String, Request) {
+    let session = project.run("Let us talk about apples.", &[]).session_id();
     for prompt in ["And pears?", "And plums?"] {
-        let run = project.claude(prompt, &["--resume", &session]);
+        let run = project.run(prompt, &["--resume", &session]);
         assert_eq!(run.session_id(), session, "{}", run.report());
     }
-    let compact = project.claude("/compact", &["--resume", &session]);
+    let compact = project.run("/compact", &["--resume", &session]);
     assert!(
         compact.finished.status.is_some_and(|s| s.success()),
         "{}",
         compact.report()
     );
-    let last = project.claude("What next?", &["--resume", &session]);
+    let last = project.run("What next?", &["--resume", &session]);
     assert_eq!(last.session_id(), session, "{}", last.report());
-    let messages = server.messages();
+    let messages = server.model_requests();
     let at = messages
         .iter()
-        .position(is_summarizing)
+        .position(ClaudeCode::is_summarizing)
         .unwrap_or_else(|| panic!("no summarizing request ({} requests)", messages.len()));
     let next = messages
         .get(at + 1)
@@ -131,7 +128,7 @@ fn post_compact_puts_what_the_summary_dropped_first() {
     for kept in [PLAN, "overall FAIL", BRANCH] {
         assert!(!first.contains(kept), "{kept:?} was kept\n{first}");
     }
-    for item in [PLAN, PHASE, VERDICTS, DECISION, FAILURE, BRANCH] {
+    for item in ITEMS.map(|(_, marker)| marker) {
         assert!(context[rest..].contains(item), "lacks {item:?}\n{context}");
     }
 }
@@ -140,14 +137,12 @@ fn post_compact_puts_what_the_summary_dropped_first() {
 fn a_forked_session_gets_the_state_like_a_resumed_one() {
     let server = server_summarizing_with(SUMMARY.into());
     let project = project_with_pipeline(&server);
-    let session = project
-        .claude("Let us talk about apples.", &[])
-        .session_id();
-    let before = server.messages().len();
-    let fork = project.claude("And now?", &["--resume", &session, "--fork-session"]);
+    let session = project.run("Let us talk about apples.", &[]).session_id();
+    let before = server.model_requests().len();
+    let fork = project.run("And now?", &["--resume", &session, "--fork-session"]);
     let forked = fork.session_id();
     assert_ne!(forked, session, "{}", fork.report());
-    let messages = server.messages();
+    let messages = server.model_requests();
     let first = messages
         .get(before)
         .unwrap_or_else(|| panic!("no request in the fork\n{}", fork.report()));
@@ -155,7 +150,7 @@ fn a_forked_session_gets_the_state_like_a_resumed_one() {
     let (_, context) = text
         .rsplit_once("jkz: pipeline state restored in this forked session")
         .unwrap_or_else(|| panic!("no re-injected context in the fork\n{text}"));
-    for item in [PLAN, PHASE, VERDICTS, DECISION, FAILURE, BRANCH] {
+    for item in ITEMS.map(|(_, marker)| marker) {
         assert!(context.contains(item), "lacks {item:?}\n{context}");
     }
 }
@@ -207,7 +202,7 @@ fn fidelity_of_the_six_items_after_compaction() {
     }
     eprintln!(
         "fidelity after compaction (Claude Code {}):\n{shown}",
-        super::CLAUDE_CODE_VERSION
+        ClaudeCode::NPM.version
     );
     for (label, row) in &table {
         assert!(row[1].iter().all(|k| *k), "{label}: with jkz\n{shown}");

@@ -20,45 +20,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::{ClaudeRun, Project};
-
-/// One tool result as the model received it.
-#[derive(Clone, Debug)]
-struct Shown {
-    text: String,
-    is_error: bool,
-}
-
-/// Every tool result a request carries, in order.
-fn tool_results(r: &Recorded) -> Vec<Shown> {
-    let mut out = Vec::new();
-    for m in r.body["messages"].as_array().into_iter().flatten() {
-        for b in m["content"].as_array().into_iter().flatten() {
-            if b["type"] != "tool_result" {
-                continue;
-            }
-            let text = match &b["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join(""),
-                _ => String::new(),
-            };
-            out.push(Shown {
-                text,
-                is_error: b["is_error"] == true,
-            });
-        }
-    }
-    out
-}
+use super::adapter::ClaudeCode;
+use super::stub_model::{Request, StubModel, ToolOutput, Turn};
+use super::{ClientRun, Project, RealClient};
 
 /// The tool calls (inputs) of the model's own turns, as the request's
 /// history carries them.
-fn tool_uses(r: &Recorded) -> Vec<Value> {
+fn tool_uses(r: &Request) -> Vec<Value> {
     let mut out = Vec::new();
     for m in r.body["messages"].as_array().into_iter().flatten() {
         if m["role"] != "assistant" {
@@ -78,15 +46,15 @@ fn sq(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn bash(command: &str) -> Reply {
-    Reply::ToolUse {
+fn bash(command: &str) -> Turn {
+    Turn::Call {
         name: "Bash".into(),
         input: json!({"command": command, "description": "probe"}),
     }
 }
 
-fn tool(name: &str, input: Value) -> Reply {
-    Reply::ToolUse {
+fn tool(name: &str, input: Value) -> Turn {
+    Turn::Call {
         name: name.into(),
         input,
     }
@@ -141,14 +109,14 @@ fn wrapped(shape: Shape, original: &str, file: &str) -> String {
 /// A temp project, its own `HOME`, and a model that answers the request
 /// carrying N tool results with step N of its script (then "Done.").
 struct Probe {
-    server: ModelServer,
-    project: Project,
-    steps: Arc<Mutex<Vec<Reply>>>,
+    server: StubModel,
+    project: Project<ClaudeCode>,
+    steps: Arc<Mutex<Vec<Turn>>>,
 }
 
 /// One finished run.
 struct Ran {
-    shown: Vec<Shown>,
+    shown: Vec<ToolOutput>,
     /// The model's own tool calls, as the last request's history carries them.
     calls: Vec<Value>,
     result: Value,
@@ -157,24 +125,24 @@ struct Ran {
 
 impl Probe {
     fn new() -> Probe {
-        let steps: Arc<Mutex<Vec<Reply>>> = Arc::new(Mutex::new(Vec::new()));
+        let steps: Arc<Mutex<Vec<Turn>>> = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::clone(&steps);
-        let server = ModelServer::start(Arc::new(move |r: &Recorded| {
-            let n = tool_results(r).len();
+        let server = StubModel::start(Arc::new(move |r: &Request| {
+            let n = r.tool_outputs().len();
             let steps = script.lock().unwrap();
             steps
                 .get(n)
                 .cloned()
-                .unwrap_or_else(|| Reply::Text("Done.".into()))
+                .unwrap_or_else(|| Turn::Text("Done.".into()))
         }));
-        let project = Project::new(server.base_url());
-        std::fs::create_dir(project.home.path().join("probe")).unwrap();
+        let project = ClaudeCode::project(&server);
+        std::fs::create_dir(project.home().join("probe")).unwrap();
         // Permission rules in the project's settings count only in a trusted
         // workspace ("Ignoring 1 permissions.allow entry …: this workspace
         // has not been trusted"); hooks run either way.
         let dir = project.path().canonicalize().unwrap();
         let trust = json!({"projects": {dir.to_string_lossy(): {"hasTrustDialogAccepted": true}}});
-        std::fs::write(project.home.path().join(".claude.json"), trust.to_string()).unwrap();
+        std::fs::write(project.home().join(".claude.json"), trust.to_string()).unwrap();
         Probe {
             server,
             project,
@@ -185,14 +153,14 @@ impl Probe {
     /// Where the markers, programs and hook records live (outside the
     /// project, so the client's file checks never see them).
     fn dir(&self) -> PathBuf {
-        self.project.home.path().join("probe")
+        self.project.home().join("probe")
     }
 
     fn path(&self, name: &str) -> String {
         self.dir().join(name).display().to_string()
     }
 
-    fn script(&self, steps: Vec<Reply>) {
+    fn script(&self, steps: Vec<Turn>) {
         *self.steps.lock().unwrap() = steps;
     }
 
@@ -278,7 +246,7 @@ impl Probe {
 
     /// Runs one `claude -p` turn with `extra` arguments.
     fn run(&self, extra: &[&str]) -> Ran {
-        let run: ClaudeRun = self.project.claude("Run the probe.", extra);
+        let run: ClientRun = self.project.run("Run the probe.", extra);
         let report = run.report();
         assert!(
             run.finished.status.is_some_and(|s| s.success()),
@@ -286,12 +254,12 @@ impl Probe {
         );
         let last = self
             .server
-            .messages()
+            .model_requests()
             .into_iter()
-            .max_by_key(|r| tool_results(r).len())
+            .max_by_key(|r| r.tool_outputs().len())
             .unwrap_or_else(|| panic!("no model request\n{report}"));
         Ran {
-            shown: tool_results(&last),
+            shown: last.tool_outputs(),
             calls: tool_uses(&last),
             result: run.result.clone().unwrap_or(Value::Null),
             report,
@@ -301,7 +269,7 @@ impl Probe {
 
 /// What one Bash call with a PreToolUse answer came to.
 struct Outcome {
-    shown: Shown,
+    shown: ToolOutput,
     orig: bool,
     new: bool,
     filter: bool,
@@ -332,7 +300,7 @@ fn one_bash(
     p.settings(hooks, permissions(&p));
     p.script(vec![bash(&original(&p))]);
     let ran = p.run(args);
-    let shown = ran.shown.first().cloned().unwrap_or_else(|| Shown {
+    let shown = ran.shown.first().cloned().unwrap_or_else(|| ToolOutput {
         text: String::new(),
         is_error: false,
     });
@@ -815,7 +783,7 @@ fn shell_calls(shape: Option<Shape>) -> (Probe, Ran) {
     // and aliases into the shell each command runs in.
     let rc = "myfunc() { echo FUNC-OK; }\nalias myalias='echo ALIAS-OK'\n";
     for f in [".bashrc", ".zshrc"] {
-        std::fs::write(p.project.home.path().join(f), rc).unwrap();
+        std::fs::write(p.project.home().join(f), rc).unwrap();
     }
     let answers: Vec<Option<Value>> = SHELL_CALLS
         .iter()

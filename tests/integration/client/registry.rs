@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
+use super::adapter::ClaudeCode;
+use super::stub_model::{Request, StubModel, Turn};
+use super::RealClient;
 use crate::util::bin;
 
 const ALPHA: &str = "ALPHA: claim issue 42 and hold it";
@@ -28,7 +29,7 @@ const BRAVO_2: &str = "BRAVO-2: fix the greeting again";
 
 /// The tool results in the messages after the last user message that
 /// carries `marker`, in order: (text, is_error).
-pub(super) fn results_since(r: &Recorded, marker: &str) -> Option<Vec<(String, bool)>> {
+pub(super) fn results_since(r: &Request, marker: &str) -> Option<Vec<(String, bool)>> {
     let messages = r.body["messages"].as_array()?;
     let start = messages
         .iter()
@@ -73,12 +74,12 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
     let responder = {
         let release_a = Arc::clone(&release_a);
         let wt = Arc::clone(&project_holder);
-        Arc::new(move |r: &Recorded| {
+        Arc::new(move |r: &Request| {
             let wt = wt.lock().unwrap().clone();
             let file = format!("{wt}/src/greeting.txt");
             if let Some(done) = results_since(r, ALPHA) {
                 return match done.len() {
-                    0 => Reply::ToolUse {
+                    0 => Turn::Call {
                         name: "Bash".into(),
                         input: json!({
                             // Without the session variable: the client
@@ -93,40 +94,34 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
                         while !release_a.load(Ordering::SeqCst) && Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(50));
                         }
-                        Reply::Text("Holding issue 42: done.".into())
+                        Turn::Text("Holding issue 42: done.".into())
                     }
                 };
             }
             for marker in [BRAVO_2, BRAVO_1] {
                 if let Some(done) = results_since(r, marker) {
                     return match done.len() {
-                        0 => Reply::ToolUse {
+                        0 => Turn::Call {
                             name: "Read".into(),
                             input: json!({ "file_path": file }),
                         },
-                        1 => Reply::ToolUse {
+                        1 => Turn::Call {
                             name: "Edit".into(),
                             input: json!({ "file_path": file, "old_string": "helo", "new_string": "hello" }),
                         },
-                        _ => Reply::Text("Done.".into()),
+                        _ => Turn::Text("Done.".into()),
                     };
                 }
             }
-            Reply::Text("Done.".into())
+            Turn::Text("Done.".into())
         })
     };
-    let server = ModelServer::start(responder);
-    let project = Project::new(server.base_url());
+    let server = StubModel::start(responder);
+    let project = ClaudeCode::project(&server);
     let wt = project.path().join("wt/i42");
     project.write("wt/i42/src/greeting.txt", "helo world\n");
     *project_holder.lock().unwrap() = wt.display().to_string();
-    let install = std::process::Command::new(bin("jkz"))
-        .args(["install", "--project"])
-        .arg(project.path())
-        .env("HOME", project.home.path())
-        .output()
-        .expect("run jkz install");
-    assert!(install.status.success(), "{install:?}");
+    project.install_jkz();
     // A recorder beside jkz's hooks, for every event this test relies on.
     let recorded = project.path().join("recorded");
     std::fs::create_dir(&recorded).unwrap();
@@ -158,7 +153,7 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
     };
     let (session_a, session_b, requests) = std::thread::scope(|scope| {
         // Session A claims issue 42 and stays open.
-        let a = scope.spawn(|| project.claude(ALPHA, &["--allowedTools", "Bash"]));
+        let a = scope.spawn(|| project.run(ALPHA, &["--allowedTools", "Bash"]));
         let deadline = Instant::now() + Duration::from_secs(90);
         let holder = loop {
             let claimed = chats().into_iter().find(|c| {
@@ -183,7 +178,7 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
         };
 
         // Session B: the edit is refused and the reason reaches the model.
-        let b = project.claude(BRAVO_1, &["--allowedTools", "Read,Edit"]);
+        let b = project.run(BRAVO_1, &["--allowedTools", "Read,Edit"]);
         release_a.store(true, Ordering::SeqCst);
         let session_b = b.session_id();
         assert_eq!(
@@ -192,7 +187,7 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
             "the edit must not happen\n{}",
             b.report()
         );
-        let requests = server.messages();
+        let requests = server.model_requests();
         let refused = requests
             .iter()
             .filter_map(|r| results_since(r, BRAVO_1))
@@ -229,7 +224,7 @@ fn a_second_chat_cannot_edit_the_worktree_another_live_chat_claimed() {
     );
 
     // B again: now the edit goes through.
-    let b2 = project.claude(
+    let b2 = project.run(
         BRAVO_2,
         &["--resume", &session_b, "--allowedTools", "Read,Edit"],
     );

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
-use crate::util::bin;
+use super::adapter::ClaudeCode;
+use super::stub_model::{Request, StubModel, Turn};
+use super::RealClient;
 
 const DECISION: &str = "QUINCE-DECISION: keep money in integer cents, never floats";
 const GOTCHA: &str = "MEDLAR-GOTCHA: the fixture clock is UTC, the CI clock is not";
@@ -18,7 +18,7 @@ const GOTCHA: &str = "MEDLAR-GOTCHA: the fixture clock is UTC, the CI clock is n
 const SAVE_PROMPT: &str = "Save a jkz session snapshot of this conversation";
 
 /// True when the request's last message carries a tool result.
-fn answers_a_tool_call(r: &Recorded) -> bool {
+fn answers_a_tool_call(r: &Request) -> bool {
     r.body["messages"]
         .as_array()
         .and_then(|ms| ms.last())
@@ -28,12 +28,12 @@ fn answers_a_tool_call(r: &Recorded) -> bool {
 
 #[test]
 fn a_decision_saved_in_one_session_reaches_the_model_in_the_next() {
-    let responder = Arc::new(|r: &Recorded| {
+    let responder = Arc::new(|r: &Request| {
         if answers_a_tool_call(r) {
-            Reply::Text("Saved.".into())
+            Turn::Text("Saved.".into())
         } else if r.last_user_text().contains(SAVE_PROMPT) {
             let notes = format!("## Decisions\n- {DECISION}\n\n## Gotchas\n- {GOTCHA}\n");
-            Reply::ToolUse {
+            Turn::Call {
                 name: "Bash".into(),
                 input: json!({
                     "command": format!("jkz-session save <<'JKZ_SESSION_EOF'\n{notes}JKZ_SESSION_EOF"),
@@ -41,22 +41,16 @@ fn a_decision_saved_in_one_session_reaches_the_model_in_the_next() {
                 }),
             }
         } else {
-            Reply::Text("Understood.".into())
+            Turn::Text("Understood.".into())
         }
     });
-    let server = ModelServer::start(responder);
-    let project = Project::new(server.base_url());
+    let server = StubModel::start(responder);
+    let project = ClaudeCode::project(&server);
     // The real installer sets the project up: hooks, commands, state/.
-    let install = std::process::Command::new(bin("jkz"))
-        .args(["install", "--project"])
-        .arg(project.path())
-        .env("HOME", project.home.path())
-        .output()
-        .expect("run jkz install");
-    assert!(install.status.success(), "{install:?}");
+    project.install_jkz();
 
     // Session A: /jkz:save; the model runs jkz-session save through Bash.
-    let a = project.claude("/jkz:save", &[]);
+    let a = project.run("/jkz:save", &[]);
     let session_a = a.session_id();
     let saved: Vec<Value> = std::fs::read_dir(project.path().join("state/session-snapshots"))
         .unwrap_or_else(|e| panic!("no snapshot directory ({e})\n{}", a.report()))
@@ -70,16 +64,16 @@ fn a_decision_saved_in_one_session_reaches_the_model_in_the_next() {
     assert_eq!(saved[0]["session_id"], session_a.as_str(), "{saved:?}");
 
     // Session B, a new chat: /jkz:load injects the snapshot into its request.
-    let before = server.messages().len();
-    let b = project.claude("/jkz:load", &[]);
+    let before = server.model_requests().len();
+    let b = project.run("/jkz:load", &[]);
     let session_b = b.session_id();
     assert_ne!(session_a, session_b);
-    let requests = server.messages();
+    let requests = server.model_requests();
     let loaded = requests[before..]
         .iter()
         .find(|r| r.all_text().contains(DECISION))
         .unwrap_or_else(|| {
-            let texts: Vec<String> = requests[before..].iter().map(Recorded::all_text).collect();
+            let texts: Vec<String> = requests[before..].iter().map(Request::all_text).collect();
             panic!(
                 "no request of session B carries the decision:\n{texts:#?}\n{}",
                 b.report()
@@ -93,12 +87,12 @@ fn a_decision_saved_in_one_session_reaches_the_model_in_the_next() {
     );
 
     // Arguments reach jkz-session: a named session that does not exist.
-    let before = server.messages().len();
-    let c = project.claude("/jkz:load --session ghost-session", &[]);
+    let before = server.model_requests().len();
+    let c = project.run("/jkz:load --session ghost-session", &[]);
     let _ = c.session_id();
-    let texts: Vec<String> = server.messages()[before..]
+    let texts: Vec<String> = server.model_requests()[before..]
         .iter()
-        .map(Recorded::all_text)
+        .map(Request::all_text)
         .collect();
     assert!(
         texts

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
-use super::Project;
+use super::adapter::ClaudeCode;
+use super::stub_model::{Request, StubModel, Turn};
+use super::{Project, RealClient};
 use crate::util::bin;
 
 const VERDICT: &str =
@@ -43,13 +44,13 @@ fn test_run(bytes: usize) -> String {
 }
 
 /// True when the request's last message carries a tool result.
-fn answers_a_tool_call(r: &Recorded) -> bool {
+fn answers_a_tool_call(r: &Request) -> bool {
     tool_result(r).is_some()
 }
 
 /// The text of the tool result in the request's last message, and whether
 /// it is marked as an error.
-fn tool_result(r: &Recorded) -> Option<(String, bool)> {
+fn tool_result(r: &Request) -> Option<(String, bool)> {
     let last = r.body["messages"].as_array()?.last()?;
     let block = last["content"]
         .as_array()?
@@ -88,23 +89,23 @@ struct Seen {
 fn one_call(
     hooks: Hooks,
     tool: &str,
-    input: impl Fn(&Project) -> Value,
-    setup: impl Fn(&Project),
+    input: impl Fn(&Project<ClaudeCode>) -> Value,
+    setup: impl Fn(&Project<ClaudeCode>),
 ) -> Seen {
-    let reply = Arc::new(Mutex::new(Reply::Text("Done.".into())));
+    let reply = Arc::new(Mutex::new(Turn::Text("Done.".into())));
     let responder = {
         let reply = Arc::clone(&reply);
-        Arc::new(move |r: &Recorded| {
+        Arc::new(move |r: &Request| {
             if answers_a_tool_call(r) {
-                Reply::Text("Done.".into())
+                Turn::Text("Done.".into())
             } else {
                 reply.lock().unwrap().clone()
             }
         })
     };
-    let server = ModelServer::start(responder);
-    let project = Project::new(server.base_url());
-    *reply.lock().unwrap() = Reply::ToolUse {
+    let server = StubModel::start(responder);
+    let project = ClaudeCode::project(&server);
+    *reply.lock().unwrap() = Turn::Call {
         name: tool.into(),
         input: input(&project),
     };
@@ -115,10 +116,10 @@ fn one_call(
             "hooks": [{"type": "command", "command": command, "timeout": 60}]}]}));
     }
     setup(&project);
-    let run = project.claude("Run the tests.", &["--allowedTools", tool]);
+    let run = project.run("Run the tests.", &["--allowedTools", tool]);
     let report = run.report();
     let _ = run.session_id();
-    let requests = server.messages();
+    let requests = server.model_requests();
     let next = requests
         .iter()
         .find(|r| answers_a_tool_call(r))
@@ -134,8 +135,8 @@ fn one_call(
 
 /// A project whose `./pytest` prints `test_run(bytes)` and exits `code`:
 /// the role table sees a test runner.
-fn pytest(bytes: usize, code: i32) -> impl Fn(&Project) {
-    move |project: &Project| {
+fn pytest(bytes: usize, code: i32) -> impl Fn(&Project<ClaudeCode>) {
+    move |project: &Project<ClaudeCode>| {
         project.write("run.txt", test_run(bytes));
         let script = project.write("pytest", format!("#!/bin/sh\ncat run.txt\nexit {code}\n"));
         use std::os::unix::fs::PermissionsExt;
@@ -143,7 +144,7 @@ fn pytest(bytes: usize, code: i32) -> impl Fn(&Project) {
     }
 }
 
-fn bash(command: &'static str) -> impl Fn(&Project) -> Value {
+fn bash(command: &'static str) -> impl Fn(&Project<ClaudeCode>) -> Value {
     move |_| json!({"command": command, "description": "Run the tests"})
 }
 
@@ -212,7 +213,7 @@ fn measure_what_the_next_request_carries() {
         let seen = one_call(
             hooks,
             "Read",
-            |p: &Project| json!({"file_path": p.path().join("run.txt")}),
+            |p: &Project<ClaudeCode>| json!({"file_path": p.path().join("run.txt")}),
             pytest(190_000, 0),
         );
         rows.push(row("Read, 190000 B", hooks, &seen));

@@ -20,36 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::model_server::{ModelServer, Recorded, Reply};
+use super::adapter::ClaudeCode;
+use super::pipeline::SUMMARY;
 use super::registry::results_since;
-use super::Project;
-use crate::util::bin;
+use super::stub_model::{Request, StubModel, Turn};
+use super::RealClient;
+use crate::util::{bin, git};
 
 const PLAN: &str = "QUINCE-PLAN-OF-ISSUE-1: move the totals to integer cents";
 const LIVE_PHASE: &str = "reviewing-live-from-main";
-const SUMMARY: &str = "<summary>1. Primary Request: the user chatted about fruit.</summary>";
 const HOLD: &str = "WT-HOLD: claim issue 42 and hold it";
 const EDIT: &str = "MAIN-EDIT: fix the greeting in the worktree";
-
-fn is_summarizing(r: &Recorded) -> bool {
-    r.last_user_text().contains("summary of the conversation")
-        || r.last_user_text().contains("Additional Instructions")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn jkz(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
     let out = Command::new(bin("jkz"))
@@ -72,14 +53,14 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
     let responder = {
         let release = Arc::clone(&release);
         let paths = Arc::clone(&paths);
-        Arc::new(move |r: &Recorded| {
-            if is_summarizing(r) {
-                return Reply::Text(SUMMARY.into());
+        Arc::new(move |r: &Request| {
+            if ClaudeCode::is_summarizing(r) {
+                return Turn::Text(SUMMARY.into());
             }
             let (_, wt) = paths.lock().unwrap().clone();
             if let Some(done) = results_since(r, HOLD) {
                 return match done.len() {
-                    0 => Reply::ToolUse {
+                    0 => Turn::Call {
                         name: "Bash".into(),
                         input: json!({
                             "command": "jkz claim 42 --worktree . && echo \"session=$CLAUDE_CODE_SESSION_ID\"",
@@ -91,36 +72,36 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
                         while !release.load(Ordering::SeqCst) && Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(50));
                         }
-                        Reply::Text("Holding issue 42: done.".into())
+                        Turn::Text("Holding issue 42: done.".into())
                     }
                 };
             }
             if let Some(done) = results_since(r, EDIT) {
                 let file = format!("{wt}/src/greeting.txt");
                 return match done.len() {
-                    0 => Reply::ToolUse {
+                    0 => Turn::Call {
                         name: "Read".into(),
                         input: json!({ "file_path": file }),
                     },
-                    1 => Reply::ToolUse {
+                    1 => Turn::Call {
                         name: "Edit".into(),
                         input: json!({ "file_path": file, "old_string": "helo", "new_string": "hello" }),
                     },
-                    2 => Reply::ToolUse {
+                    2 => Turn::Call {
                         name: "Bash".into(),
                         input: json!({ "command": "jkz chats", "description": "List the chats" }),
                     },
-                    _ => Reply::Text("Done.".into()),
+                    _ => Turn::Text("Done.".into()),
                 };
             }
-            Reply::Text("Noted.".into())
+            Turn::Text("Noted.".into())
         })
     };
-    let server = ModelServer::start(responder);
-    let project = Project::new(server.base_url());
+    let server = StubModel::start(responder);
+    let project = ClaudeCode::project(&server);
     let main = project.path().join("repo");
     let wt = project.path().join("wt-42");
-    let home = project.home.path();
+    let home = project.home();
 
     // The repository: main checkout, issue 1's pipeline, a linked worktree.
     std::fs::create_dir_all(main.join("src")).unwrap();
@@ -159,10 +140,10 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
     *paths.lock().unwrap() = (main.display().to_string(), wt_real.display().to_string());
 
     // 1. The worktree chat, compacted after issue 1 moved on in main.
-    let first = project.claude_in(&wt, "Let us talk about apples.", &[]);
+    let first = project.run_in(&wt, "Let us talk about apples.", &[]);
     let w = first.session_id();
     for prompt in ["And pears?", "And plums?"] {
-        let run = project.claude_in(&wt, prompt, &["--resume", &w]);
+        let run = project.run_in(&wt, prompt, &["--resume", &w]);
         assert_eq!(run.session_id(), w, "{}", run.report());
     }
     jkz(
@@ -170,18 +151,18 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         home,
         &["state", "set", "1", "current_phase", LIVE_PHASE],
     );
-    let compact = project.claude_in(&wt, "/compact keep the plan", &["--resume", &w]);
+    let compact = project.run_in(&wt, "/compact keep the plan", &["--resume", &w]);
     assert!(
         compact.finished.status.is_some_and(|s| s.success()),
         "{}",
         compact.report()
     );
-    let after = project.claude_in(&wt, "What next?", &["--resume", &w]);
+    let after = project.run_in(&wt, "What next?", &["--resume", &w]);
     assert_eq!(after.session_id(), w, "{}", after.report());
-    let messages = server.messages();
+    let messages = server.model_requests();
     let at = messages
         .iter()
-        .position(is_summarizing)
+        .position(ClaudeCode::is_summarizing)
         .expect("a summarizing request");
     let summarizing = messages[at].last_user_text();
     let (_, instructions) = summarizing
@@ -232,8 +213,8 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     };
     let (edit, requests) = std::thread::scope(|scope| {
-        let held = scope
-            .spawn(|| project.claude_in(&wt, HOLD, &["--resume", &w, "--allowedTools", "Bash"]));
+        let held =
+            scope.spawn(|| project.run_in(&wt, HOLD, &["--resume", &w, "--allowedTools", "Bash"]));
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let claimed = chats().into_iter().any(|c| {
@@ -265,11 +246,11 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
             Some(json!(wt_real.display().to_string())),
             "{listed:?}"
         );
-        let edit = project.claude_in(&main, EDIT, &["--allowedTools", "Read,Edit,Bash"]);
+        let edit = project.run_in(&main, EDIT, &["--allowedTools", "Read,Edit,Bash"]);
         release.store(true, Ordering::SeqCst);
         let held = held.join().unwrap();
         assert_eq!(held.session_id(), w, "{}", held.report());
-        (edit, server.messages())
+        (edit, server.model_requests())
     });
     let m = edit.session_id();
     assert_eq!(
@@ -304,8 +285,8 @@ fn a_worktree_chat_and_a_main_checkout_chat_share_one_state_directory() {
 /// its branch), with nothing installed in the worktree itself.
 #[test]
 fn a_worktree_added_from_the_commit_install_names_runs_the_hooks() {
-    let server = ModelServer::start(Arc::new(|_: &Recorded| Reply::Text("Noted.".into())));
-    let project = Project::new(server.base_url());
+    let server = StubModel::start(Arc::new(|_: &Request| Turn::Text("Noted.".into())));
+    let project = ClaudeCode::project(&server);
     let main = project.path().join("repo");
     let wt = project.path().join("wt-7");
     std::fs::create_dir_all(&main).unwrap();
@@ -317,7 +298,7 @@ fn a_worktree_added_from_the_commit_install_names_runs_the_hooks() {
         .current_dir(&main)
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("JKZ_STATE_DIR")
-        .env("HOME", project.home.path())
+        .env("HOME", project.home())
         .env("PATH", super::path_with_jkz())
         .arg("install")
         .output()
@@ -346,7 +327,7 @@ fn a_worktree_added_from_the_commit_install_names_runs_the_hooks() {
     );
     assert!(wt.join(".claude/settings.json").is_file());
 
-    let run = project.claude_in(&wt, "Hello from the worktree.", &[]);
+    let run = project.run_in(&wt, "Hello from the worktree.", &[]);
     let session = run.session_id();
     assert!(!wt.join("state").exists(), "{}", run.report());
     // The chat is in the main checkout's registry, with the worktree and

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::registry::{Project, T};
-use crate::util::{bin, scrubbed, Dir};
+use crate::util::{bin, git, scrubbed, Dir};
 
 /// The `sh` blocks of a Markdown page, in order.
 fn sh_blocks(markdown: &str) -> Vec<String> {
@@ -39,15 +39,6 @@ fn documented_pipeline_script() -> String {
         .into_iter()
         .find(|b| b.contains("JKZ_SESSION") && b.contains("jkz release"))
         .expect("docs/registry.md has the pipeline-script example")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = scrubbed("git", dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 fn path_with_jkz() -> String {
@@ -356,4 +347,46 @@ fn stale_sessions_are_forgotten(p: &Project) {
         run.report()
     );
     assert!(p.chats(later + jkz::registry::STALE_AFTER).is_empty());
+}
+
+#[test]
+fn state_set_session_logged_its_events_without_the_session() {
+    let p = Project::new();
+    p.jkz(&["claim", "44", "--session", "pipeline-44"], T)
+        .success();
+    p.jkz(
+        &[
+            "state",
+            "set",
+            "44",
+            "current_phase",
+            "planning",
+            "--session",
+            "pipeline-44",
+        ],
+        T + 1,
+    )
+    .success();
+    let run = p
+        .jkz(&["events", "--issue", "44", "--json"], T + 2)
+        .success();
+    let events: Vec<Value> = run
+        .stdout_str()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one event per line"))
+        .collect();
+    let changes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "phase.changed")
+        .collect();
+    assert_eq!(changes.len(), 1, "{}", run.report());
+    assert_eq!(changes[0]["session"], "pipeline-44", "{}", run.report());
+    let claims: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.contains("claim")))
+        .collect();
+    assert!(!claims.is_empty(), "the claim is logged: {}", run.report());
+    for claim in claims {
+        assert_eq!(claim["session"], "pipeline-44", "{}", run.report());
+    }
 }

@@ -8,24 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{bin, Dir};
+use crate::util::{bin, git, Dir};
 
 /// `git -C dir ARGS`, which must succeed.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=jkz", "-c", "user.email=jkz@localhost"])
-        .args(args)
-        .output()
-        .expect("git is needed for these tests");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A git repository with one commit and no state directory.
 fn repository() -> Dir {
     let dir = Dir::new();

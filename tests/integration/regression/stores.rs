@@ -11,21 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::registry::{Project, T};
-use crate::util::{Cmd, Dir, Run};
+use crate::util::{git, Cmd, Dir, Run};
 
 /// How long a hook may take here: far inside the harness's kill deadline,
 /// so a hang shows as this assertion, not as the harness killing it.
 const PROMPT: Duration = Duration::from_secs(5);
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git is needed for this test");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();
@@ -188,6 +178,39 @@ fn git_config_state_dir_of_the_file_system_root_was_taken() {
     );
     assert!(!Path::new("/pipeline").exists(), "{}", state.report());
     assert!(!Path::new("/events").exists(), "{}", state.report());
+}
+
+#[test]
+fn state_dir_flag_or_env_of_the_file_system_root_was_taken() {
+    let dir = Dir::new();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    for (flag, env) in [(Some("/"), None), (None, Some("/"))] {
+        let mut cmd =
+            Cmd::new("jkz", dir.path()).args(["state", "set", "42", "current_phase", "plan"]);
+        if let Some(flag) = flag {
+            cmd = cmd.args(["--state-dir", flag]);
+        }
+        if let Some(env) = env {
+            cmd = cmd.env("JKZ_STATE_DIR", env);
+        }
+        let run = cmd.run().expect_code(2);
+        assert!(
+            run.stderr_str().contains("names /, the file system's root"),
+            "{}",
+            run.report()
+        );
+        assert!(!Path::new("/pipeline").exists(), "{}", run.report());
+    }
+    let lock = Cmd::new("jkz", dir.path())
+        .args(["lock", "acquire", "db", "main", "--state-dir", "/usr"])
+        .run();
+    assert_ne!(lock.code(), Some(0), "{}", lock.report());
+    assert!(
+        lock.stderr_str().contains("the system directory /usr"),
+        "{}",
+        lock.report()
+    );
+    assert!(!Path::new("/usr/locks").exists(), "{}", lock.report());
 }
 
 #[test]

@@ -1,0 +1,12 @@
+//! One adapter per real client, each a [`RealClient`](super::RealClient):
+//! how to install it, point it at the stub model, run it headless, and
+//! tell its summarizer's request. A new client is one file here and one
+//! line below.
+
+mod claude_code;
+mod codex_cli;
+mod gemini_cli;
+
+pub use claude_code::ClaudeCode;
+pub use codex_cli::CodexCli;
+pub use gemini_cli::GeminiCli;
