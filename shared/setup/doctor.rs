@@ -150,75 +150,33 @@ pub fn doctor(
         }
     }
 
-    // 2. Hooks: through the plugin or settings, once.
+    // 2. Hooks, and 3. slash commands: as the client is set up (each
+    // client's own setup module says; every client decides here).
     let user = Target::resolve(None, true).ok();
-    let worktree_step = match args.client {
-        Client::Claude => registration::worktree_step(&project, user.as_ref()),
-        _ => None,
-    };
-    let client_lines = match (args.client, &worktree_step) {
-        (Client::Claude, Some(step)) => vec![(false, step.clone())],
-        (Client::Claude, None) => {
-            registration::check(&mut report, &project, user.as_ref(), &path_var)?;
-            Vec::new()
+    let claude_commands = match args.client {
+        Client::Claude => claude_hooks(&mut report, &project, user.as_ref(), &path_var)?,
+        Client::Codex => {
+            client_lines(&mut report, super::codex::doctor_lines(&project_dir))?;
+            false
         }
-        (Client::Codex, _) => super::codex::doctor_lines(&project_dir),
-        (Client::Gemini, _) => super::gemini::doctor_lines(&project_dir),
+        // Gemini CLI has none of jkz's slash commands.
+        Client::Gemini => {
+            client_lines(&mut report, super::gemini::doctor_lines(&project_dir))?;
+            false
+        }
     };
-    for (ok, line) in client_lines {
-        report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
-    }
     if args.probe {
-        for (ok, line) in super::probe::run(args.client, &project_dir) {
-            report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
-        }
+        client_lines(&mut report, super::probe::run(args.client, &project_dir))?;
     }
-    if args.client == Client::Codex {
-        report.line(
+    match args.client {
+        Client::Codex => report.line(
             Status::Note,
             "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
-        )?;
+        )?,
+        Client::Claude | Client::Gemini => {}
     }
-
-    // 3. Slash commands, as shipped (the plugin's are checked with it;
-    // Codex CLI and Gemini CLI have none of jkz's).
-    let commands = match args.client {
-        Client::Claude
-            if worktree_step.is_none()
-                && super::plugin::enabled(&project, user.as_ref()).is_none() =>
-        {
-            &COMMANDS[..]
-        }
-        _ => &[][..],
-    };
-    for (name, text) in commands {
-        let candidates = std::iter::once(&project)
-            .chain(user.as_ref())
-            .map(|t| t.commands_dir().join(name));
-        let mut found = None;
-        for path in candidates {
-            if let Ok(bytes) = crate::state_dir::read_user_file(&path) {
-                found = Some((path, bytes == text.as_bytes()));
-                break;
-            }
-        }
-        let command = format!("/jkz:{}", name.trim_end_matches(".md"));
-        match found {
-            Some((path, true)) => {
-                report.line(Status::Ok, format_args!("{command} ({})", path.display()))?
-            }
-            Some((path, false)) => report.line(
-                Status::Fail,
-                format_args!(
-                    "{command} ({}) differs from this jkz version's (edited?); to take this version's, remove it and run jkz install",
-                    path.display()
-                ),
-            )?,
-            None => report.line(
-                Status::Fail,
-                format_args!("{command} not installed; run jkz install"),
-            )?,
-        }
+    if claude_commands {
+        claude_slash_commands(&mut report, &project, user.as_ref())?;
     }
 
     // 4. The state directory: which one, and why.
@@ -324,6 +282,73 @@ pub fn doctor(
         .flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Reports a client's setup lines: `(ok, text)`.
+fn client_lines<W: Write>(
+    report: &mut Report<W>,
+    lines: Vec<(bool, String)>,
+) -> Result<(), Failure> {
+    for (ok, line) in lines {
+        report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+    }
+    Ok(())
+}
+
+/// Claude Code's hooks, through the plugin or settings, once; whether
+/// jkz's slash commands are then checked as shipped (not in a worktree
+/// that must be set up first, not when the plugin ships them).
+fn claude_hooks<W: Write>(
+    report: &mut Report<W>,
+    project: &Target,
+    user: Option<&Target>,
+    path_var: &OsStr,
+) -> Result<bool, Failure> {
+    if let Some(step) = registration::worktree_step(project, user) {
+        client_lines(report, vec![(false, step)])?;
+        return Ok(false);
+    }
+    registration::check(report, project, user, path_var)?;
+    Ok(super::plugin::enabled(project, user).is_none())
+}
+
+/// jkz's slash commands for Claude Code, as shipped.
+fn claude_slash_commands<W: Write>(
+    report: &mut Report<W>,
+    project: &Target,
+    user: Option<&Target>,
+) -> Result<(), Failure> {
+    let commands = &COMMANDS[..];
+    for (name, text) in commands {
+        let candidates = std::iter::once(project)
+            .chain(user)
+            .map(|t| t.commands_dir().join(name));
+        let mut found = None;
+        for path in candidates {
+            if let Ok(bytes) = crate::state_dir::read_user_file(&path) {
+                found = Some((path, bytes == text.as_bytes()));
+                break;
+            }
+        }
+        let command = format!("/jkz:{}", name.trim_end_matches(".md"));
+        match found {
+            Some((path, true)) => {
+                report.line(Status::Ok, format_args!("{command} ({})", path.display()))?
+            }
+            Some((path, false)) => report.line(
+                Status::Fail,
+                format_args!(
+                    "{command} ({}) differs from this jkz version's (edited?); to take this version's, remove it and run jkz install",
+                    path.display()
+                ),
+            )?,
+            None => report.line(
+                Status::Fail,
+                format_args!("{command} not installed; run jkz install"),
+            )?,
+        }
+    }
+    Ok(())
 }
 
 /// Which backend holds the registry, locks and circuits; for a team
