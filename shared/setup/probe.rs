@@ -80,7 +80,7 @@ pub fn run(client: Client, project: &Path) -> Vec<Line> {
                 false,
                 format!(
                     "probe {shown}: not run: {} has no such hook{}",
-                    client_name(client),
+                    client.title(),
                     where_looked(&entries, client, &project)
                 ),
             ));
@@ -104,7 +104,7 @@ pub fn run(client: Client, project: &Path) -> Vec<Line> {
                     "probe {}: not run: jkz registers {} for no such event and matcher, so {} never runs it as meant ({}); run jkz install --client {} --replace",
                     shown(&e.event, &e.matcher, &e.program),
                     e.program,
-                    client_name(client),
+                    client.title(),
                     e.file.display(),
                     client.name()
                 ),
@@ -122,14 +122,6 @@ fn shown(event: &str, matcher: &str, program: &str) -> String {
     }
 }
 
-fn client_name(client: Client) -> &'static str {
-    match client {
-        Client::Claude => "Claude Code",
-        Client::Codex => "Codex CLI",
-        Client::Gemini => "Gemini CLI",
-    }
-}
-
 fn where_looked(entries: &[Entry], client: Client, project: &Path) -> String {
     let mut files: Vec<String> = entries
         .iter()
@@ -139,7 +131,7 @@ fn where_looked(entries: &[Entry], client: Client, project: &Path) -> String {
     if files.is_empty() {
         format!(
             " (no hook of jkz in any file {} reads for {}; run jkz install --client {})",
-            client_name(client),
+            client.title(),
             project.display(),
             client.name()
         )
@@ -627,17 +619,21 @@ fn wire_event(
 /// and the result last: what the output guard must shape and keep.
 fn large_output(marker: &str) -> String {
     let mut out = String::with_capacity(420_000);
+    let log = |out: &mut String, from: usize| {
+        for i in from..from + 2_500 {
+            out.push_str(&format!(
+                "    log line {i:05} of a verbose build that nobody needs to read\n"
+            ));
+        }
+    };
+    log(&mut out, 0);
     for i in 0..3_000 {
         out.push_str(&format!("test suite::case_{i:05} ... ok\n"));
         if i == 1_500 {
             out.push_str(&format!("test suite::case_{i:05} ... FAILED ({marker})\n"));
         }
     }
-    for i in 0..5_000 {
-        out.push_str(&format!(
-            "    log line {i:05} of a verbose build that nobody needs to read\n"
-        ));
-    }
+    log(&mut out, 2_500);
     out.push_str("test result: FAILED. 2999 passed; 1 failed\n");
     out
 }
