@@ -137,9 +137,11 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// Whether the guard answers from it at `now_ms`.
+    /// Whether the guard answers from it at `now_ms`: under
+    /// [`FRESH_FOR_MS`] old (a change made just after the copy is seen
+    /// within that bound, strictly).
     pub fn is_fresh(&self, now_ms: i64) -> bool {
-        (0..=FRESH_FOR_MS).contains(&(now_ms - self.checked_ms))
+        (0..FRESH_FOR_MS).contains(&(now_ms - self.checked_ms))
     }
 
     /// One line for people: `refreshed 1.2 s ago (the guard reads it)`.
@@ -188,7 +190,7 @@ pub fn known(root: &Path, server: &str) -> Known {
 }
 
 /// The replica, opened to answer the guard, when it copies `server` and
-/// was refreshed at most [`FRESH_FOR_MS`] before `now_ms`.
+/// was refreshed less than [`FRESH_FOR_MS`] before `now_ms`.
 pub fn fresh(root: &Path, server: &str, now_ms: i64, deadline: Instant) -> Option<Replica> {
     let conn = open_to_read(root, left(deadline))?;
     let copy = read_copy(&conn).ok().flatten()?;
@@ -239,8 +241,11 @@ fn write(conn: &mut Connection, server: &str, pulled: &Pulled) -> rusqlite::Resu
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let stored = read_copy(&tx)?.filter(|c| c.server == server);
     if let Some(c) = &stored {
-        // Another process stored a later snapshot meanwhile.
-        if pulled.read_ms < c.checked_ms {
+        // Another process stored a later snapshot meanwhile (the counter
+        // tells two read in the same millisecond apart).
+        if pulled.read_ms < c.checked_ms
+            || (pulled.read_ms == c.checked_ms && pulled.changes < c.changes)
+        {
             return Ok(());
         }
     }
@@ -475,10 +480,10 @@ mod tests {
         .unwrap();
         assert_eq!(issues(dir.path(), at), Some(vec!["42".to_string()]));
         assert_eq!(
-            issues(dir.path(), at + FRESH_FOR_MS),
+            issues(dir.path(), at + FRESH_FOR_MS - 1),
             Some(vec!["42".to_string()])
         );
-        assert_eq!(issues(dir.path(), at + FRESH_FOR_MS + 1), None, "stale");
+        assert_eq!(issues(dir.path(), at + FRESH_FOR_MS), None, "stale");
         assert_eq!(issues(dir.path(), at - 1), None, "a clock gone back");
         assert!(fresh(dir.path(), "postgres://jkz@other/jkz", at, later()).is_none());
         let f = freshness(dir.path(), SERVER).unwrap();
