@@ -196,7 +196,7 @@ fn team_replica_a_claim_racing_replica_refreshes_never_has_two_holders() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .any(|k| k["issue"].to_string() == issue)
+                    .any(|k| k["issue"] == json!(100 + round))
             })
             .map(|c| c["session_id"].as_str().unwrap().to_string())
             .collect();
