@@ -63,7 +63,8 @@ where
 
 /// `op` on the team registry at `url`, then the snapshot the same
 /// connection read stored in the replica in `root` (a replica that cannot
-/// be written is the note; the answer stands).
+/// be written is the note; the answer stands). A hook leaves a copy
+/// refreshed under [`replica::REFRESH_AFTER_MS`] ago as it is.
 fn with_team<T, F>(
     root: &Path,
     url: &crate::team::RegistryUrl,
@@ -76,8 +77,14 @@ where
 {
     let server = url.masked();
     let known = replica::known(root, &server);
+    let unavailable = |e: crate::team::TeamError| RegistryError::Unavailable(e.to_string());
+    if matches!(bound, Bound::Hook(_)) && known.recent(crate::clock::now_ms()) {
+        let t =
+            super::postgres::with_team_registry(url, bound.budget(), op).map_err(unavailable)?;
+        return Ok((t, None));
+    }
     let (t, pulled) = super::postgres::with_team_registry_pulling(url, bound.budget(), known, op)
-        .map_err(|e| RegistryError::Unavailable(e.to_string()))?;
+        .map_err(unavailable)?;
     let note = pulled.and_then(|p| {
         let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
         replica::store(root, &server, &p, until.max(bound.deadline()))

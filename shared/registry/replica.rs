@@ -54,6 +54,12 @@ pub const FRESH_FOR_MS: i64 = 2_000;
 /// dropped by hand delays a change by this much, never forever.
 pub const CLAIMS_AT_LEAST_EVERY_MS: i64 = 30_000;
 
+/// A hook refreshes the copy only when it is at least this old
+/// (milliseconds): half the bound, so a machine whose chats are active
+/// keeps it fresh, and most hooks pay nothing for it. Commands (a claim,
+/// a release) always refresh it.
+pub const REFRESH_AFTER_MS: i64 = 1_000;
+
 /// The replica's schema (`PRAGMA user_version`); another is rebuilt.
 const SCHEMA_VERSION: i64 = 1;
 
@@ -100,9 +106,18 @@ pub struct Known {
     pub changes: Option<i64>,
     /// When the claims were copied last (Unix ms).
     pub claims_ms: Option<i64>,
+    /// When the copy last matched the server (Unix ms).
+    pub checked_ms: Option<i64>,
 }
 
 impl Known {
+    /// Whether a hook at `now_ms` leaves the copy as it is: refreshed
+    /// less than [`REFRESH_AFTER_MS`] ago.
+    pub fn recent(&self, now_ms: i64) -> bool {
+        self.checked_ms
+            .is_some_and(|at| (0..REFRESH_AFTER_MS).contains(&(now_ms - at)))
+    }
+
     /// Whether the claims must be copied whatever the counter says (none
     /// yet, or the last copy is [`CLAIMS_AT_LEAST_EVERY_MS`] old).
     pub fn wants_claims(&self, now_ms: i64) -> bool {
@@ -174,6 +189,40 @@ pub fn freshness(root: &Path, server: &str) -> Option<Freshness> {
         })
 }
 
+/// Each machine in the replica of `server` in `root` (as last copied):
+/// its name (`-` when unknown), how many chats not gone it runs, and the
+/// issues its chats hold, for `jkz doctor`.
+pub fn machines(root: &Path, server: &str) -> Vec<(String, usize, Vec<String>)> {
+    let Some(conn) = open_to_read(root, Duration::from_millis(200)) else {
+        return Vec::new();
+    };
+    if !matches!(read_copy(&conn), Ok(Some(c)) if c.server == server) {
+        return Vec::new();
+    }
+    let read = || -> rusqlite::Result<Vec<(String, usize, Vec<String>)>> {
+        let mut stmt = conn.prepare(
+            "SELECT coalesce(h.host, '-'), count(*),
+                    (SELECT group_concat(issue, ',') FROM (SELECT k.issue FROM claims k
+                        JOIN chats c ON c.session_id = k.session_id
+                        WHERE coalesce(c.host, '-') = coalesce(h.host, '-')
+                        ORDER BY length(k.issue), k.issue))
+             FROM chats h WHERE h.ended IS NULL GROUP BY 1 ORDER BY 1",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let issues: Option<String> = r.get(2)?;
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)? as usize,
+                issues
+                    .map(|i| i.split(',').map(str::to_string).collect())
+                    .unwrap_or_default(),
+            ))
+        })?;
+        rows.collect()
+    };
+    read().unwrap_or_default()
+}
+
 /// What the replica of `server` in `root` knows (nothing when there is
 /// none, or it copies another server).
 pub fn known(root: &Path, server: &str) -> Known {
@@ -184,6 +233,7 @@ pub fn known(root: &Path, server: &str) -> Known {
         Ok(Some(c)) if c.server == server => Known {
             changes: Some(c.changes),
             claims_ms: Some(c.claims_ms),
+            checked_ms: Some(c.checked_ms),
         },
         _ => Known::default(),
     }
@@ -524,7 +574,8 @@ mod tests {
             known(dir.path(), SERVER),
             Known {
                 changes: Some(5),
-                claims_ms: Some(at)
+                claims_ms: Some(at),
+                checked_ms: Some(at + 1500),
             }
         );
         assert_eq!(known(dir.path(), "postgres://x@y/z"), Known::default());
@@ -579,6 +630,31 @@ mod tests {
     }
 
     #[test]
+    fn machines_name_their_chats_and_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = pulled(
+            1,
+            5_000,
+            Some(vec![claim("43", "a", None), claim("7", "b", None)]),
+        );
+        let mut b = chat("b", 5);
+        b.host = Some("machine-b".into());
+        let mut c = chat("c", 5);
+        c.host = None;
+        p.chats.extend([b, c]);
+        store(dir.path(), SERVER, &p, later()).unwrap();
+        assert_eq!(
+            machines(dir.path(), SERVER),
+            vec![
+                ("-".to_string(), 1, vec![]),
+                ("machine-a".to_string(), 1, vec!["43".to_string()]),
+                ("machine-b".to_string(), 1, vec!["7".to_string()]),
+            ]
+        );
+        assert!(machines(dir.path(), "postgres://other@x/y").is_empty());
+    }
+
+    #[test]
     fn a_damaged_file_is_rebuilt_by_the_next_copy() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(path(dir.path()), b"not a database at all, not even close").unwrap();
@@ -594,14 +670,20 @@ mod tests {
     }
 
     #[test]
-    fn claims_are_copied_again_at_least_every_thirty_seconds() {
+    fn claims_are_copied_again_at_least_every_thirty_seconds_and_hooks_refresh_once_a_second() {
         assert!(Known::default().wants_claims(0));
         let k = Known {
             changes: Some(1),
             claims_ms: Some(100_000),
+            checked_ms: Some(100_000),
         };
         assert!(!k.wants_claims(100_000 + CLAIMS_AT_LEAST_EVERY_MS - 1));
         assert!(k.wants_claims(100_000 + CLAIMS_AT_LEAST_EVERY_MS));
         assert!(k.wants_claims(99_000), "a clock gone back");
+        // A hook leaves a copy under a second old as it is.
+        assert!(k.recent(100_000 + REFRESH_AFTER_MS - 1));
+        assert!(!k.recent(100_000 + REFRESH_AFTER_MS));
+        assert!(!k.recent(99_999), "a clock gone back");
+        assert!(!Known::default().recent(0));
     }
 }

@@ -41,8 +41,9 @@ fn team_replica_the_guard_reads_it_under_two_seconds_old_and_the_server_past_tha
     quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
     quiet(&b.hook("SessionStart", "chat-b", json!({"source": "startup"}), T));
     a.jkz(&["claim", "42", "--session", "chat-a"], T).success();
-    // B's chat is active: its heartbeat copies the claim to B's replica.
-    quiet(&b.hook("PostToolUse", "chat-b", json!({}), T));
+    // B's chat is active: a hook a second later refreshes B's copy (hooks
+    // leave a copy under a second old as it is), which now holds the claim.
+    quiet(&b.hook("PostToolUse", "chat-b", json!({}), T + 1));
     assert!(b.dir.join("state/registry-replica.db").is_file());
     assert!(
         !b.dir.join("state/chat.db").exists(),
@@ -50,31 +51,34 @@ fn team_replica_the_guard_reads_it_under_two_seconds_old_and_the_server_past_tha
     );
     let why = deny_reason(&edit_pipeline(&b, "chat-b", "42", T + 1));
     assert!(why.contains("chat-a on machine-a"), "{why}");
-    // Released on A: B's replica, 1 s old, still answers (the claim is gone
-    // from the server, not from the copy: that is the bound) …
+    // Released on A: B's copy, refreshed at T + 1, still answers at T + 2
+    // (the claim is gone from the server, not from the copy: that is the
+    // bound) …
     a.jkz(&["release", "42", "--session", "chat-a"], T + 1)
         .success();
     deny_reason(&edit_pipeline(&b, "chat-b", "42", T + 1));
-    // … and at 2 s B's guard asks the server, which refreshes the copy.
-    passes(&edit_pipeline(&b, "chat-b", "42", T + 2));
-    passes(&edit_pipeline(&b, "chat-b", "42", T + 2));
-    // A new claim on A, with B's copy fresh: seen by B at 2 s at the latest.
-    a.jkz(&["claim", "42", "--session", "chat-a"], T + 2)
-        .success();
+    deny_reason(&edit_pipeline(&b, "chat-b", "42", T + 2));
+    // … and at 2 s old B's guard asks the server, which refreshes the copy.
     passes(&edit_pipeline(&b, "chat-b", "42", T + 3));
-    deny_reason(&edit_pipeline(&b, "chat-b", "42", T + 4));
+    passes(&edit_pipeline(&b, "chat-b", "42", T + 3));
+    // A new claim on A just after B's copy was refreshed: seen by B's
+    // guard 2 s after that refresh at the latest.
+    a.jkz(&["claim", "42", "--session", "chat-a"], T + 3)
+        .success();
+    passes(&edit_pipeline(&b, "chat-b", "42", T + 4));
+    deny_reason(&edit_pipeline(&b, "chat-b", "42", T + 5));
     // Writes never read the copy: once B claims, A's claim and A's write
     // are refused by the server at once, though A's copy (refreshed by
     // A's release, before B's claim) still says the issue is free.
-    a.jkz(&["release", "42", "--session", "chat-a"], T + 4)
+    a.jkz(&["release", "42", "--session", "chat-a"], T + 5)
         .success();
-    b.jkz(&["claim", "42", "--session", "chat-b"], T + 4)
+    b.jkz(&["claim", "42", "--session", "chat-b"], T + 5)
         .success();
-    a.jkz(&["claim", "42", "--session", "chat-a"], T + 4)
+    a.jkz(&["claim", "42", "--session", "chat-a"], T + 5)
         .expect_code(3);
     a.cmd("jkz")
         .args(["state", "set", "42", "current_phase", "building"])
-        .env("JKZ_TEST_NOW", (T + 4).to_string())
+        .env("JKZ_TEST_NOW", (T + 5).to_string())
         .env("CLAUDE_SESSION_ID", "chat-a")
         .run()
         .expect_code(3);
