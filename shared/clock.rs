@@ -30,6 +30,22 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// Now, in Unix milliseconds, for what is judged finer than a second (how
+/// fresh the team registry's local replica is): `JKZ_TEST_NOW` seconds
+/// when set, as [`now`], else the system clock.
+pub fn now_ms() -> i64 {
+    if let Some(fixed) = std::env::var(TEST_CLOCK_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        return fixed.saturating_mul(1000);
+    }
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// The variable that fixes the event log's clock (debug builds, tests only).
 pub const TEST_LOG_CLOCK_ENV: &str = "JKZ_TEST_LOG_NOW";
 

@@ -76,13 +76,15 @@ pub fn status(url: &RegistryUrl, service: Option<&str>) -> Result<Vec<Circuit>, 
                 return Ok(service.iter().map(|s| closed(s)).collect());
             }
             let rows = match &service {
-                Some(s) => conn.client.query(
+                // Unnamed statements: no prepared statement to lose to a
+                // transaction pooler between two messages.
+                Some(s) => conn.client.query_typed(
                     "SELECT service, record FROM jkz_circuits WHERE service = $1",
-                    &[s],
+                    &[(s, postgres::types::Type::TEXT)],
                 ),
                 None => conn
                     .client
-                    .query("SELECT service, record FROM jkz_circuits", &[]),
+                    .query_typed("SELECT service, record FROM jkz_circuits", &[]),
             }
             .map_err(|e| conn.err(e))?;
             let mut out: Vec<Circuit> = rows

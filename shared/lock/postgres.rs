@@ -194,7 +194,9 @@ pub fn list(url: &RegistryUrl) -> Result<Vec<LockRecord>, TeamError> {
             }
             let rows = conn
                 .client
-                .query("SELECT record FROM jkz_locks", &[])
+                // One unnamed statement: no prepared statement to lose
+                // to a transaction pooler between two messages.
+                .query_typed("SELECT record FROM jkz_locks", &[])
                 .map_err(|e| conn.err(e))?;
             let mut out: Vec<LockRecord> = rows
                 .iter()

@@ -1,14 +1,18 @@
 //! Which backend holds the registry: `state/chat.db` ([`super::db`]) or, in
 //! team mode ([`crate::team::backend`]), PostgreSQL ([`super::postgres`]).
 //! [`with_registry`] runs a caller's operation on it within the caller's
-//! [`Bound`]. Neither backend knows the other; only this file knows both.
+//! [`Bound`]; [`with_guard_reads`] answers the PreToolUse guard's questions,
+//! in team mode from this machine's replica while it is fresh
+//! ([`super::replica`]). Neither backend knows the other; only this file
+//! knows both.
 
 use std::path::Path;
 use std::time::Instant;
 
 use super::chat::Chat;
 use super::claim::Claim;
-use super::store::{RegistryError, Store, StoreError};
+use super::replica;
+use super::store::{GuardReads, RegistryError, Store, StoreError, ThroughStore};
 use crate::state_dir::layout::CHAT_DB;
 use crate::team::{Backend, Budget};
 
@@ -53,9 +57,75 @@ where
 {
     match crate::team::backend(root).map_err(RegistryError::Unavailable)? {
         Backend::Local => super::db::with_local_registry(root, bound.deadline(), op),
-        Backend::Team(url, _) => super::postgres::with_team_registry(&url, bound.budget(), op)
-            .map(|t| (t, None))
-            .map_err(|e| RegistryError::Unavailable(e.to_string())),
+        Backend::Team(url, _) => with_team(root, &url, bound, op),
+    }
+}
+
+/// `op` on the team registry at `url`, then the snapshot the same
+/// connection read stored in the replica in `root` (a replica that cannot
+/// be written is the note; the answer stands). A hook leaves a copy
+/// refreshed under [`replica::REFRESH_AFTER_MS`] ago as it is.
+fn with_team<T, F>(
+    root: &Path,
+    url: &crate::team::RegistryUrl,
+    bound: Bound,
+    op: F,
+) -> Result<(T, Option<String>), RegistryError>
+where
+    T: Send + 'static,
+    F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
+{
+    let server = url.masked();
+    let known = replica::known(root, &server);
+    let unavailable = |e: crate::team::TeamError| RegistryError::Unavailable(e.to_string());
+    if matches!(bound, Bound::Hook(_)) && known.recent(crate::clock::now_ms()) {
+        let t =
+            super::postgres::with_team_registry(url, bound.budget(), op).map_err(unavailable)?;
+        return Ok((t, None));
+    }
+    let (t, pulled) = super::postgres::with_team_registry_pulling(url, bound.budget(), known, op)
+        .map_err(unavailable)?;
+    let note = pulled.and_then(|p| {
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        replica::store(root, &server, &p, until.max(bound.deadline()))
+            .err()
+            .map(|why| format!("the team registry's local replica was not refreshed: {why}"))
+    });
+    Ok((t, note))
+}
+
+/// Runs the PreToolUse guard's `op` ([`GuardReads`]: reads only) on the
+/// registry of `root`: locally `state/chat.db`, as [`with_registry`]; in
+/// team mode this machine's replica when it was refreshed within
+/// [`replica::FRESH_FOR_MS`], else the server, as [`with_registry`] (which
+/// refreshes the replica on the way), within the hook's budget.
+pub fn with_guard_reads<T, F>(
+    root: &Path,
+    bound: Bound,
+    mut op: F,
+) -> Result<(T, Option<String>), RegistryError>
+where
+    T: Send + 'static,
+    F: FnMut(&mut dyn GuardReads) -> Result<T, StoreError> + Send + 'static,
+{
+    if let Ok(Backend::Team(url, _)) = crate::team::backend(root) {
+        let now_ms = crate::clock::now_ms();
+        if let Some(mut copy) = replica::fresh(root, &url.masked(), now_ms, bound.deadline()) {
+            // A replica that cannot answer is asked no more: the server is.
+            if let Ok(t) = op(&mut copy) {
+                return Ok((t, None));
+            }
+        }
+    }
+    with_registry(root, bound, move |r| op(&mut ThroughStore(r)))
+}
+
+/// How fresh this machine's replica of the team registry is: `None` in
+/// local mode (or with no replica yet).
+pub fn replica_freshness(root: &Path) -> Option<replica::Freshness> {
+    match crate::team::backend(root) {
+        Ok(Backend::Team(url, _)) => replica::freshness(root, &url.masked()),
+        _ => None,
     }
 }
 

@@ -318,6 +318,8 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     }
     let writing = |e| Failure::io(EXIT_FAILED, "writing stdout", e);
     let now = now();
+    // As it was before this listing refreshed it: what the guard had.
+    let replica = super::backend::replica_freshness(state.path());
     let listed = if may_hold_claims(state.path()) {
         let root = root_of(state)?;
         let (listed, note) = with_registry(&root, bound(), |r| r.chats())
@@ -390,6 +392,18 @@ pub fn chats(args: &ChatsArgs, state: &StateDir, out: &mut dyn Write) -> Result<
     }
     if listed.is_empty() {
         writeln!(out, "(no live or stale chats)").map_err(writing)?;
+    }
+    if let Ok(crate::team::Backend::Team(..)) = crate::team::backend(state.path()) {
+        let fresh = replica.map_or_else(
+            || "none yet".to_string(),
+            |f| f.describe(crate::clock::now_ms()),
+        );
+        writeln!(
+            out,
+            "team registry; this machine's replica ({}): {fresh}, before this listing",
+            crate::state_dir::layout::REGISTRY_REPLICA
+        )
+        .map_err(writing)?;
     }
     out.flush().map_err(writing)?;
     Ok(EXIT_OK)

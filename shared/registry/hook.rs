@@ -22,13 +22,13 @@
 
 use std::time::Instant;
 
-use super::backend::{may_hold_claims, with_registry, Bound};
+use super::backend::{may_hold_claims, with_guard_reads, with_registry, Bound};
 use super::bash::Change;
 use super::chat::{client, Place};
 use super::claim::Holder;
 use super::decision::{decide, Verdict};
 use super::identity::{lineage, may_not_speak_for};
-use super::store::{Store, StoreError};
+use super::store::{GuardReads, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::client::edge::Hook;
 use crate::client::{Answer, EventKind, EventName, HookEvent, Tool};
@@ -222,7 +222,7 @@ pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
             let others = if may_hold_claims(&root) {
                 let (looked_for, guarded_copy) = (found.clone(), guarded.clone());
                 let asking = session.clone();
-                match with_registry(&root, bound, move |r| {
+                match with_guard_reads(&root, bound, move |r| {
                     claims_for(r, &asking, &looked_for, &guarded_copy)
                 }) {
                     Ok((others, note)) => {
@@ -281,7 +281,7 @@ pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
 /// pattern, the registry, a directory a Bash command changes or removes, a
 /// write the hook cannot name), every claim.
 fn claims_for(
-    r: &mut dyn Store,
+    r: &mut dyn GuardReads,
     session: &str,
     targets: &[Target],
     guarded: &Guarded,

@@ -15,6 +15,7 @@ use postgres::{GenericClient, IsolationLevel, Row, SimpleQueryMessage, SimpleQue
 
 use super::chat::{Chat, Client, Place, HEARTBEAT_EVERY};
 use super::claim::{blocking, in_the_way, Claim, Claimed, Holder, Released};
+use super::replica::{Known, Pulled};
 use super::store::{Store, StoreError};
 use crate::team::connect::{literal, with_conn, Conn, Schema};
 use crate::team::error::{Kind, TeamError};
@@ -52,6 +53,36 @@ where
                 StoreError::Team(t) => t,
                 StoreError::Sqlite(e) => TeamError::new(Kind::Query, &shown, e.to_string()),
             })
+        },
+    )
+}
+
+/// [`with_team_registry`], then, on the same connection, a snapshot for
+/// the local replica ([`TeamRegistry::pull`]) given what it knows. A
+/// snapshot that fails is `None`: the caller's answer stands.
+pub fn with_team_registry_pulling<T, F>(
+    url: &RegistryUrl,
+    budget: Budget,
+    known: Known,
+    mut op: F,
+) -> Result<(T, Option<Pulled>), TeamError>
+where
+    T: Send + 'static,
+    F: FnMut(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
+{
+    with_conn(
+        url,
+        budget,
+        Schema::Folded,
+        Some(Duration::ZERO),
+        move |conn| {
+            let shown = conn.url.clone();
+            let mut reg = TeamRegistry { conn };
+            let t = op(&mut reg).map_err(|e| match e {
+                StoreError::Team(t) => t,
+                StoreError::Sqlite(e) => TeamError::new(Kind::Query, &shown, e.to_string()),
+            })?;
+            Ok((t, reg.pull(known).ok()))
         },
     )
 }
@@ -163,6 +194,80 @@ fn register_or_beat(
 }
 
 impl TeamRegistry<'_> {
+    /// One snapshot for the local replica, in one message and one
+    /// repeatable-read transaction: the claims' change counter, every chat
+    /// not gone or holding a claim, and the claims when the counter is not
+    /// `known`'s (or `known` wants them anyway).
+    pub fn pull(&mut self, known: Known) -> Result<Pulled, StoreError> {
+        self.conn.checked()?;
+        let read_ms = crate::clock::now_ms();
+        let every = known.wants_claims(read_ms) || known.changes.is_none();
+        let known_changes = known
+            .changes
+            .map_or_else(|| "NULL".to_string(), |n| n.to_string());
+        let sql = format!(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+             SELECT version AS changes FROM jkz_changes WHERE id = 1;
+             SELECT {CHAT_COLUMNS} FROM jkz_chats
+                 WHERE ended IS NULL OR session_id IN (SELECT session_id FROM jkz_claims);
+             SELECT issue, session_id, worktree, acquired, host FROM jkz_claims
+                 WHERE {every} OR (SELECT version FROM jkz_changes WHERE id = 1)
+                       IS DISTINCT FROM {known_changes};
+             COMMIT"
+        );
+        let messages = self
+            .conn
+            .client
+            .simple_query(&sql)
+            .map_err(|e| self.err(e))?;
+        let mut changes = None;
+        let (mut chats, mut claims) = (Vec::new(), Vec::new());
+        let text = |r: &SimpleQueryRow, i: usize| r.get(i).map(str::to_string);
+        let int = |r: &SimpleQueryRow, i: usize| r.get(i).and_then(|v| v.parse::<i64>().ok());
+        for m in &messages {
+            let SimpleQueryMessage::Row(r) = m else {
+                continue;
+            };
+            match r.columns().first().map(|c| c.name()) {
+                Some("changes") => changes = int(r, 0),
+                Some("session_id") => chats.push(Chat {
+                    session_id: text(r, 0).unwrap_or_default(),
+                    cwd: text(r, 1).unwrap_or_default(),
+                    worktree: text(r, 2),
+                    branch: text(r, 3),
+                    pid: int(r, 4),
+                    started: int(r, 5).unwrap_or(0),
+                    heartbeat: int(r, 6).unwrap_or(0),
+                    ended: int(r, 7),
+                    host: text(r, 8),
+                    pid_start: int(r, 9),
+                }),
+                Some("issue") => claims.push(Claim {
+                    issue: text(r, 0).unwrap_or_default(),
+                    session_id: text(r, 1).unwrap_or_default(),
+                    worktree: text(r, 2),
+                    acquired: int(r, 3).unwrap_or(0),
+                    host: text(r, 4),
+                }),
+                _ => {}
+            }
+        }
+        let changes = changes.ok_or_else(|| {
+            StoreError::Team(TeamError::new(
+                Kind::Query,
+                &self.conn.url,
+                "jkz_changes holds no counter: run `jkz registry migrate --repair`",
+            ))
+        })?;
+        let copied = every || known.changes != Some(changes);
+        Ok(Pulled {
+            changes,
+            read_ms,
+            chats,
+            claims: copied.then_some(claims),
+        })
+    }
+
     fn err(&self, e: postgres::Error) -> StoreError {
         StoreError::Team(self.conn.err(e))
     }

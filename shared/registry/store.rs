@@ -70,6 +70,41 @@ pub trait Store {
     fn forget(&mut self, session: &str, heartbeat: i64) -> Result<bool, StoreError>;
 }
 
+/// The questions the PreToolUse guard asks of the registry: which other
+/// chats' claims a change could run into. Any [`Store`] answers them
+/// ([`ThroughStore`]); in team mode, so does this machine's replica of the
+/// team registry ([`super::replica`]) while it is fresh. Nothing here
+/// writes, so nothing is ever decided from the replica.
+pub trait GuardReads {
+    /// See [`Store::claims_of_others`].
+    fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError>;
+    /// See [`Store::claims_covering`].
+    fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> Result<Vec<Holder>, StoreError>;
+}
+
+/// A [`Store`] asked only the guard's questions.
+pub struct ThroughStore<'a>(pub &'a mut dyn Store);
+
+impl GuardReads for ThroughStore<'_> {
+    fn claims_of_others(&mut self, session: &str) -> Result<Vec<Holder>, StoreError> {
+        self.0.claims_of_others(session)
+    }
+
+    fn claims_covering(
+        &mut self,
+        session: &str,
+        file: Option<&str>,
+        issue: Option<&str>,
+    ) -> Result<Vec<Holder>, StoreError> {
+        self.0.claims_covering(session, file, issue)
+    }
+}
+
 /// A failed transaction.
 #[derive(Debug)]
 pub enum StoreError {

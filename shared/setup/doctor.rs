@@ -367,43 +367,76 @@ fn check_registry<W: Write>(report: &mut Report<W>, state: &StateDir) -> Result<
             ),
         ),
         Err(why) => report.line(Status::Fail, format_args!("registry: {why}")),
-        Ok(Backend::Team(url, origin)) => match crate::team::cmd::probe(&url) {
-            Ok(p) => {
-                let schema = match p.version {
+        Ok(Backend::Team(url, origin)) => {
+            match crate::team::cmd::probe(&url) {
+                Ok(p) => {
+                    // Which machines the team's chats are on, and how fresh
+                    // this machine's copy the guard reads is.
+                    let replica = crate::registry::replica::freshness(state.path(), &url.masked())
+                    .map_or_else(
+                        || "none yet (the next hook or command that talks to the server makes it)".to_string(),
+                        |f| f.describe(crate::clock::now_ms()),
+                    );
+                    let schema = match p.version {
                     0 => "no tables yet (created on first use, or by `jkz registry migrate`)".to_string(),
                     v if v < SCHEMA_VERSION => format!(
                         "schema version {v} (upgraded to {SCHEMA_VERSION} on first use, or by `jkz registry migrate`)"
                     ),
                     v => format!("schema version {v}"),
                 };
-                report.line(
-                    Status::Ok,
-                    format_args!(
+                    report.line(
+                        Status::Ok,
+                        format_args!(
                         "registry: PostgreSQL {url} (from {origin}), {schema}, round trip {:.2} ms",
                         p.round_trip.as_secs_f64() * 1000.0
                     ),
-                )?;
-                // The version says which migrations ran, not what became
-                // of the tables: each difference fails every claim, lock
-                // or circuit using that table, and every hook fails open.
-                for drift in &p.drifts {
+                    )?;
                     report.line(
+                        Status::Note,
+                        format_args!(
+                            "registry: this machine's replica ({}): {replica}",
+                            state
+                                .join(crate::state_dir::layout::REGISTRY_REPLICA)
+                                .display()
+                        ),
+                    )?;
+                    for (host, chats, issues) in
+                        crate::registry::replica::machines(state.path(), &url.masked())
+                    {
+                        let held = match issues.is_empty() {
+                            true => "no claim".to_string(),
+                            false => format!("claims {}", issues.join(", ")),
+                        };
+                        report.line(
+                            Status::Note,
+                            format_args!(
+                                "registry: machine {}: {chats} chat(s), {held} (as last copied)",
+                                crate::terminal_text::inert(&host)
+                            ),
+                        )?;
+                    }
+                    // The version says which migrations ran, not what became
+                    // of the tables: each difference fails every claim, lock
+                    // or circuit using that table, and every hook fails open.
+                    for drift in &p.drifts {
+                        report.line(
                         Status::Fail,
                         format_args!(
                             "registry: table {}; until then jkz's statements on it fail and hooks let every call through",
                             drift.line()
                         ),
                     )?;
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }
-            Err(e) => report.line(
-                Status::Fail,
-                format_args!(
-                    "registry: {e} (from {origin}); hooks let every call through meanwhile"
+                Err(e) => report.line(
+                    Status::Fail,
+                    format_args!(
+                        "registry: {e} (from {origin}); hooks let every call through meanwhile"
+                    ),
                 ),
-            ),
-        },
+            }
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 //! | [`LOCKS_DIR`]`/<kind>-<name>.json` | `jkz lock`, `jkz run --lock` | worktree and pipeline locks |
 //! | [`TOOL_OUTPUT_LEDGER`], [`TOOL_OUTPUT_LEDGER_ROTATED`] | `jkz-post-tool-use` | the tool-output savings ledger |
 //! | [`CHAT_DB`] (with SQLite's `-wal`, `-shm`), [`CHAT_DB_CORRUPT`] | `jkz-chat`, `jkz claim`, `jkz release`, `jkz state set` | the cross-chat registry; a corrupt one moved aside |
+//! | [`REGISTRY_REPLICA`] (with SQLite's `-wal`, `-shm`) | every jkz that talks to a team registry | the local replica of the team's chats and claims the PreToolUse guard reads |
 //! | [`WATCH_LIST`], [`LIVE_SESSION`] | `jkz ui` | the observer's own files |
 //! | [`MEMORY_DB`] (with SQLite's `-wal`, `-shm`), [`MEMORY_DB_CORRUPT`] | `jkz patterns`, `jkz run`, `jkz-truncate --record`, `jkz ui` (pin, reject) | learned patterns with evidence and feedback (FTS5); rebuilt from the records and the feedback log |
 //! | [`PATTERNS_FEEDBACK`] | the same | the append-only feedback log of the patterns |
@@ -60,6 +61,11 @@ pub const CHAT_DB: &str = "chat.db";
 /// `state/chat.db.corrupt`: the last registry found corrupt, moved aside
 /// when it was rebuilt empty (kept for a look; the next one replaces it).
 pub const CHAT_DB_CORRUPT: &str = "chat.db.corrupt";
+/// `state/registry-replica.db`: in team mode, this machine's copy of the
+/// team registry's chats and claims (SQLite, WAL), refreshed by every
+/// conversation with the server; the PreToolUse guard reads it while it is
+/// fresh. Rebuilt from the server whenever it is missing or unreadable.
+pub const REGISTRY_REPLICA: &str = "registry-replica.db";
 /// `state/memory.db`: learned patterns with their evidence and feedback
 /// (SQLite, WAL, FTS5), derived from the deliberation records and
 /// [`PATTERNS_FEEDBACK`].
@@ -125,7 +131,7 @@ pub const SUBDIRS: [&str; 7] = [
 /// holding anything else is not a state root, and jkz does not take it
 /// over. A feature that adds an entry at the top adds it here.
 pub fn is_root_entry(name: &str) -> bool {
-    const NAMES: [&str; 21] = [
+    const NAMES: [&str; 22] = [
         PIPELINE_DIR,
         SESSION_RECORD_DIR,
         "clients",
@@ -147,8 +153,15 @@ pub fn is_root_entry(name: &str) -> bool {
         CHAT_DB,
         MEMORY_DB,
         FINDINGS_DB,
+        REGISTRY_REPLICA,
     ];
-    const DATABASES: [&str; 4] = [CHAT_DB, MEMORY_DB, FINDINGS_DB, METRICS_DB];
+    const DATABASES: [&str; 5] = [
+        CHAT_DB,
+        MEMORY_DB,
+        FINDINGS_DB,
+        METRICS_DB,
+        REGISTRY_REPLICA,
+    ];
     if NAMES.contains(&name) || is_snapshot_name(name) {
         return true;
     }

@@ -23,7 +23,7 @@ use super::LockClass;
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Migration N is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // 1: chats and claims (as state/chat.db, with the claim's host), locks
     // and circuits (one JSON record each, as in state/locks/ and
     // state/circuit/).
@@ -58,6 +58,25 @@ const MIGRATIONS: [&str; 1] = [
         service text PRIMARY KEY,
         record  text NOT NULL
     );",
+    // 2: the claims' change counter, which each machine's local replica
+    // compares with its own to know whether the claims changed (one row
+    // read instead of every claim). A trigger counts every statement on
+    // jkz_claims, in the statement's own transaction, so a reader sees the
+    // counter and the claims of one moment.
+    "CREATE TABLE IF NOT EXISTS jkz_changes (
+        id      integer PRIMARY KEY CHECK (id = 1),
+        version bigint NOT NULL
+    );
+    INSERT INTO jkz_changes (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+    CREATE OR REPLACE FUNCTION jkz_claims_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE jkz_changes SET version = version + 1 WHERE id = 1;
+        RETURN NULL;
+    END
+    $$;
+    DROP TRIGGER IF EXISTS jkz_claims_changed ON jkz_claims;
+    CREATE TRIGGER jkz_claims_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jkz_claims
+        FOR EACH STATEMENT EXECUTE FUNCTION jkz_claims_changed();",
 ];
 
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS jkz_schema (

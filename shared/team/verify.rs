@@ -55,7 +55,7 @@ const fn col(name: &'static str, ty: &'static str, not_null: bool) -> Column {
 /// Every table of the schema ([`super::schema::SCHEMA_VERSION`]), as its
 /// migrations leave it. The regression test that renames a column holds
 /// this to the migrations: on a fresh database, no drift.
-pub const TABLES: [Table; 5] = [
+pub const TABLES: [Table; 6] = [
     Table {
         name: "jkz_schema",
         columns: &[col("id", "integer", true), col("version", "integer", true)],
@@ -101,6 +101,11 @@ pub const TABLES: [Table; 5] = [
         name: "jkz_circuits",
         columns: &[col("service", "text", true), col("record", "text", true)],
         primary_key: &["service"],
+    },
+    Table {
+        name: "jkz_changes",
+        columns: &[col("id", "integer", true), col("version", "bigint", true)],
+        primary_key: &["id"],
     },
 ];
 

@@ -345,7 +345,20 @@ fn registry(state: &StateDir) -> Value {
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let backend = match crate::team::backend(state.path()) {
-        Ok(crate::team::Backend::Team(url, _)) => json!({"kind": "team", "url": url.masked()}),
+        Ok(crate::team::Backend::Team(url, _)) => {
+            // How fresh this machine's copy is, which the guard reads.
+            let now_ms = crate::clock::now_ms();
+            let replica =
+                crate::registry::replica::freshness(state.path(), &url.masked()).map(|f| {
+                    json!({
+                        "refreshed": timestamp(f.checked_ms.div_euclid(1000)),
+                        "age_ms": (now_ms - f.checked_ms).max(0),
+                        "fresh": f.is_fresh(now_ms),
+                        "text": f.describe(now_ms),
+                    })
+                });
+            json!({"kind": "team", "url": url.masked(), "replica": replica})
+        }
         Ok(crate::team::Backend::Local) => json!({"kind": "local", "path": state.join(CHAT_DB)}),
         Err(e) => json!({"kind": "unusable", "error": e}),
     };

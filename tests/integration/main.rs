@@ -34,6 +34,8 @@ mod session;
 mod state;
 mod stats;
 mod team;
+mod team_pooler;
+mod team_replica;
 mod team_tls;
 mod tool_output;
 mod truncate;

@@ -15,7 +15,7 @@ use crate::util::{bin, scrubbed, Cmd, Dir, Run};
 
 /// Where a machine's registry, locks and circuits live.
 #[derive(Clone)]
-enum Backend {
+pub(crate) enum Backend {
     Local,
     Team(String),
 }
@@ -23,7 +23,7 @@ enum Backend {
 /// One machine: a project ([`Project`]: a checkout with `state/` and a
 /// worktree `wt/42`) whose every command runs with the machine's host
 /// name and the backend it uses.
-struct Machine {
+pub(crate) struct Machine {
     project: Project,
     host: &'static str,
 }
@@ -37,7 +37,7 @@ impl std::ops::Deref for Machine {
 }
 
 impl Machine {
-    fn new(host: &'static str, backend: Backend) -> Machine {
+    pub(crate) fn new(host: &'static str, backend: Backend) -> Machine {
         let mut project = Project::new();
         project.env = vec![
             ("JKZ_HOST".to_string(), host.to_string()),
@@ -56,12 +56,12 @@ impl Machine {
         self
     }
 
-    fn envs(&self) -> Vec<(String, String)> {
+    pub(crate) fn envs(&self) -> Vec<(String, String)> {
         self.env.clone()
     }
 
     /// `jkz` as a child process, for racing.
-    fn spawn(&self, args: &[&str]) -> Child {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Child {
         let mut c = scrubbed(bin("jkz"), self.dir.path());
         c.args(args)
             .envs(self.envs())
@@ -78,7 +78,7 @@ fn team_url() -> Option<String> {
     Some(server.url(&server.database()))
 }
 
-fn deny_reason(run: &Run) -> String {
+pub(crate) fn deny_reason(run: &Run) -> String {
     let v: Value = serde_json::from_str(&run.stdout_str())
         .unwrap_or_else(|_| panic!("expected a refusal\n{}", run.report()));
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
@@ -88,13 +88,13 @@ fn deny_reason(run: &Run) -> String {
         .to_string()
 }
 
-fn quiet(run: &Run) {
+pub(crate) fn quiet(run: &Run) {
     assert!(run.stdout().is_empty(), "{}", run.report());
     assert!(run.stderr_str().is_empty(), "{}", run.report());
 }
 
 /// A hook that failed open: exit 0, no answer, one line on stderr.
-fn failed_open(run: &Run) -> String {
+pub(crate) fn failed_open(run: &Run) -> String {
     assert!(run.stdout().is_empty(), "{}", run.report());
     let err = run.stderr_str();
     assert_eq!(err.trim_end().lines().count(), 1, "{}", run.report());
@@ -573,6 +573,9 @@ fn the_database_stopped_mid_run_hooks_fail_open_and_restarted_claims_and_locks_a
     deny_reason(&b.edit("chat-b", wt.join("src/a.rs"), T + 1));
 
     server.down();
+    // The guard's refresh at T + 1 is fresh at T + 2: it answers from the
+    // replica; past the bound it fails open like every other hook.
+    deny_reason(&b.edit("chat-b", wt.join("src/a.rs"), T + 2));
     for event in [
         "PreToolUse",
         "UserPromptSubmit",
@@ -581,8 +584,8 @@ fn the_database_stopped_mid_run_hooks_fail_open_and_restarted_claims_and_locks_a
     ] {
         let started = Instant::now();
         let run = match event {
-            "PreToolUse" => b.edit("chat-b", wt.join("src/a.rs"), T + 2),
-            _ => b.hook(event, "chat-b", json!({}), T + 2),
+            "PreToolUse" => b.edit("chat-b", wt.join("src/a.rs"), T + 4),
+            _ => b.hook(event, "chat-b", json!({}), T + 4),
         };
         let err = failed_open(&run);
         assert!(err.contains("registry unavailable"), "{event}: {err}");
@@ -712,7 +715,7 @@ fn a_newer_schema_is_refused_an_older_one_migrated_a_dropped_table_repaired() {
     m.jkz(&["claim", "42", "--session", "chat-a"], T).success();
     let run = m.jkz(&["registry", "migrate"], T).success();
     assert!(
-        run.stdout_str().contains("schema version 1 (up to date"),
+        run.stdout_str().contains("schema version 2 (up to date"),
         "{}",
         run.report()
     );
@@ -748,7 +751,7 @@ fn a_newer_schema_is_refused_an_older_one_migrated_a_dropped_table_repaired() {
         let run = m.jkz(args, T).expect_code(1);
         assert!(
             run.stderr_str()
-                .contains("schema is version 99, newer than this jkz knows (1)"),
+                .contains("schema is version 99, newer than this jkz knows (2)"),
             "{}",
             run.report()
         );
@@ -774,6 +777,30 @@ fn a_newer_schema_is_refused_an_older_one_migrated_a_dropped_table_repaired() {
     );
     m.jkz(&["claim", "42", "--session", "chat-b"], T)
         .expect_code(3);
+    // Version 1 (before the claims' change counter) gains it on first use,
+    // and the replica follows the claims again.
+    server
+        .admin(&db)
+        .batch_execute(
+            "DROP TABLE jkz_changes; DROP FUNCTION jkz_claims_changed() CASCADE;
+             UPDATE jkz_schema SET version = 1",
+        )
+        .unwrap();
+    let counted = || -> i64 {
+        server
+            .admin(&db)
+            .query_one("SELECT version FROM jkz_changes", &[])
+            .unwrap()
+            .get(0)
+    };
+    m.jkz(&["release", "42", "--session", "chat-a"], T + 1)
+        .success();
+    let after_release = counted();
+    assert!(after_release >= 1, "the release was counted");
+    m.jkz(&["claim", "42", "--session", "chat-b"], T + 1)
+        .success();
+    let changes = counted();
+    assert!(changes > after_release, "the claim was counted");
 }
 
 #[test]
@@ -893,7 +920,7 @@ fn install_records_the_url_without_a_password_and_doctor_reports_the_registry() 
     assert!(line.starts_with("ok"), "{line}");
     assert!(line.contains(&format!("PostgreSQL {url}")), "{line}");
     assert!(
-        line.contains("schema version 1") && line.contains("round trip"),
+        line.contains("schema version 2") && line.contains("round trip"),
         "{line}"
     );
     // A password from the environment is masked.

@@ -452,12 +452,25 @@ fn a_held_flock_on_todays_segment_blocked_state_set_and_session_start() {
 }
 
 /// The lines of `jkz doctor`'s report about the registry.
+/// `jkz doctor`'s checks of the registry (its notes on the local replica
+/// and each machine left out: [`registry_notes`]).
 fn registry_lines(p: &Project) -> Vec<String> {
     let doctor = p.jkz(&["doctor"], T);
     doctor
         .stdout_str()
         .lines()
-        .filter(|l| l.contains("registry:"))
+        .filter(|l| l.contains("registry:") && !l.starts_with("note"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `jkz doctor`'s notes on the registry.
+fn registry_notes(p: &Project) -> Vec<String> {
+    let doctor = p.jkz(&["doctor"], T);
+    doctor
+        .stdout_str()
+        .lines()
+        .filter(|l| l.starts_with("note registry:"))
         .map(str::to_string)
         .collect()
 }
@@ -488,6 +501,13 @@ fn a_renamed_column_of_jkz_claims_left_migrate_up_to_date_and_doctor_ok() {
     assert!(
         lines.len() == 1 && lines[0].starts_with("ok   registry: PostgreSQL"),
         "{lines:?}"
+    );
+    let notes = registry_notes(&p);
+    assert!(
+        notes[0].starts_with("note registry: this machine's replica")
+            && notes[0].contains("refreshed")
+            && notes.iter().any(|l| l.contains("1 chat(s), claims 42")),
+        "{notes:?}"
     );
 
     server
