@@ -26,7 +26,6 @@
 
 pub mod digest;
 pub mod focus;
-pub mod gemini;
 pub mod hooks;
 pub mod live;
 pub mod post_compact;

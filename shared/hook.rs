@@ -73,6 +73,13 @@ pub struct Warnings {
 }
 
 impl Warnings {
+    /// Warnings prefixed with `program`.
+    pub fn new(program: &str) -> Warnings {
+        Warnings {
+            program: program.to_string(),
+        }
+    }
+
     /// Writes `program: message` (newlines flattened). Errors writing stderr
     /// are ignored: there is nowhere else to say it.
     pub fn warn(&mut self, message: impl AsRef<str>) {

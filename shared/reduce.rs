@@ -91,17 +91,8 @@ pub const DEFAULT_BUDGET: usize = 20_000;
 
 /// The budget for a failing command: Claude Code shows the model a failing
 /// one's first and last 5,000 characters (10,040 in all with its lines),
-/// and a view of 10,000 whole ([`claude_bash`]).
+/// and a view of 10,000 whole (`crate::client::Viewer::cut`).
 pub const FAILURE_BUDGET: usize = 10_000;
-
-/// Claude Code's cut of a failing Bash command's output (measured on
-/// 2.1.332, docs/clients.md): after `Exit code N⏎`, the output's first
-/// [`CLAUDE_FAILURE_READ`] characters, whole when that text is at most
-/// [`CLAUDE_FAILURE_WHOLE`] characters, else its first and last
-/// [`CLAUDE_FAILURE_END`].
-pub const CLAUDE_FAILURE_READ: usize = 30_000;
-pub const CLAUDE_FAILURE_WHOLE: usize = 11_024;
-pub const CLAUDE_FAILURE_END: usize = 5_000;
 
 /// How a client shows a tool's output: whole up to `whole` characters;
 /// past it, of the output's first `read` characters, the first `head` and
@@ -144,8 +135,9 @@ pub struct Context<'a> {
     /// output, written there as it ran): the view names it, and nothing is
     /// copied.
     pub kept_at: Option<&'a std::path::Path>,
-    /// How the client itself shows this output ([`claude_bash`] for a Bash
-    /// command in Claude Code; `None`: whole, whatever its size). An output
+    /// How the client itself shows this output (its
+    /// [`Viewer::cut`](crate::client::Viewer::cut); `None`: whole, whatever
+    /// its size). An output
     /// it shows whole is left as it is when its signal lines do not fit
     /// the budget (the client would show them all) or when its family's
     /// output is what was asked for (a listing, a diff); of a longer one,
@@ -168,39 +160,6 @@ pub enum Reader {
     GeminiReadFile,
     /// A shell command (Codex CLI reads files with its shell tool).
     Shell,
-}
-
-/// How Claude Code shows a Bash command's output: whole up to 30,000
-/// characters, else a 2 KB preview; a failing command's as
-/// [`CLAUDE_FAILURE_READ`] says.
-pub fn claude_bash(exit_code: Option<i32>) -> ClientCut {
-    match exit_code {
-        Some(code) if code != 0 => {
-            let exit_line = format!("Exit code {code}\n").len();
-            ClientCut {
-                whole: CLAUDE_FAILURE_WHOLE - exit_line,
-                read: CLAUDE_FAILURE_READ,
-                head: CLAUDE_FAILURE_END - exit_line,
-                tail: CLAUDE_FAILURE_END,
-            }
-        }
-        _ => ClientCut::head(
-            crate::tool_output::client::BASH_INLINE_CHARS as usize,
-            crate::tool_output::client::PREVIEW_BYTES,
-        ),
-    }
-}
-
-/// The characters Claude Code shows of a failing command's output of
-/// `chars` characters, with its `Exit code N` line and its marker.
-pub fn claude_failure_shown(chars: u64, exit_code: Option<i32>) -> u64 {
-    let exit_line = format!("Exit code {}\n", exit_code.unwrap_or(1)).len() as u64;
-    let read = exit_line + chars.min(CLAUDE_FAILURE_READ as u64);
-    if read <= CLAUDE_FAILURE_WHOLE as u64 {
-        return read;
-    }
-    let marker = format!("\n\n... [{} characters truncated] ...\n\n", read - 10_000);
-    2 * CLAUDE_FAILURE_END as u64 + marker.len() as u64
 }
 
 /// The view and what it cost.

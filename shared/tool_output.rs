@@ -1,60 +1,61 @@
 //! `jkz-post-tool-use`: the truncation contract on every tool output that
-//! enters the model's window.
+//! enters the model's window, as far as the client lets a hook touch it
+//! ([`crate::client::Client::output_control`]).
 //!
-//! Claude Code runs the PostToolUse hook after each tool call with the
-//! tool's result; a hook may hand back a replacement
-//! (`updatedToolOutput`, for MCP tools `updatedMCPToolOutput`). When the
-//! output is longer than the cap, jkz answers with what
+//! A client that lets a hook replace a tool's output (Claude Code's
+//! PostToolUse) gets, when the output is longer than the cap, what
 //! [`crate::truncate`] — the same engine as `jkz-truncate`, called, not
 //! copied — makes of the full output: the head, every protected block that
 //! fits, the tail, one marker per gap naming the saved full output
 //! (`state/context-offload/`, when the project opted in). At or under the
-//! cap, the hook prints nothing and the result stands.
+//! cap, the hook prints nothing and the result stands. A client that lets
+//! a hook only append gets what its own cut would drop ([`rescue`]); one
+//! that lets it do nothing, nothing.
 //!
 //! - The full output comes from the client's persisted file when it saved
-//!   one (`persistedOutputPath`: Bash output over 30,000 characters, whose
-//!   `stdout` in the hook input is already cut), else from the hook input.
-//!   The file is read only when it is a regular file in the client's own
-//!   tool-results directory for this session, reached through no link
-//!   ([`persisted`]); any other path leaves the output as it stands. The
-//!   file is streamed: memory is the engine's, whatever its size.
+//!   one (a shell output over its inline limit, whose text in the hook
+//!   input is already cut), else from the hook input. The file is opened
+//!   by the client's module, only when it is a regular file in the
+//!   client's own directory for this session, reached through no link;
+//!   any other path leaves the output as it stands. The file is streamed:
+//!   memory is the engine's, whatever its size.
 //! - The head share comes from the call ([`roles`]).
-//! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for Bash
-//!   it is also kept under the client's own inline limit, less `stderr`,
-//!   so the answer is shown inline rather than persisted again.
+//! - The cap is `JKZ_TOOL_OUTPUT_BYTES` (default [`DEFAULT_CAP`]); for a
+//!   shell output it is also kept under the client's own inline limit,
+//!   less `stderr`, so the answer is shown inline rather than persisted
+//!   again.
 //! - Each guarded call appends one line to the savings ledger
 //!   ([`ledger`]), counted against what the client would have shown
-//!   ([`client`]); `jkz stats` sums it up ([`stats`]).
+//!   ([`crate::client::Viewer`]); `jkz stats` sums it up ([`stats`]).
 //!
 //! Never hurts a tool call: bad input, an unreadable file, a deadline
 //! ([`DEADLINE`]) passed, any error at all: one line on stderr, nothing on
 //! stdout, exit 0, and the original result stands.
 
-pub mod client;
 pub mod help;
 pub mod ledger;
 pub mod outline;
-pub mod persisted;
 pub mod recent;
 pub mod reduce_call;
-pub mod response;
+pub mod rescue;
 pub mod roles;
 pub mod stats;
 pub mod wrap;
 
 use std::ffi::OsStr;
 use std::io::{self, Read};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::client::edge::Hook;
+use crate::client::view::FullOutput;
+use crate::client::{
+    Answer, Body, EventKind, EventName, HookEvent, OutputControl, Tool, ToolOutput, ToolUse,
+};
 use crate::hook::Warnings;
-use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
 use crate::truncate::{self, Settings};
 
-use self::client::{FullOutput, ToolKind, PREVIEW_BYTES};
 use self::ledger::Entry;
-use self::response::{Body, ToolOutput};
 
 /// The environment variable that sets the cap.
 pub const CAP_VARIABLE: &str = "JKZ_TOOL_OUTPUT_BYTES";
@@ -94,41 +95,56 @@ pub fn resolve_cap(env: Option<&OsStr>) -> Result<u64, (u64, String)> {
     crate::byte_cap::byte_cap(CAP_VARIABLE, env, DEFAULT_CAP, &default_words)
 }
 
-/// The hook: reads the event from `stdin`, returns the answer to print
-/// (`None`: print nothing), and records the call in the ledger.
-pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
+/// What `jkz-post-tool-use` handles.
+pub const HOOK: Hook = Hook {
+    handles: &[EventName::PostToolUse],
+    default: None,
+    max_input: MAX_INPUT,
+    on_bad_input: "; the tool's output stands",
+    // An output that fits is left alone before the state directory is
+    // looked at.
+    refuse_tracked_state: false,
+    tool_output: true,
+};
+
+/// The hook's answer to `event` (a tool's output, as the client lets jkz
+/// touch it), and the call recorded in the ledger.
+pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
     let started = Instant::now();
-    let input = match HookInput::read_bounded(stdin, MAX_INPUT) {
-        Ok(input) => input,
-        Err(e) => {
-            warnings.warn(format!("{e}; the tool's output stands"));
-            return None;
-        }
+    let EventKind::PostToolUse(used) = &event.kind else {
+        return Answer::Nothing;
     };
-    match crate::client::Client::detect(&input) {
-        crate::client::Client::Gemini => {
-            return crate::client::gemini::after_tool::run(&input, warnings)
+    match event.client.output_control(&used.tool) {
+        OutputControl::Replace => {}
+        OutputControl::Append(cut) => {
+            return rescue::answer(used, cut, event.client.title());
         }
-        // Codex CLI cannot replace a tool's output (its PostToolUse takes no
-        // updated output): its own cut stands, and nothing is printed.
-        crate::client::Client::Codex => return None,
-        crate::client::Client::Claude => {}
+        OutputControl::Nothing => return Answer::Nothing,
     }
-    let cwd = input.cwd();
-    let tool_results = persisted::tool_results_dir(&input);
-    let asked = |k: &str| input.raw.get("tool_input").is_some_and(|i| !i[k].is_null());
-    let input_meta = Meta {
-        session: input.text("session_id").map(str::to_string),
-        plan_mode: input.text("permission_mode") == Some("plan"),
-        read_range: asked("offset") || asked("limit"),
+    if used.name.is_empty() {
+        warnings.warn("PostToolUse event without a tool_name");
+        return Answer::Nothing;
+    }
+    let Some(output) = &used.output else {
+        return Answer::Nothing;
     };
-    let output = match ToolOutput::from_input(input) {
-        Ok(Some(output)) => output,
-        Ok(None) => return None,
-        Err(e) => {
-            warnings.warn(e);
-            return None;
+    let call = match &used.tool {
+        Tool::Shell { command, .. } => command.as_str(),
+        Tool::Read { .. } | Tool::Edit { .. } | Tool::Patch { .. } | Tool::Other => {
+            used.name.as_str()
         }
+    };
+    let guarded_call = GuardedCall {
+        event,
+        used,
+        output,
+        call,
+    };
+    let cwd = event.cwd.clone();
+    let input_meta = Meta {
+        session: event.session_id.clone(),
+        plan_mode: event.plan_mode,
+        read_range: matches!(used.tool, Tool::Read { range: true }),
     };
     let cap = match resolve_cap(std::env::var_os(CAP_VARIABLE).as_deref()) {
         Ok(cap) => cap,
@@ -138,7 +154,7 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         }
     };
     if cap == 0 {
-        return None;
+        return Answer::Nothing;
     }
     let project = crate::hook::project_dir(cwd.clone());
     let state = StateDir::resolve(None, cwd.as_deref());
@@ -146,50 +162,42 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
     // Its full output could be kept, and its ledger line written, only in
     // a state directory git tracks: the output stands instead. (An output
     // that fits is left alone before the index is read.)
-    if may_need_guard(&output, cap) && crate::hook::refuse_tracked_state(&state, warnings) {
-        return None;
+    if may_need_guard(output, cap) && crate::hook::refuse_tracked_state(&state, warnings) {
+        return Answer::Nothing;
     }
-    if output.kind != ToolKind::Read {
-        return reduce_output(
-            &output,
-            &tool_results,
-            &state,
-            &input_meta,
-            cap,
-            started,
-            warnings,
-        );
-    }
+    let Tool::Read { .. } = used.tool else {
+        return reduce_output(&guarded_call, &state, &input_meta, cap, started, warnings)
+            .map_or(Answer::Nothing, Answer::ReplaceOutput);
+    };
     let mut notes = Vec::new();
     let rules: Vec<roles::Rule> = roles::user_rules(&project, &mut notes)
         .into_iter()
         .chain(roles::built_in())
         .collect();
-    let head_share = roles::head_share(&output.call, &rules);
-    let outlined = outline_read(&output, &input_meta, cap);
+    let head_share = roles::head_share(call, &rules);
+    let outlined = outline_read(output, &input_meta, cap);
     let family = outlined.as_ref().map(|_| "outline".to_string());
     let guarded = match outlined {
         Some(g) => Ok(Some(g)),
-        None => guard(&output, &tool_results, cap, head_share, &state, &mut notes),
+        None => guard(&guarded_call, cap, head_share, &state, &mut notes),
     };
     for n in notes {
         warnings.warn(n);
     }
     let guarded = match guarded {
         Ok(Some(g)) => g,
-        Ok(None) => return None,
+        Ok(None) => return Answer::Nothing,
         Err(e) => {
             warnings.warn(format!("{e}; the tool's output stands"));
-            return None;
+            return Answer::Nothing;
         }
     };
-    let answer = output.answer(guarded.text).to_string();
     let entry = Entry {
         ts: chrono::Utc::now()
             .format("%Y-%m-%dT%H:%M:%S%.3fZ")
             .to_string(),
-        tool: output.tool.clone(),
-        call: ledger::short_call(&output.call),
+        tool: used.name.clone(),
+        call: ledger::short_call(call),
         full: guarded.full,
         client: guarded.client,
         jkz: guarded.jkz,
@@ -208,7 +216,17 @@ pub fn run(stdin: impl Read, warnings: &mut Warnings) -> Option<String> {
         ));
     }
     crate::events::sources::tool_output_guarded(&state, None, &entry.tool, entry.full, entry.jkz);
-    Some(answer)
+    Answer::ReplaceOutput(guarded.text)
+}
+
+/// One tool call whose output the guard may replace.
+pub struct GuardedCall<'a> {
+    pub event: &'a HookEvent,
+    pub used: &'a ToolUse,
+    pub output: &'a ToolOutput,
+    /// The shell command, else the tool's name: what the role table and
+    /// the ledger see.
+    pub call: &'a str,
 }
 
 /// What the hook input says beside the output.
@@ -227,23 +245,23 @@ fn outline_read(output: &ToolOutput, meta: &Meta, cap: u64) -> Option<Guarded> {
     if meta.read_range || meta.plan_mode || !may_need_guard(output, cap) {
         return None;
     }
-    let (path, start, total) = output.read_file()?;
+    let file = output.file.as_ref()?;
     let Body::Inline(text) = &output.body else {
         return None;
     };
-    if start != 1 || !outline::knows(path) {
+    if file.start != 1 || !outline::knows(&file.path) {
         return None;
     }
     let budget = budget_of(output, cap);
-    let view = outline::outline(path, text, total, budget as usize)?;
+    let view = outline::outline(&file.path, text, file.total, budget as usize)?;
     if view.len() as u64 > budget {
         return None;
     }
     let over_limit = output
-        .kind
+        .viewer
         .inline_limit()
         .is_some_and(|l| text.chars().count() as u64 + output.beside > l);
-    let head = &text.as_bytes()[..text.len().min(PREVIEW_BYTES + 1)];
+    let head = &text.as_bytes()[..text.len().min(output.viewer.head_bytes())];
     Some(finish(
         output,
         view,
@@ -255,32 +273,33 @@ fn outline_read(output: &ToolOutput, meta: &Meta, cap: u64) -> Option<Guarded> {
     ))
 }
 
-/// Bash (a command that ran unwrapped), Grep and MCP outputs: reduced by
-/// the engine for Claude Code's view ([`reduce_call`]), counted in the
-/// ledger; `None` when the output stands (it was wrapped and reduced
-/// already, the raw output was asked for, plan mode, or nothing to gain).
+/// A shell command's output (one that ran unwrapped), a search's, an MCP
+/// tool's: reduced by the engine for the client's view ([`reduce_call`]),
+/// counted in the ledger; `None` when the output stands (it was wrapped
+/// and reduced already, the raw output was asked for, plan mode, or
+/// nothing to gain).
 fn reduce_output(
-    output: &ToolOutput,
-    tool_results: &Result<PathBuf, String>,
+    guarded: &GuardedCall,
     state: &StateDir,
     meta: &Meta,
     cap: u64,
     started: Instant,
     warnings: &mut Warnings,
 ) -> Option<String> {
-    let command = (output.kind == ToolKind::Bash).then_some(output.call.as_str());
+    let output = guarded.output;
+    let command = match guarded.used.tool {
+        Tool::Shell { .. } => Some(guarded.call),
+        Tool::Read { .. } | Tool::Edit { .. } | Tool::Patch { .. } | Tool::Other => None,
+    };
     if meta.plan_mode
         || command
             .is_some_and(|c| wrap::is_wrapped(c) || c.trim_start().starts_with(wrap::RAW_REQUEST))
     {
         return None;
     }
-    let (viewer, exit_code) = match output.kind {
-        // PostToolUse runs only for a command that succeeded.
-        ToolKind::Bash => (reduce_call::Viewer::Claude, Some(0)),
-        ToolKind::Mcp => (reduce_call::Viewer::ClaudeMcp, None),
-        ToolKind::Grep | ToolKind::Read => (reduce_call::Viewer::ClaudeWhole, None),
-    };
+    let viewer = output.viewer;
+    // PostToolUse runs only for a command that succeeded.
+    let exit_code = command.map(|_| 0);
     let budget = viewer
         .budget(exit_code)
         .min(usize::try_from(cap).unwrap_or(usize::MAX))
@@ -303,7 +322,7 @@ fn reduce_output(
         _ => None,
     };
     let call = reduce_call::Call {
-        tool: &output.tool,
+        tool: &guarded.used.name,
         command,
         exit_code,
         via: "post-tool-use",
@@ -321,30 +340,18 @@ fn reduce_output(
         Body::Inline(text) => {
             reduce_call::reduce_call(&mut text.as_bytes(), &call, &table, &mut notes)
         }
-        Body::Persisted(path) => {
-            let dir = match tool_results {
-                Ok(dir) => dir,
-                Err(why) => {
-                    warnings.warn(format!(
-                        "persisted output {} not read: {why}",
-                        path.display()
-                    ));
-                    return None;
-                }
-            };
-            match persisted::open(path, dir) {
-                Ok(file) => reduce_call::reduce_call(
-                    &mut Watched::new(file, DEADLINE),
-                    &call,
-                    &table,
-                    &mut notes,
-                ),
-                Err(e) => {
-                    warnings.warn(e);
-                    return None;
-                }
+        Body::Persisted(path) => match guarded.event.client.open_persisted(guarded.event, path) {
+            Ok(file) => reduce_call::reduce_call(
+                &mut Watched::new(file, DEADLINE, viewer.head_bytes()),
+                &call,
+                &table,
+                &mut notes,
+            ),
+            Err(e) => {
+                warnings.warn(e);
+                return None;
             }
-        }
+        },
     };
     for line in String::from_utf8_lossy(&notes).lines() {
         warnings.warn(line.strip_prefix("jkz: ").unwrap_or(line));
@@ -365,7 +372,7 @@ fn reduce_output(
         Ok(t) => t,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Some(output.answer(text).to_string())
+    Some(text)
 }
 
 /// What the guard made of an output longer than its budget.
@@ -383,22 +390,22 @@ pub struct Guarded {
     pub blocks: u64,
 }
 
-/// Truncates `output`'s body to its budget; `Ok(None)` when it fits.
-/// A persisted body is read only from `tool_results`, the client's
-/// directory ([`persisted`]; `Err`: unknown, so nothing is read). Warnings
+/// Truncates the call's output body to its budget; `Ok(None)` when it
+/// fits. A persisted body is read only as the client's module opens it
+/// (from the client's own directory; `Err`: nothing is read). Warnings
 /// (a full output that could not be saved, bad rule lines) are added to
 /// `notes`.
 pub fn guard(
-    output: &ToolOutput,
-    tool_results: &Result<PathBuf, String>,
+    guarded: &GuardedCall,
     cap: u64,
     head_share: f64,
     state: &StateDir,
     notes: &mut Vec<String>,
 ) -> Result<Option<Guarded>, String> {
-    if !may_need_guard(output, cap) {
+    if !may_need_guard(guarded.output, cap) {
         return Ok(None);
     }
+    let output = guarded.output;
     let budget = budget_of(output, cap);
     match &output.body {
         Body::Inline(text) => {
@@ -406,11 +413,11 @@ pub fn guard(
                 return Ok(None);
             }
             let over_limit = output
-                .kind
+                .viewer
                 .inline_limit()
                 .is_some_and(|l| text.chars().count() as u64 + output.beside > l);
             let mut head = text.as_bytes();
-            head = &head[..head.len().min(PREVIEW_BYTES + 1)];
+            head = &head[..head.len().min(output.viewer.head_bytes())];
             run_engine(
                 text.as_bytes(),
                 budget,
@@ -427,11 +434,8 @@ pub fn guard(
             })
         }
         Body::Persisted(path) => {
-            let dir = tool_results
-                .as_ref()
-                .map_err(|why| format!("persisted output {} not read: {why}", path.display()))?;
-            let file = persisted::open(path, dir)?;
-            let mut reader = Watched::new(file, DEADLINE);
+            let file = guarded.event.client.open_persisted(guarded.event, path)?;
+            let mut reader = Watched::new(file, DEADLINE, output.viewer.head_bytes());
             let shown = path.display().to_string();
             let result = run_engine(
                 &mut reader,
@@ -452,7 +456,7 @@ pub fn guard(
 
 /// The bytes of `output`'s body the model may see.
 fn budget_of(output: &ToolOutput, cap: u64) -> u64 {
-    let limit = output.kind.inline_limit().map_or(cap, |l| cap.min(l));
+    let limit = output.viewer.inline_limit().map_or(cap, |l| cap.min(l));
     limit.saturating_sub(output.beside)
 }
 
@@ -479,7 +483,7 @@ fn finish(
     path: Option<&str>,
 ) -> Guarded {
     let full = body_bytes + output.beside;
-    let client = client::shown_bytes(&FullOutput {
+    let client = output.viewer.shown_bytes(&FullOutput {
         bytes: full,
         over_limit,
         head,
@@ -547,20 +551,22 @@ fn run_engine(
     Ok(Some((text, summary.input_bytes, blocks)))
 }
 
-/// A reader that keeps the first bytes read (the client's preview is made
-/// from them) and fails once its deadline has passed.
+/// A reader that keeps the first `keep` bytes read (the client's preview
+/// is made from them) and fails once its deadline has passed.
 struct Watched<R> {
     inner: R,
     deadline: Instant,
     head: Vec<u8>,
+    keep: usize,
 }
 
 impl<R> Watched<R> {
-    fn new(inner: R, within: Duration) -> Watched<R> {
+    fn new(inner: R, within: Duration, keep: usize) -> Watched<R> {
         Watched {
             inner,
             deadline: Instant::now() + within,
             head: Vec::new(),
+            keep,
         }
     }
 }
@@ -574,7 +580,7 @@ impl<R: Read> Read for Watched<R> {
             ));
         }
         let n = self.inner.read(buf)?;
-        let want = (PREVIEW_BYTES + 1).saturating_sub(self.head.len()).min(n);
+        let want = self.keep.saturating_sub(self.head.len()).min(n);
         self.head.extend_from_slice(&buf[..want]);
         Ok(n)
     }
@@ -601,12 +607,12 @@ mod tests {
     #[test]
     fn the_watched_reader_keeps_the_head_and_keeps_time() {
         let data = vec![b'a'; 10_000];
-        let mut r = Watched::new(&data[..], Duration::from_secs(60));
+        let mut r = Watched::new(&data[..], Duration::from_secs(60), 2_001);
         let mut sink = Vec::new();
         r.read_to_end(&mut sink).unwrap();
-        assert_eq!(r.head.len(), PREVIEW_BYTES + 1);
+        assert_eq!(r.head.len(), 2_001);
         assert_eq!(sink, data);
-        let mut late = Watched::new(&data[..], Duration::ZERO);
+        let mut late = Watched::new(&data[..], Duration::ZERO, 2_001);
         std::thread::sleep(Duration::from_millis(2));
         let err = late.read_to_end(&mut sink).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);

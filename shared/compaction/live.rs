@@ -1,6 +1,6 @@
 //! The live pipeline state as a digest: what `jkz-pre-compact` would detail
 //! now, read by the re-injection after compaction, the PostCompact check and
-//! the Codex compaction prompt.
+//! a compaction prompt written ahead.
 
 use std::path::Path;
 
@@ -36,9 +36,9 @@ pub fn live_digest(state: &StateDir, focus: Option<Focus>) -> Result<Digest, Str
 
 /// The decision-critical items of the live pipeline state of `state` and
 /// the git state of `project`, as the summarizer reads them (empty when
-/// there are none or they cannot be read): what `jkz install --client
-/// codex` writes before any compaction.
-pub fn codex_live_items(state: &StateDir, project: &Path) -> String {
+/// there are none or they cannot be read): what a compaction prompt
+/// written before any compaction holds.
+pub fn summarizer_items(state: &StateDir, project: &Path) -> String {
     use crate::git::{GitProbe, Started};
     let Ok(mut digest) = live_digest(state, None) else {
         return String::new();

@@ -33,16 +33,13 @@ use super::digest::Digest;
 use super::snapshot;
 use super::summary_check::{self, DroppedItem};
 use crate::atomic::Durability;
+use crate::client::{EventKind, HookEvent};
 use crate::hook::{self, Warnings};
-use crate::hook_input::HookInput;
 use crate::json_file::{self, UpdateError};
 use crate::json_type::json_type;
 use crate::session_id::SessionId;
 use crate::session_record;
 use crate::state_dir::StateDir;
-
-/// The event this arm answers.
-pub const EVENT: &str = "PostCompact";
 
 /// The session record's field it writes.
 pub const RECORD_FIELD: &str = "summary_dropped";
@@ -61,8 +58,11 @@ pub struct SummaryCheck {
 }
 
 /// Runs the PostCompact arm on an event already read.
-pub fn run(input: &HookInput, warnings: &mut Warnings) {
-    let summary = match input.raw.get("compact_summary") {
+pub fn run(input: &HookEvent, warnings: &mut Warnings) {
+    let EventKind::PostCompact { trigger, summary } = &input.kind else {
+        return;
+    };
+    let summary = match summary {
         Some(Value::String(s)) => s,
         Some(other) => {
             warnings.warn(format!(
@@ -73,7 +73,7 @@ pub fn run(input: &HookInput, warnings: &mut Warnings) {
         }
         None => {
             warnings.warn(
-                "PostCompact event without compact_summary (Claude Code sends one); nothing checked",
+                "PostCompact event without compact_summary (the client sends one); nothing checked",
             );
             return;
         }
@@ -83,14 +83,14 @@ pub fn run(input: &HookInput, warnings: &mut Warnings) {
         // client sends "" then): there is nothing to hold the items against.
         return;
     }
-    let session = match input.session_id() {
+    let session = match input.session() {
         Some(Ok(id)) => id,
         Some(Err(e)) => {
             warnings.warn(format!("PostCompact: {e}; nothing recorded"));
             return;
         }
         None => {
-            let why = match input.raw.get("session_id") {
+            let why = match input.raw.raw.get("session_id") {
                 Some(v) => format!("session_id is {}, not a string", json_type(v)),
                 None => "no session_id".to_string(),
             };
@@ -98,7 +98,7 @@ pub fn run(input: &HookInput, warnings: &mut Warnings) {
             return;
         }
     };
-    let state = StateDir::resolve(None, input.cwd().as_deref());
+    let state = StateDir::resolve(None, input.cwd.as_deref());
     hook::warn_state_problem(&state, warnings);
     match state.ensure_subdir(crate::state_dir::layout::SESSION_RECORD_DIR) {
         Ok(Some(_)) => {}
@@ -121,7 +121,7 @@ pub fn run(input: &HookInput, warnings: &mut Warnings) {
     let found = SummaryCheck {
         snapshot,
         checked_at: Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        trigger: input.trigger().map(str::to_string),
+        trigger: trigger.clone(),
         checked: check.checked,
         dropped: check.dropped,
     };

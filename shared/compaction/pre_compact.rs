@@ -39,10 +39,10 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::client::{EventKind, HookEvent};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
 use crate::hook::{self, Warnings};
-use crate::hook_input::{HookInput, InputError};
 use crate::json_file::PendingUpdate;
 use crate::pipeline::{self, FileContent, PipelineFile};
 use crate::session_id::SessionId;
@@ -84,34 +84,29 @@ pub struct Snapshot {
     pub root: Option<PathBuf>,
 }
 
-/// Takes the snapshot of `input` (the event, or why it could not be read)
-/// and makes the summarizer instructions; `early_git` is a git probe
-/// started before the event was read, if any.
+/// Takes the snapshot of `event` and makes the summarizer instructions;
+/// `early_git` is a git probe started before the event was read, if any.
 pub fn snapshot(
     started: Instant,
     early_git: Option<Started>,
-    input: Result<HookInput, InputError>,
+    event: &HookEvent,
     warnings: &mut Warnings,
 ) -> Snapshot {
-    let (event, event_error) = match input {
-        Ok(input) => (Some(input), None),
-        Err(e) => {
-            warnings.warn(e.to_string());
-            (None, Some(e.to_string()))
-        }
-    };
-    let cwd = event.as_ref().and_then(HookInput::cwd);
+    let cwd = event.cwd.clone();
     let git = early_git.unwrap_or_else(|| GitProbe::start(&hook::project_dir(cwd.clone())));
     let state = StateDir::resolve(None, cwd.as_deref());
     hook::warn_state_problem(&state, warnings);
-    let session = session_id(event.as_ref(), warnings);
+    let session = session_id(event, warnings);
     let root = state_root(&state, warnings);
     let now = Utc::now();
     let name = crate::state_dir::layout::snapshot_name(now, std::process::id());
     let created_at = now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let nudge = CompactionNudge {
         at: &created_at,
-        trigger: event.as_ref().and_then(HookInput::trigger),
+        trigger: match &event.kind {
+            EventKind::PreCompact { trigger } => trigger.as_deref(),
+            _ => None,
+        },
         snapshot: Some(&name),
     };
 
@@ -137,8 +132,8 @@ pub fn snapshot(
             created_at: &created_at,
             pid: std::process::id(),
             session_id: session.as_ref().map(SessionId::as_str),
-            event: event.as_ref().map(|e| &e.raw),
-            event_error: event_error.as_deref(),
+            event: Some(&event.raw.raw),
+            event_error: None,
         };
         let mut writer = root
             .as_deref()
@@ -332,8 +327,8 @@ fn record_path(state: &StateDir, session: &SessionId) -> Result<Option<PathBuf>,
     }
 }
 
-fn session_id(event: Option<&HookInput>, warnings: &mut Warnings) -> Option<SessionId> {
-    let explicit = event.and_then(|e| e.text("session_id"));
+fn session_id(event: &HookEvent, warnings: &mut Warnings) -> Option<SessionId> {
+    let explicit = event.session_id.as_deref();
     let (raw, _) = crate::session_id::resolve_raw(explicit, crate::session_id::process_env)?;
     match SessionId::parse(&raw) {
         Ok(id) => Some(id),

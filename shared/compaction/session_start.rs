@@ -29,24 +29,22 @@
 
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
-use serde_json::json;
-
 use super::digest::{phase_text, reinjection_context, verdicts_text, Digest, PipelineDigest};
 use super::focus;
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
 use super::summary_check::{self, DroppedItem, ItemKind};
+use crate::client::{Answer, EventKind, HookEvent, StartSource};
 use crate::client_text::head_units;
 use crate::findings::compaction::Audience;
 use crate::git::{GitProbe, GitState, Started};
 use crate::hook::{self, Warnings};
-use crate::hook_input::HookInput;
 use crate::outside_text::{self, short};
 use crate::pipeline::{self, IssueNumber, PipelineFile};
 use crate::session_id::SessionId;
 use crate::session_record;
 use crate::state_dir::StateDir;
+use chrono::{DateTime, Utc};
 
 /// The sources this hook answers.
 pub const SOURCES: &[&str] = &["compact", "resume", "fork"];
@@ -89,31 +87,35 @@ const MAX_CHANGE_LINES: usize = 8;
 /// The most client characters of one such line.
 const MAX_CHANGE_LINE: usize = 400;
 
-/// Answers one event (SessionStart, or PostCompact); prints the hook
-/// output. Another client's own events are answered before this
-/// (by the hook's entry).
-pub fn run(input: &HookInput, warnings: &mut Warnings) {
-    if input.event_name() == Some(super::post_compact::EVENT) {
-        super::post_compact::run(input, warnings);
-        return;
-    }
-    let Some(source) = input.source().filter(|s| SOURCES.contains(s)) else {
-        return;
-    };
-    let restored = restore(input, source, warnings);
-    let out = json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": restored.context,
+/// Answers one event: SessionStart (or a model request after a
+/// compaction: re-injected as after `compact`), or PostCompact.
+pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
+    let source = match &event.kind {
+        EventKind::PostCompact { .. } => {
+            super::post_compact::run(event, warnings);
+            return Answer::Nothing;
         }
-    });
-    hook::print(&format!("{out}\n"), warnings);
+        EventKind::SessionStart { source } => {
+            match source.filter(|s| SOURCES.contains(&s.as_str())) {
+                Some(source) => source,
+                None => return Answer::Nothing,
+            }
+        }
+        EventKind::ModelRequest => StartSource::Compact,
+        EventKind::UserPrompt
+        | EventKind::PreToolUse(_)
+        | EventKind::PostToolUse(_)
+        | EventKind::PreCompact { .. }
+        | EventKind::SessionEnd => return Answer::Nothing,
+    };
+    let restored = restore(event, source.as_str(), warnings);
     crate::events::sources::session_started(
         &restored.state,
         restored.session.as_ref().map(SessionId::as_str),
-        source,
+        source.as_str(),
     );
     crate::events::reconcile::in_hook(&restored.state, warnings);
+    Answer::AddContext(restored.context)
 }
 
 /// The re-injected context of one event, with the state directory and the
@@ -127,13 +129,13 @@ pub struct Restored {
 /// Builds the context `source` (`compact` or `resume`) re-injects for
 /// `input`'s session: every client's re-injection (Claude Code's and Codex
 /// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
-pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Restored {
+pub fn restore(input: &HookEvent, source: &str, warnings: &mut Warnings) -> Restored {
     let started = Instant::now();
-    let git = GitProbe::start(&hook::project_dir(input.cwd()));
-    let state = StateDir::resolve(None, input.cwd().as_deref());
+    let git = GitProbe::start(&hook::project_dir(input.cwd.clone()));
+    let state = StateDir::resolve(None, input.cwd.as_deref());
     hook::warn_state_problem(&state, warnings);
     let raw =
-        crate::session_id::resolve_raw(input.text("session_id"), crate::session_id::process_env);
+        crate::session_id::resolve_raw(input.session_id.as_deref(), crate::session_id::process_env);
     let session = match raw.map(|(id, _)| SessionId::parse(&id)) {
         Some(Ok(id)) => Some(id),
         Some(Err(e)) => {
@@ -147,7 +149,11 @@ pub fn restore(input: &HookInput, source: &str, warnings: &mut Warnings) -> Rest
     if let Err(Some(problem)) = &found {
         warnings.warn(problem);
     }
-    let focus = focus::find(&state, session.as_ref(), &hook::project_dir(input.cwd()));
+    let focus = focus::find(
+        &state,
+        session.as_ref(),
+        &hook::project_dir(input.cwd.clone()),
+    );
     let live = super::live::live_digest(&state, focus.clone());
     let current_git = match git {
         Started::Running(probe) => probe.finish(started + crate::git::HOOK_TIMEOUT),

@@ -20,9 +20,8 @@ use crate::jkz_toml::CONFIG_FILE;
 use crate::state_dir::StateDir;
 
 use super::user_filters::table_with;
-use super::{
-    claude_bash, reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET,
-};
+use super::{reduce, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET, MIN_BUDGET};
+use crate::client::{Client, Viewer};
 
 pub const PROGRAM: &str = "jkz reduce";
 
@@ -130,7 +129,11 @@ pub fn run(args: &ReduceArgs, state: &StateDir) -> Result<u8, Failure> {
         keep,
         // An explicit budget is a bound the caller wants kept; the
         // defaults are what the client shows, and it would show more.
-        client: args.budget.is_none().then(|| claude_bash(args.exit_code)),
+        client: args
+            .budget
+            .is_none()
+            .then(|| Viewer::shell(Client::Claude).cut(args.exit_code))
+            .flatten(),
         ..Context::default()
     };
     let stdin = io::stdin();

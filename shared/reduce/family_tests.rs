@@ -6,7 +6,7 @@
 
 use super::stream::{reduce_with, Tuning};
 use super::table::{FilterTable, Is, SignalKind};
-use super::{claude_bash, ClientCut, Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
+use super::{ClientCut, Context, Reduced, DEFAULT_BUDGET, FAILURE_BUDGET};
 use crate::reduce::classifier::Classifier;
 use crate::reduce::item::units;
 
@@ -21,7 +21,7 @@ fn reduce_as_cli(input: &str, command: Option<&str>, exit_code: i32, budget: usi
         command,
         exit_code,
         budget,
-        Some(claude_bash(Some(exit_code))),
+        Some(crate::client::claude::shown::bash(Some(exit_code))),
     )
 }
 

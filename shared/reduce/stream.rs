@@ -648,7 +648,7 @@ mod tests {
             (400_000, 10_040),
         ] {
             assert_eq!(
-                super::super::claude_failure_shown(chars, Some(1)),
+                crate::client::claude::shown::failure_shown(chars, Some(1)),
                 shown,
                 "{chars}"
             );

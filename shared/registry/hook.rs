@@ -20,10 +20,7 @@
 //! Problems (a corrupt or unreadable registry) are one line on stderr; the
 //! tool call, prompt or session goes on.
 
-use std::io::Read;
 use std::time::Instant;
-
-use serde_json::{json, Value};
 
 use super::backend::{may_hold_claims, with_registry, Bound};
 use super::bash::Change;
@@ -33,13 +30,32 @@ use super::decision::{decide, Verdict};
 use super::identity::{lineage, may_not_speak_for};
 use super::store::{Store, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
-use crate::client::{gemini, Client};
+use crate::client::edge::Hook;
+use crate::client::{Answer, EventKind, EventName, HookEvent, Tool};
 use crate::clock::now;
 use crate::hook::Warnings;
-use crate::hook_input::HookInput;
+use crate::hook_input::MAX_HOOK_INPUT;
 use crate::json_file::HOOK_LOCK_WAIT;
 use crate::session_id::{process_env, resolve_raw, SessionId};
 use crate::state_dir::StateDir;
+
+/// What `jkz-chat` handles.
+pub const HOOK: Hook = Hook {
+    handles: &[
+        EventName::SessionStart,
+        EventName::UserPrompt,
+        EventName::PreToolUse,
+        EventName::PostToolUse,
+        EventName::SessionEnd,
+    ],
+    default: None,
+    max_input: MAX_HOOK_INPUT,
+    on_bad_input: "",
+    // A call that targets nothing guarded passes before the state
+    // directory is looked at.
+    refuse_tracked_state: false,
+    tool_output: false,
+};
 
 /// The one-line summary of `jkz-chat --help`.
 pub const ABOUT: &str =
@@ -112,91 +128,60 @@ track it (which one, and why: docs/worktrees.md).
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
 then rebuilt empty, an unwritable state directory) is one line on stderr.";
 
-/// Runs the hook on the event read from `input`; returns what to print on
-/// stdout (only a PreToolUse refusal prints anything).
-pub fn run(input: impl Read, warnings: &mut Warnings) -> Option<String> {
+/// The registry's answer to `event`: a refusal or a question for a
+/// PreToolUse call on what another live chat owns, else nothing.
+pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
     // The hook's whole budget for waiting on other writers starts now.
     let deadline = Instant::now() + HOOK_LOCK_WAIT;
-    let event = match HookInput::read(input) {
-        Ok(e) => e,
-        Err(e) => {
-            warnings.warn(e.to_string());
-            return None;
-        }
-    };
-    let answer = answer(&event, deadline, warnings);
-    // A shell call nobody refused runs through jkz's reduction (the Bash
-    // wrap): one answer per call, the refusal always first.
-    let client = Client::detect(&event);
-    let before_tool = match client {
-        Client::Gemini => "BeforeTool",
-        Client::Claude | Client::Codex => "PreToolUse",
-    };
-    if answer.is_none() && event.event_name() == Some(before_tool) {
-        let session = resolve_raw(event.text("session_id"), process_env).map(|(raw, _)| raw);
-        return crate::tool_output::wrap::answer(&event, client, session.as_deref());
-    }
-    answer
-}
-
-/// [`run`] on a parsed event: the registry's answer, if any.
-fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Option<String> {
-    // Gemini CLI's events and tools are answered as their Claude Code
-    // counterparts, in Gemini's answer shape (`client::gemini`).
-    let gemini = Client::detect(event) == Client::Gemini;
-    let sent = event.event_name().unwrap_or_default().to_string();
-    let name = match gemini.then(|| gemini::claude_event(&sent)).flatten() {
-        Some(same) => same.to_string(),
-        None => sent.clone(),
-    };
-    let cwd = event.cwd();
+    let name = event.name();
+    let cwd = event.cwd.clone();
     let state = StateDir::resolve(None, cwd.as_deref());
     let base = cwd.clone().unwrap_or_else(|| ".".into());
     let guarded = || Guarded::of(state.path(), &base);
     // A call that targets nothing guarded ends here, before the registry is
-    // opened (a Bash command's write targets are resolved on disk).
-    let found = if name == "PreToolUse" {
-        let input = event.raw.get("tool_input").unwrap_or(&Value::Null);
-        let tool = event.text("tool_name").unwrap_or_default();
-        let (tool, base) = match gemini.then(|| gemini::claude_tool(tool)).flatten() {
-            // A shell command runs in its `dir_path`, when given.
-            Some(same) => (same, gemini_dir(&base, input)),
-            None => (tool, base.clone()),
-        };
-        let found = targets(tool, input, &base, guarded);
-        if found.is_empty() {
-            return None;
+    // opened (a shell command's write targets are resolved on disk).
+    let found = match &event.kind {
+        EventKind::PreToolUse(used) => {
+            let base = match &used.tool {
+                // A shell command runs in its own directory, when given.
+                Tool::Shell { dir: Some(dir), .. } => base.join(dir),
+                _ => base.clone(),
+            };
+            let found = targets(&used.tool, &base, guarded);
+            if found.is_empty() {
+                return Answer::Nothing;
+            }
+            found
         }
-        found
-    } else {
-        Vec::new()
+        _ => Vec::new(),
     };
     // The one session rule, as every jkz tool reads it.
-    let session = match resolve_raw(event.text("session_id"), process_env)
+    let session = match resolve_raw(event.session_id.as_deref(), process_env)
         .map(|(raw, _)| SessionId::parse(&raw))
     {
         Some(Ok(id)) => id,
         Some(Err(e)) => {
             warnings.warn(e.to_string());
-            return None;
+            return Answer::Nothing;
         }
         None => {
             warnings.warn(format!(
-                "{name} event without session_id (and JKZ_SESSION, CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored"
+                "{} event without session_id (and JKZ_SESSION, CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored",
+                event.client.spelling(name).unwrap_or_default()
             ));
-            return None;
+            return Answer::Nothing;
         }
     };
     crate::hook::warn_state_problem(&state, warnings);
     if crate::hook::refuse_tracked_state(&state, warnings) {
-        return None;
+        return Answer::Nothing;
     }
     let root = match state.ensure() {
         Ok(Some(root)) => root.to_path_buf(),
-        Ok(None) => return None,
+        Ok(None) => return Answer::Nothing,
         Err(e) => {
             warnings.warn(format!("state directory {}: {e}", state.describe()));
-            return None;
+            return Answer::Nothing;
         }
     };
     let here = cwd.clone().unwrap_or_else(|| ".".into());
@@ -204,8 +189,8 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
     let now = now();
     let session = session.as_str().to_string();
     let bound = Bound::Hook(deadline);
-    let done = match name.as_str() {
-        "SessionStart" => {
+    let done = match name {
+        EventName::SessionStart => {
             let (place, client, tree) = (place(), client(), lineage().clients);
             with_registry(&root, bound, move |r| {
                 if let Some(why) = may_not_speak_for(r, &session, client.as_ref(), &tree, now)? {
@@ -216,10 +201,10 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
             })
             .map(|(refused, n)| refused.or(n))
         }
-        "UserPromptSubmit" | "PostToolUse" => {
+        EventName::UserPrompt | EventName::PostToolUse => {
             with_registry(&root, bound, move |r| r.heartbeat(&session, &place, now)).map(|(_, n)| n)
         }
-        "SessionEnd" => {
+        EventName::SessionEnd => {
             let tree = lineage().clients;
             with_registry(&root, bound, move |r| {
                 if let Some(why) = may_not_speak_for(r, &session, None, &tree, now)? {
@@ -230,7 +215,7 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
             })
             .map(|(refused, n)| refused.or(n))
         }
-        "PreToolUse" => {
+        EventName::PreToolUse => {
             let guarded = guarded();
             // The state directory's own guard needs no claim; the others
             // do, and an unreadable registry only means none is known.
@@ -256,31 +241,28 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
             } else {
                 Vec::new()
             };
-            let verdict = decide(&found, &others, &guarded, now)?;
-            let speaker = Client::detect(event);
-            let tool = event.text("tool_name").unwrap_or_default();
-            let (answer, refused) = answer_for(&verdict, speaker);
+            let Some(verdict) = decide(&found, &others, &guarded, now) else {
+                return Answer::Nothing;
+            };
+            let tool = event.tool_use().map_or("", |t| t.name.as_str());
+            // A client that cannot ask gets a refusal that says why.
+            let (answer, refused) = match &verdict {
+                Verdict::Ask(f) => (Answer::Ask(f.reason.clone()), !event.client.can_ask()),
+                Verdict::Deny(f) => (Answer::Deny(f.reason.clone()), true),
+            };
             crate::events::sources::guard_decided(
                 &state,
                 refused,
                 &session,
-                speaker.name(),
+                event.client.name(),
                 tool,
                 verdict.finding(),
             );
-            return Some(answer);
+            return answer;
         }
-        _ if gemini => {
-            warnings.warn(format!(
-                "Gemini CLI event {sent:?} is not one jkz-chat handles (SessionStart, BeforeAgent, BeforeTool, AfterTool, SessionEnd): ignored"
-            ));
-            return None;
-        }
-        other => {
-            warnings.warn(format!(
-                "event {other:?} is not one jkz-chat handles (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SessionEnd): ignored"
-            ));
-            return None;
+        // Not among the events this hook handles (the edge said so).
+        EventName::PreCompact | EventName::PostCompact | EventName::ModelRequest => {
+            return Answer::Nothing
         }
     };
     match done {
@@ -290,16 +272,7 @@ fn answer(event: &HookInput, deadline: Instant, warnings: &mut Warnings) -> Opti
             "registry unavailable, nothing recorded or checked: {e}"
         )),
     }
-    None
-}
-
-/// Where a Gemini CLI tool call runs: `tool_input.dir_path` (relative to
-/// the project) when it names one, else `base`.
-fn gemini_dir(base: &std::path::Path, input: &Value) -> std::path::PathBuf {
-    match input.get("dir_path").and_then(Value::as_str) {
-        Some(dir) if !dir.is_empty() => base.join(dir),
-        _ => base.to_path_buf(),
-    }
+    Answer::Nothing
 }
 
 /// The other chats' claims `targets` could run into: for a file (an edit
@@ -346,49 +319,4 @@ fn claims_for(
         }
     }
     Ok(all)
-}
-
-/// The answer to `verdict` in `client`'s shape, and whether it refuses the
-/// call: Claude Code and Gemini CLI can ask the user; Codex CLI cannot (its
-/// hooks' `ask` is an error it ignores), so there a question is a refusal
-/// that says why.
-fn answer_for(verdict: &Verdict, client: Client) -> (String, bool) {
-    match (client, verdict) {
-        (Client::Claude, Verdict::Ask(f)) => (ask(&f.reason), false),
-        (Client::Gemini, Verdict::Ask(f)) => (gemini::ask(&f.reason), false),
-        (Client::Codex, Verdict::Ask(f)) => (
-            deny(&format!(
-                "{} Codex CLI's hooks cannot ask the user, so jkz refuses instead: ask the user to \
-                 run it, or spell the command so that what it writes is named.",
-                f.reason
-            )),
-            true,
-        ),
-        (Client::Gemini, Verdict::Deny(f)) => (gemini::deny(&f.reason), true),
-        (Client::Claude | Client::Codex, Verdict::Deny(f)) => (deny(&f.reason), true),
-    }
-}
-
-/// The PreToolUse answer that leaves the call to the user, with `why`.
-pub fn ask(why: &str) -> String {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "ask",
-            "permissionDecisionReason": why,
-        }
-    })
-    .to_string()
-}
-
-/// The PreToolUse answer that refuses the call, with `why` for the model.
-pub fn deny(why: &str) -> String {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": why,
-        }
-    })
-    .to_string()
 }

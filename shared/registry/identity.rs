@@ -84,22 +84,12 @@ pub fn lineage() -> Lineage {
 }
 
 /// True when `a` is a client jkz serves (the module documentation lists
-/// their process names).
+/// their process names; each client's module tells its own).
 pub fn is_client(a: &Ancestor) -> bool {
-    if a.name.starts_with("claude") || a.name == "codex" || a.name == "gemini" {
-        return true;
-    }
-    a.name == "node" && runs_gemini(&a.args())
-}
-
-/// True when a `node` command line runs Gemini CLI: its script (the first
-/// argument after node's own options) is `gemini` or `gemini.js`.
-fn runs_gemini(args: &[Vec<u8>]) -> bool {
-    let Some(script) = args.iter().skip(1).find(|a| !a.starts_with(b"-")) else {
-        return false;
-    };
-    let name = script.rsplit(|&b| b == b'/').next().unwrap_or_default();
-    name == b"gemini" || name == b"gemini.js"
+    let args = || a.args();
+    crate::client::Client::ALL
+        .into_iter()
+        .any(|c| c.is_process(&a.name, &args))
 }
 
 /// The chat whose recorded client is the nearest of `clients` that
@@ -188,30 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gemini_is_told_by_its_script() {
-        let args = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        for yes in [
-            &[
-                "node",
-                "/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
-            ][..],
-            &[
-                "/usr/bin/node",
-                "--max-old-space-size=8192",
-                "/home/u/.npm/bin/gemini",
-                "-p",
-                "hi",
-            ],
-        ] {
-            assert!(runs_gemini(&args(yes)), "{yes:?}");
-        }
-        for no in [
-            &["node"][..],
-            &["node", "server.js", "gemini"],
-            &["node", "/srv/not-gemini.js"],
-        ] {
-            assert!(!runs_gemini(&args(no)), "{no:?}");
-        }
+    fn clients_are_told_by_their_process_name() {
         let named = |name: &str| Ancestor {
             pid: 0,
             name: name.into(),

@@ -10,18 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::bash::{self, Change, Kept, Write};
 use super::reach::{pattern_base, reach, Reach};
 use super::state_guard::{self, Harm};
-use crate::client::codex::{self, patch};
+use crate::client::Tool;
 pub use crate::glob::glob_match;
 pub use crate::resolved_path::resolve;
 use crate::state_dir::layout::{CHAT_DB, PIPELINE_DIR};
-
-/// The tools whose input names the one file they change.
-pub const EDIT_TOOLS: [&str; 4] = ["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
 /// What a tool call changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,34 +79,20 @@ impl Guarded {
     }
 }
 
-/// The targets of `tool` called with `input`, relative paths taken from
-/// `cwd`. Empty for every tool but the edit tools, Codex's `apply_patch`
-/// (its patch body's files) and Bash; `guarded` is only asked for when a
-/// Bash command writes something.
-pub fn targets(
-    tool: &str,
-    input: &Value,
-    cwd: &Path,
-    guarded: impl FnOnce() -> Guarded,
-) -> Vec<Target> {
-    if EDIT_TOOLS.contains(&tool) {
-        let path = input
-            .get("file_path")
-            .or_else(|| input.get("notebook_path"))
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty());
-        return path
+/// The targets of `tool`, relative paths taken from `cwd`. Empty for
+/// every tool but an edit (its file), a patch (its body's files) and a
+/// shell command; `guarded` is only asked for when a shell command writes
+/// something.
+pub fn targets(tool: &Tool, cwd: &Path, guarded: impl FnOnce() -> Guarded) -> Vec<Target> {
+    match tool {
+        Tool::Edit { file } => file
+            .as_deref()
             .map(|p| vec![Target::File(resolve(&cwd.join(p)))])
-            .unwrap_or_default();
-    }
-    let command = input.get("command").and_then(Value::as_str);
-    if tool == codex::APPLY_PATCH {
-        return command.map(|c| patch_targets(c, cwd)).unwrap_or_default();
-    }
-    if tool == "Bash" {
-        if let Some(command) = command {
-            // Codex runs `apply_patch <<'EOF' … EOF` from a shell as its
-            // edit tool.
+            .unwrap_or_default(),
+        Tool::Patch { body } => patch_targets(body, cwd),
+        Tool::Shell { command, .. } => {
+            // A patch tool's body can reach a shell as a here-document
+            // (`apply_patch <<'EOF' … EOF`).
             let patched = patch_targets(command, cwd);
             let writes = bash::writes(command, cwd);
             if writes.is_empty() {
@@ -128,20 +109,17 @@ pub fn targets(
                     out.push(t);
                 }
             }
-            return out;
+            out
         }
+        Tool::Read { .. } | Tool::Other => Vec::new(),
     }
-    Vec::new()
 }
 
-/// The files a Codex patch body in `text` adds, updates, moves or deletes.
+/// The files a patch body in `text` adds, updates, moves or deletes.
 fn patch_targets(text: &str, cwd: &Path) -> Vec<Target> {
-    if !patch::looks_like_patch(text) {
-        return Vec::new();
-    }
-    let mut out: Vec<Target> = patch::patched_files(text)
+    let mut out: Vec<Target> = crate::client::patched_files(text)
         .iter()
-        .map(|f| Target::File(resolve(&cwd.join(f.path))))
+        .map(|f| Target::File(resolve(&cwd.join(f))))
         .collect();
     out.dedup();
     out
@@ -303,7 +281,26 @@ pub fn pipeline_issue(file: &Path, pipeline_dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// [`super::targets`] of the tool a client names `tool`, called with
+    /// `input` (read as Claude Code's and Codex CLI's event would be).
+    fn targets(
+        tool: &str,
+        input: &Value,
+        cwd: &Path,
+        guarded: impl FnOnce() -> Guarded,
+    ) -> Vec<Target> {
+        let event =
+            json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
+        let input = crate::hook_input::HookInput::parse(event.to_string().as_bytes()).unwrap();
+        let crate::client::Parsed::Event(event) =
+            crate::client::claude::parse(input, &crate::client::edge::Hook::ANY)
+        else {
+            panic!("not an event");
+        };
+        super::targets(&event.tool_use().unwrap().tool, cwd, guarded)
+    }
 
     /// The issues whose pipeline state a Bash command run in `/nowhere/p`
     /// writes, its state directory being `/nowhere/p/state`.

@@ -48,7 +48,7 @@ pub const PROMPT_KEY: &str = "experimental_compact_prompt_file";
 /// before the tools that change files (`Bash`, `apply_patch`). No
 /// PostToolUse guard: Codex cannot replace a tool's output; the guard
 /// answers in `jkz-chat`'s `PreToolUse` instead, rewriting a `Bash` call
-/// nobody refused ([`crate::client::codex::guard`]).
+/// nobody refused ([`crate::tool_output::wrap`]).
 pub const REGISTRATIONS: [Registration; 8] = [
     Registration {
         event: "PreCompact",
@@ -437,7 +437,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
     // The prompt with the items as they are now; each compaction refreshes it.
     let items =
-        crate::compaction::live::codex_live_items(&crate::state_dir::StateDir::at(&state), project);
+        crate::compaction::live::summarizer_items(&crate::state_dir::StateDir::at(&state), project);
     let fresh = compact_prompt::text(&items);
     if crate::state_dir::read_user_file(&prompt).ok().as_deref() != Some(fresh.as_bytes()) {
         compact_prompt::write(&state, &items)

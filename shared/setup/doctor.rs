@@ -150,75 +150,23 @@ pub fn doctor(
         }
     }
 
-    // 2. Hooks: through the plugin or settings, once.
+    // 2. Hooks, and 3. slash commands: as the client is set up (each
+    // client's own setup module says; every client decides here).
     let user = Target::resolve(None, true).ok();
-    let worktree_step = match args.client {
-        Client::Claude => registration::worktree_step(&project, user.as_ref()),
-        _ => None,
-    };
-    let client_lines = match (args.client, &worktree_step) {
-        (Client::Claude, Some(step)) => vec![(false, step.clone())],
-        (Client::Claude, None) => {
-            registration::check(&mut report, &project, user.as_ref(), &path_var)?;
-            Vec::new()
+    match args.client {
+        Client::Claude => claude_setup(&mut report, &project, user.as_ref(), &path_var)?,
+        Client::Codex => {
+            client_lines(&mut report, super::codex::doctor_lines(&project_dir))?;
+            report.line(
+                Status::Note,
+                "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
+            )?;
         }
-        (Client::Codex, _) => super::codex::doctor_lines(&project_dir),
-        (Client::Gemini, _) => super::gemini::doctor_lines(&project_dir),
-    };
-    for (ok, line) in client_lines {
-        report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+        // Gemini CLI has none of jkz's slash commands.
+        Client::Gemini => client_lines(&mut report, super::gemini::doctor_lines(&project_dir))?,
     }
     if args.probe {
-        for (ok, line) in super::probe::run(args.client, &project_dir) {
-            report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
-        }
-    }
-    if args.client == Client::Codex {
-        report.line(
-            Status::Note,
-            "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
-        )?;
-    }
-
-    // 3. Slash commands, as shipped (the plugin's are checked with it;
-    // Codex CLI and Gemini CLI have none of jkz's).
-    let commands = match args.client {
-        Client::Claude
-            if worktree_step.is_none()
-                && super::plugin::enabled(&project, user.as_ref()).is_none() =>
-        {
-            &COMMANDS[..]
-        }
-        _ => &[][..],
-    };
-    for (name, text) in commands {
-        let candidates = std::iter::once(&project)
-            .chain(user.as_ref())
-            .map(|t| t.commands_dir().join(name));
-        let mut found = None;
-        for path in candidates {
-            if let Ok(bytes) = crate::state_dir::read_user_file(&path) {
-                found = Some((path, bytes == text.as_bytes()));
-                break;
-            }
-        }
-        let command = format!("/jkz:{}", name.trim_end_matches(".md"));
-        match found {
-            Some((path, true)) => {
-                report.line(Status::Ok, format_args!("{command} ({})", path.display()))?
-            }
-            Some((path, false)) => report.line(
-                Status::Fail,
-                format_args!(
-                    "{command} ({}) differs from this jkz version's (edited?); to take this version's, remove it and run jkz install",
-                    path.display()
-                ),
-            )?,
-            None => report.line(
-                Status::Fail,
-                format_args!("{command} not installed; run jkz install"),
-            )?,
-        }
+        client_lines(&mut report, super::probe::run(args.client, &project_dir))?;
     }
 
     // 4. The state directory: which one, and why.
@@ -324,6 +272,65 @@ pub fn doctor(
         .flush()
         .map_err(|e| Failure::io(EXIT_FAILED, "writing stdout", e))?;
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Reports a client's setup lines: `(ok, text)`.
+fn client_lines<W: Write>(
+    report: &mut Report<W>,
+    lines: Vec<(bool, String)>,
+) -> Result<(), Failure> {
+    for (ok, line) in lines {
+        report.line(if ok { Status::Ok } else { Status::Fail }, line)?;
+    }
+    Ok(())
+}
+
+/// Claude Code's hooks (through the plugin or settings, once) and jkz's
+/// slash commands, as shipped (the plugin's are checked with it).
+fn claude_setup<W: Write>(
+    report: &mut Report<W>,
+    project: &Target,
+    user: Option<&Target>,
+    path_var: &OsStr,
+) -> Result<(), Failure> {
+    if let Some(step) = registration::worktree_step(project, user) {
+        return client_lines(report, vec![(false, step)]);
+    }
+    registration::check(report, project, user, path_var)?;
+    let commands = match super::plugin::enabled(project, user) {
+        None => &COMMANDS[..],
+        Some(_) => &[][..],
+    };
+    for (name, text) in commands {
+        let candidates = std::iter::once(project)
+            .chain(user)
+            .map(|t| t.commands_dir().join(name));
+        let mut found = None;
+        for path in candidates {
+            if let Ok(bytes) = crate::state_dir::read_user_file(&path) {
+                found = Some((path, bytes == text.as_bytes()));
+                break;
+            }
+        }
+        let command = format!("/jkz:{}", name.trim_end_matches(".md"));
+        match found {
+            Some((path, true)) => {
+                report.line(Status::Ok, format_args!("{command} ({})", path.display()))?
+            }
+            Some((path, false)) => report.line(
+                Status::Fail,
+                format_args!(
+                    "{command} ({}) differs from this jkz version's (edited?); to take this version's, remove it and run jkz install",
+                    path.display()
+                ),
+            )?,
+            None => report.line(
+                Status::Fail,
+                format_args!("{command} not installed; run jkz install"),
+            )?,
+        }
+    }
+    Ok(())
 }
 
 /// Which backend holds the registry, locks and circuits; for a team

@@ -1,8 +1,8 @@
 //! `jkz-post-tool-use --help`: what the hook does, with its cap and the
 //! built-in role rules spelled from the constants that apply them.
 
-use super::client::BASH_INLINE_CHARS;
 use super::{roles, CAP_VARIABLE, DEFAULT_CAP};
+use crate::client::{Client, Viewer};
 
 /// The one-line description.
 pub const ABOUT: &str =
@@ -41,7 +41,11 @@ call to state/tool-output.jsonl (the savings ledger; jkz stats sums it up).
 
 Exit code: 0, always; a problem is one line on stderr and no output, so the
 tool's own output stands.",
-        bash = crate::truncate::thousands(BASH_INLINE_CHARS),
+        bash = crate::truncate::thousands(
+            Viewer::shell(Client::Claude)
+                .inline_limit()
+                .unwrap_or_default()
+        ),
         table = roles::table(),
     )
 }

@@ -4,8 +4,8 @@
 //! PostToolUse guard.
 //!
 //! 1. The output goes through the reduction engine ([`crate::reduce`]) with
-//!    the budget of the client's view: what it shows inline, or on a
-//!    failing command the 10,000 characters Claude Code shows whole.
+//!    the budget of the client's view ([`Viewer`]: what it shows inline,
+//!    or on a failing command what it shows of one whole).
 //! 2. When the output is identical to one of the last [`RECENT_CALLS`]
 //!    calls of the same session ([`recent`]), the view is one line pointing
 //!    at that call and at the file keeping the output whole.
@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use super::client::{FullOutput, BASH_INLINE_CHARS, PREVIEW_BYTES};
 use super::ledger::{self, Entry};
 use super::recent;
-use crate::reduce::{self, ClientCut, Context, FilterTable, DEFAULT_BUDGET, FAILURE_BUDGET};
+pub use crate::client::Viewer;
+use crate::reduce::{self, Context, FilterTable};
 use crate::state_dir::StateDir;
 
 /// Outputs identical to one of this many earlier calls of the session
@@ -33,110 +33,6 @@ pub const RECENT_CALLS: usize = 20;
 /// An output shorter than this (characters) is never replaced by a
 /// pointer: the line would save too little.
 pub const REPEAT_MIN_CHARS: u64 = 1_000;
-
-/// Codex CLI keeps 10,000 tokens of a shell output, counted as 4 bytes
-/// each, head and tail (measured: 419,000 bytes reached the model as
-/// 40,214 characters).
-pub const CODEX_KEEPS: u64 = 40_000;
-const CODEX_SHOWN: u64 = 40_214;
-
-/// Gemini CLI cuts a shell output longer than 40,000 characters to 40,000
-/// (its first fifth and last four fifths) and a note of about 200.
-pub const GEMINI_KEEPS: u64 = 40_000;
-const GEMINI_NOTE: u64 = 200;
-
-/// The client whose view the output replaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Viewer {
-    Claude,
-    Codex,
-    Gemini,
-    /// Claude Code's view of an MCP tool's output (inline up to 50,000
-    /// characters).
-    #[value(skip)]
-    ClaudeMcp,
-    /// Claude Code's view of an output it always shows whole (Grep).
-    #[value(skip)]
-    ClaudeWhole,
-}
-
-impl Viewer {
-    /// The budget of jkz's view, in client characters.
-    pub fn budget(self, exit_code: Option<i32>) -> usize {
-        match (self, failing(exit_code)) {
-            (Viewer::Claude, true) => FAILURE_BUDGET,
-            _ => DEFAULT_BUDGET,
-        }
-    }
-
-    /// How the client shows an output it may cut: the engine reduces a
-    /// longer one whatever it saves, and keeps first the signal lines the
-    /// client would show.
-    pub fn cut(self, exit_code: Option<i32>) -> Option<ClientCut> {
-        match self {
-            Viewer::Claude => Some(reduce::claude_bash(exit_code)),
-            // Head and tail, half each.
-            Viewer::Codex => Some(ClientCut {
-                whole: CODEX_KEEPS as usize,
-                read: usize::MAX,
-                head: CODEX_KEEPS as usize / 2,
-                tail: CODEX_KEEPS as usize / 2,
-            }),
-            // Its first fifth and last four fifths.
-            Viewer::Gemini => Some(ClientCut {
-                whole: GEMINI_KEEPS as usize,
-                read: usize::MAX,
-                head: GEMINI_KEEPS as usize / 5,
-                tail: GEMINI_KEEPS as usize * 4 / 5,
-            }),
-            Viewer::ClaudeMcp => Some(ClientCut::head(
-                super::client::MCP_INLINE_CHARS as usize,
-                super::client::PREVIEW_BYTES,
-            )),
-            Viewer::ClaudeWhole => None,
-        }
-    }
-
-    /// Bytes the client alone puts in the window for an output of `bytes`
-    /// bytes and `chars` characters whose first bytes are `head`.
-    pub fn client_bytes(self, bytes: u64, chars: u64, head: &[u8], exit_code: Option<i32>) -> u64 {
-        match self {
-            Viewer::Claude if failing(exit_code) => reduce::claude_failure_shown(bytes, exit_code),
-            Viewer::Claude => super::client::shown_bytes(&FullOutput {
-                bytes,
-                over_limit: chars > BASH_INLINE_CHARS,
-                head,
-                path: None,
-            }),
-            Viewer::ClaudeMcp => super::client::shown_bytes(&FullOutput {
-                bytes,
-                over_limit: chars > super::client::MCP_INLINE_CHARS,
-                head,
-                path: None,
-            }),
-            Viewer::ClaudeWhole => bytes,
-            Viewer::Codex if bytes > CODEX_KEEPS => CODEX_SHOWN,
-            Viewer::Gemini if chars > GEMINI_KEEPS => GEMINI_KEEPS + GEMINI_NOTE,
-            Viewer::Codex | Viewer::Gemini => bytes,
-        }
-    }
-
-    /// Bytes the client adds to jkz's view (its `Exit code N` line).
-    fn added(self, exit_code: Option<i32>) -> u64 {
-        match self {
-            Viewer::Claude if failing(exit_code) => exit_line(exit_code).len() as u64,
-            _ => 0,
-        }
-    }
-}
-
-fn failing(exit_code: Option<i32>) -> bool {
-    exit_code.is_some_and(|c| c != 0)
-}
-
-fn exit_line(exit_code: Option<i32>) -> String {
-    format!("Exit code {}\n", exit_code.unwrap_or(0))
-}
 
 /// What a call knows about the output it reduces.
 #[derive(Clone, Copy, Debug)]
@@ -190,13 +86,9 @@ pub fn reduce_call(
         keep,
         kept_at: call.kept_at,
         client: call.viewer.cut(call.exit_code),
-        reader: match call.viewer {
-            Viewer::Codex => reduce::Reader::Shell,
-            Viewer::Gemini => reduce::Reader::GeminiReadFile,
-            _ => reduce::Reader::ClaudeRead,
-        },
+        reader: call.viewer.reader(),
     };
-    let mut tap = Tap::new(input);
+    let mut tap = Tap::new(input, call.viewer.head_bytes());
     let reduced = reduce::reduce(&mut tap, &ctx, table, warnings)?;
     let hash = tap.hash();
     let stats = &reduced.stats;
@@ -330,14 +222,17 @@ struct Tap<'r> {
     inner: &'r mut dyn Read,
     hasher: Sha256,
     head: Vec<u8>,
+    keep: usize,
 }
 
 impl<'r> Tap<'r> {
-    fn new(inner: &'r mut dyn Read) -> Tap<'r> {
+    /// Keeps the first `keep` bytes.
+    fn new(inner: &'r mut dyn Read, keep: usize) -> Tap<'r> {
         Tap {
             inner,
             hasher: Sha256::new(),
             head: Vec::new(),
+            keep,
         }
     }
 
@@ -352,7 +247,7 @@ impl Read for Tap<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
-        let want = (PREVIEW_BYTES + 1).saturating_sub(self.head.len()).min(n);
+        let want = self.keep.saturating_sub(self.head.len()).min(n);
         self.head.extend_from_slice(&buf[..want]);
         Ok(n)
     }
@@ -361,6 +256,8 @@ impl Read for Tap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Client;
+    use crate::reduce::FAILURE_BUDGET;
 
     fn call<'a>(state: &'a StateDir, session: Option<&'a str>, exit: Option<i32>) -> Call<'a> {
         Call {
@@ -368,7 +265,7 @@ mod tests {
             command: Some("cargo test"),
             exit_code: exit,
             via: "wrap",
-            viewer: Viewer::Claude,
+            viewer: Viewer::shell(Client::Claude),
             session,
             state,
             kept_at: None,
@@ -395,15 +292,15 @@ mod tests {
         let raw = test_run(3000);
         for (viewer, how) in [
             (
-                Viewer::Claude,
+                Viewer::shell(Client::Claude),
                 "Read it with offset = line number, limit = line count]",
             ),
             (
-                Viewer::Codex,
+                Viewer::shell(Client::Codex),
                 "read lines N to M with sed -n 'N,Mp' and the path]",
             ),
             (
-                Viewer::Gemini,
+                Viewer::shell(Client::Gemini),
                 "read_file it with offset = line number - 1, limit = line count]",
             ),
         ] {
@@ -506,31 +403,5 @@ mod tests {
         assert!(view.contains(kept.as_str()), "{view}");
         assert_eq!(std::fs::read(kept).unwrap(), raw.as_bytes());
         assert!(again.entry.jkz < again.entry.client);
-    }
-
-    #[test]
-    fn what_each_client_shows_alone() {
-        let head = vec![b'x'; 3000];
-        assert_eq!(
-            Viewer::Claude.client_bytes(20_000, 20_000, &head, Some(0)),
-            20_000
-        );
-        assert!(Viewer::Claude.client_bytes(400_000, 400_000, &head, Some(0)) < 2_500);
-        assert_eq!(
-            Viewer::Claude.client_bytes(5_000, 5_000, &head, Some(2)),
-            5_000 + 12
-        );
-        assert_eq!(
-            Viewer::Codex.client_bytes(30_000, 30_000, &head, Some(1)),
-            30_000
-        );
-        assert_eq!(
-            Viewer::Codex.client_bytes(400_000, 400_000, &head, Some(1)),
-            CODEX_SHOWN
-        );
-        assert_eq!(
-            Viewer::Gemini.client_bytes(50_000, 50_000, &head, None),
-            GEMINI_KEEPS + GEMINI_NOTE
-        );
     }
 }

@@ -13,7 +13,7 @@
 //!   docs/clients.md). So the command stays inline, in that shell, its
 //!   output sent to a file of the state directory, and jkz reduces the file
 //!   on the way out, or from an `EXIT` trap when the command ends the shell
-//!   ([`claude_command`]):
+//!   ([`inline_command`], for [`ShellWrap::Inline`]):
 //!
 //!   ```text
 //!   trap '__jkz_s=$?; exec 1>&3 2>&4; REDUCE' EXIT; exec 3>&1 4>&2 >'FILE' 2>&1; CMD
@@ -25,15 +25,19 @@
 //!   The file is the kept full output when the view is reduced (removed
 //!   when the output stands as it was). Because the client judges the
 //!   rewrite by its own words, it is made only where every Bash command is
-//!   pre-approved ([`bash_pre_approved`]); elsewhere the rewrite could be
-//!   asked for or refused where the original would have run.
+//!   pre-approved (the client's module says: [`crate::client::Client::shell_wrap`]);
+//!   elsewhere the rewrite could be asked for or refused where the
+//!   original would have run.
 //! - **Codex CLI and Gemini CLI** run each command in a fresh shell:
 //!   `'BIN/jkz-truncate' --for codex --session 'S' --run 'CMD'`
-//!   ([`crate::client::codex::guard`]).
+//!   ([`fresh_shell_command`], for [`ShellWrap::FreshShell`]).
 //!
-//! Left alone ([`leave_alone`]): what `crate::client::codex::guard::leave_alone`
-//! leaves alone (jkz's own commands, interactive programs, background
-//! jobs, `exec`), in Claude Code a command ending in a line continuation, a
+//! Each client's module says which of the two it takes; the wrap never
+//! names a client.
+//!
+//! Left alone ([`leave_alone`]): what [`rules::leave_alone`] leaves alone
+//! (jkz's own commands, interactive programs, background jobs, `exec`, a
+//! command a client intercepts itself), inline a command ending in a line continuation, a
 //! command whose first word sets `JKZ_RAW=1` (the raw request, documented
 //! in docs/tool-output-guard.md and nowhere in any output), a call the
 //! client runs in the background (`run_in_background`), the client's plan
@@ -41,13 +45,13 @@
 //! project that did not opt in), a shell that is not POSIX, and every call
 //! when `JKZ_BASH_WRAP` is `0`, `off`, `false` or `no`.
 
+pub mod rules;
+
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
-use crate::client::codex::guard::{self as codex_guard, quote};
-use crate::client::Client;
-use crate::hook_input::HookInput;
+use self::rules::quote;
+use crate::client::{Answer, EventKind, EventName, HookEvent, ShellWrap, Tool};
+use crate::session_id::{process_env, resolve_raw};
 use crate::state_dir::StateDir;
 use crate::truncate::run_command::posix_shell;
 
@@ -60,38 +64,59 @@ pub const RAW_REQUEST: &str = "JKZ_RAW=1";
 /// The program the wrap runs, beside the hook's own binary.
 pub const PROGRAM: &str = "jkz-truncate";
 
-/// Why `command` is left as it is for `client`, or `None` to wrap it.
-pub fn leave_alone(command: &str, client: Client) -> Option<&'static str> {
+/// `jkz-chat`'s answer: the registry's ([`crate::registry::hook::answer`]),
+/// and for a shell call it lets through, the wrap's. One answer per call,
+/// the refusal always first.
+pub fn after_registry(event: &HookEvent, warnings: &mut crate::hook::Warnings) -> Answer {
+    match crate::registry::hook::answer(event, warnings) {
+        Answer::Nothing if event.name() == EventName::PreToolUse => {
+            let session = resolve_raw(event.session_id.as_deref(), process_env).map(|(raw, _)| raw);
+            answer(event, session.as_deref())
+        }
+        answer => answer,
+    }
+}
+
+/// Why `command` is left as it is when wrapped as `wrap` says, or `None`
+/// to wrap it.
+pub fn leave_alone(command: &str, wrap: ShellWrap) -> Option<&'static str> {
     if command.trim_start().starts_with(RAW_REQUEST) {
         return Some("the raw output was asked for");
     }
-    if let Some(why) = codex_guard::leave_alone(command) {
+    if let Some(why) = rules::leave_alone(command) {
         return Some(why);
     }
-    if client != Client::Claude {
+    match wrap {
         // A fresh shell of its own: an `exit` ends only that.
-        return None;
+        ShellWrap::FreshShell => None,
+        ShellWrap::Inline if command.trim_end().ends_with('\\') => {
+            Some("a line continuation at its end would join jkz's next line")
+        }
+        ShellWrap::Inline => None,
     }
-    if command.trim_end().ends_with('\\') {
-        return Some("a line continuation at its end would join jkz's next line");
-    }
-    None
 }
 
-/// The command Claude Code runs instead of `command`: `command` itself,
-/// inline, in the client's own shell (so the client's permission check and
-/// the user's deny rules still read its words), its output into `file`;
-/// then `program` reduces the file, on the way out or from an `exit` trap.
-/// `file`.cmd holds the command's text for the reducer (written by the
-/// hook), so the command is never a quoted argument.
-pub fn claude_command(command: &str, program: &Path, file: &Path, state: Option<&Path>) -> String {
+/// The command a client that keeps the command inline runs instead of
+/// `command` ([`ShellWrap::Inline`]): `command` itself, in the client's
+/// own shell (so the client's permission check and the user's deny rules
+/// still read its words), its output into `file`; then `program` reduces
+/// the file for `viewer` (a client's name), on the way out or from an
+/// `exit` trap. `file`.cmd holds the command's text for the reducer
+/// (written by the hook), so the command is never a quoted argument.
+pub fn inline_command(
+    command: &str,
+    program: &Path,
+    file: &Path,
+    state: Option<&Path>,
+    viewer: &str,
+) -> String {
     let f = quote(&file.to_string_lossy());
     let state = state
         .map(|s| format!(" --state-dir {}", quote(&s.to_string_lossy())))
         .unwrap_or_default();
     let reduce = |status: &str| {
         format!(
-            "{} --for claude{state} --exit-code {status} --command-file {} {f} || cat {f}",
+            "{} --for {viewer}{state} --exit-code {status} --command-file {} {f} || cat {f}",
             quote(&program.to_string_lossy()),
             quote(&format!("{}.cmd", file.to_string_lossy())),
         )
@@ -103,118 +128,8 @@ pub fn claude_command(command: &str, program: &Path, file: &Path, state: Option<
     )
 }
 
-/// True when the user's permissions let every Bash command run without a
-/// prompt: then the rewrite (whose words the client checks) runs as the
-/// original would. Measured on the client (docs/clients.md): with narrower
-/// rules it asks for the rewrite, or refuses it, where the original would
-/// have run, so jkz leaves the call alone. Pre-approved: the session's
-/// `bypassPermissions` mode; the client started with
-/// `--dangerously-skip-permissions`, `--permission-mode bypassPermissions`
-/// or `--allowedTools` naming `Bash` whole; an allow rule `Bash`,
-/// `Bash(*)` or `Bash(:*)` in the project's or the user's settings.
-pub fn bash_pre_approved(event: &HookInput, project: &Path) -> bool {
-    if event.text("permission_mode") == Some("bypassPermissions") {
-        return true;
-    }
-    if client_args_approve(&client_args()) {
-        return true;
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let files = [
-        Some(project.join(".claude/settings.json")),
-        Some(project.join(".claude/settings.local.json")),
-        home.map(|h| h.join(".claude/settings.json")),
-    ];
-    files.into_iter().flatten().any(|f| settings_approve(&f))
-}
-
-/// The whole-Bash rules.
-fn whole_bash(rule: &str) -> bool {
-    matches!(rule.trim(), "Bash" | "Bash(*)" | "Bash(:*)")
-}
-
-/// The command line of the nearest Claude Code process above this one.
-fn client_args() -> Vec<String> {
-    let (crate::process::tree::Tree::Whole(found) | crate::process::tree::Tree::TooDeep(found)) =
-        crate::process::tree::ancestors()
-    else {
-        return Vec::new();
-    };
-    found
-        .iter()
-        .find(|a| a.name.starts_with("claude") || a.name == "node" && is_claude_node(a))
-        .map(|a| {
-            a.args()
-                .iter()
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn is_claude_node(a: &crate::process::tree::Ancestor) -> bool {
-    a.args()
-        .iter()
-        .skip(1)
-        .find(|x| !x.starts_with(b"-"))
-        .is_some_and(|script| String::from_utf8_lossy(script).contains("claude-code"))
-}
-
-/// True when a client's command line pre-approves every Bash command.
-pub fn client_args_approve(args: &[String]) -> bool {
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (a, None),
-        };
-        match flag {
-            "--dangerously-skip-permissions" => return true,
-            "--permission-mode"
-                if inline.or(args.get(i + 1).map(String::as_str)) == Some("bypassPermissions") =>
-            {
-                return true;
-            }
-            "--allowedTools" | "--allowed-tools" => {
-                let mut values: Vec<&str> = inline.into_iter().collect();
-                if inline.is_none() {
-                    values.extend(
-                        args[i + 1..]
-                            .iter()
-                            .map(String::as_str)
-                            .take_while(|v| !v.starts_with('-')),
-                    );
-                }
-                if values
-                    .iter()
-                    .flat_map(|v| v.split([',', ' ']))
-                    .any(whole_bash)
-                {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    false
-}
-
-/// True when a settings file allows every Bash command.
-fn settings_approve(file: &Path) -> bool {
-    let Ok(text) = crate::user_file::read_user_file_bounded(file, 1 << 20) else {
-        return false;
-    };
-    let Ok(v) = serde_json::from_slice::<Value>(&text) else {
-        return false;
-    };
-    v["permissions"]["allow"]
-        .as_array()
-        .is_some_and(|rules| rules.iter().filter_map(Value::as_str).any(whole_bash))
-}
-
-/// The command Codex CLI or Gemini CLI runs instead of `command`.
+/// The command a client that runs the rewrite in a fresh shell runs
+/// instead of `command` ([`ShellWrap::FreshShell`]), reduced for `viewer`.
 pub fn fresh_shell_command(
     command: &str,
     program: &Path,
@@ -237,83 +152,70 @@ pub fn is_wrapped(command: &str) -> bool {
     command.contains("__jkz_s=$?; trap - EXIT;") || command.contains("jkz-truncate' --for ")
 }
 
-/// True when the environment turns the wrap off ([`OPT_OUT`]; for Codex,
-/// also the older `JKZ_CODEX_GUARD`).
-fn off(client: Client) -> bool {
-    codex_guard::opted_out(std::env::var_os(OPT_OUT).as_deref())
-        || (client == Client::Codex
-            && codex_guard::opted_out(std::env::var_os(codex_guard::OPT_OUT).as_deref()))
+/// True when the environment turns the wrap off ([`OPT_OUT`], or the
+/// client's older switch).
+fn off(event: &HookEvent) -> bool {
+    let switched_off = |name: &str| rules::opted_out(std::env::var_os(name).as_deref());
+    switched_off(OPT_OUT) || event.client.older_wrap_switch().is_some_and(switched_off)
 }
 
-/// The answer that wraps `event`'s shell call, or `None` to leave it alone.
-/// `session` is the chat's session as the registry resolved it.
-pub fn answer(event: &HookInput, client: Client, session: Option<&str>) -> Option<String> {
-    let shell_tool = match client {
-        Client::Gemini => "run_shell_command",
-        Client::Claude | Client::Codex => "Bash",
+/// The answer that wraps `event`'s shell call, or [`Answer::Nothing`] to
+/// leave it alone. `session` is the chat's session as the registry
+/// resolved it.
+pub fn answer(event: &HookEvent, session: Option<&str>) -> Answer {
+    wrapped(event, session).map_or(Answer::Nothing, Answer::RewriteCommand)
+}
+
+fn wrapped(event: &HookEvent, session: Option<&str>) -> Option<String> {
+    let EventKind::PreToolUse(used) = &event.kind else {
+        return None;
     };
-    if event.text("tool_name") != Some(shell_tool)
-        || off(client)
-        || !posix_shell(std::env::var_os("SHELL").as_deref())
-        || event.text("permission_mode") == Some("plan")
-    {
+    let Tool::Shell {
+        command,
+        background,
+        ..
+    } = &used.tool
+    else {
+        return None;
+    };
+    if off(event) || !posix_shell(std::env::var_os("SHELL").as_deref()) || event.plan_mode {
         return None;
     }
-    let input = event.raw.get("tool_input")?.as_object()?;
-    let command = input.get("command")?.as_str()?;
-    if leave_alone(command, client).is_some()
-        || input.get("run_in_background").and_then(Value::as_bool) == Some(true)
-        || input.get("is_background").and_then(Value::as_bool) == Some(true)
-    {
+    // Only an input the client can take back with the command replaced.
+    event.raw.raw.get("tool_input")?.as_object()?;
+    if *background || leave_alone(command, ShellWrap::FreshShell).is_some() {
         return None;
     }
     let program = std::env::current_exe().ok()?.with_file_name(PROGRAM);
     if !program.is_file() {
         return None;
     }
-    let mut updated = input.clone();
-    let rewritten = match client {
-        Client::Claude => {
-            let cwd = event.cwd();
-            let project = crate::hook::project_dir(cwd.clone());
-            if !bash_pre_approved(event, &project) {
-                return None;
-            }
+    let cwd = event.cwd.clone();
+    let wrap = event
+        .client
+        .shell_wrap(event, &crate::hook::project_dir(cwd.clone()))?;
+    if leave_alone(command, wrap).is_some() {
+        return None;
+    }
+    let viewer = event.client.name();
+    match wrap {
+        ShellWrap::Inline => {
             let state = StateDir::resolve(None, cwd.as_deref());
-            let file = run_file(&state, event.text("tool_use_id"))?;
+            let file = run_file(&state, event.raw.text("tool_use_id"))?;
             let sidecar = PathBuf::from(format!("{}.cmd", file.display()));
             let note = CommandNote { command, session };
             crate::atomic::write_atomic(&sidecar, note.to_json().as_bytes()).ok()?;
             let root = std::path::absolute(state.path()).ok();
-            claude_command(command, &program, &file, root.as_deref())
+            Some(inline_command(
+                command,
+                &program,
+                &file,
+                root.as_deref(),
+                viewer,
+            ))
         }
-        Client::Codex => fresh_shell_command(command, &program, "codex", session),
-        Client::Gemini => fresh_shell_command(command, &program, "gemini", session),
-    };
-    updated.insert("command".into(), Value::String(rewritten));
-    let answer = match client {
-        // Only the command changes; the permission stays the client's.
-        Client::Claude => json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "updatedInput": updated,
-            }
-        }),
-        Client::Codex => json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "allow",
-                "updatedInput": updated,
-            }
-        }),
-        Client::Gemini => json!({
-            "hookSpecificOutput": {
-                "hookEventName": "BeforeTool",
-                "tool_input": { "command": updated["command"] },
-            }
-        }),
-    };
-    Some(answer.to_string())
+        ShellWrap::FreshShell => Some(fresh_shell_command(command, &program, viewer, session)),
+    }
 }
 
 /// What the hook tells the reducer beside the output: the command and
@@ -331,7 +233,7 @@ impl CommandNote<'_> {
     }
 }
 
-/// The file a Claude Code call's output goes to, in the state directory's
+/// The file an inline call's output goes to, in the state directory's
 /// offload directory (created); `None` when the project has not opted in
 /// or the directory cannot be made.
 fn run_file(state: &StateDir, tool_use_id: Option<&str>) -> Option<PathBuf> {
@@ -369,9 +271,9 @@ mod tests {
             ("./server &", true),
             ("echo exit", false),
         ] {
-            assert_eq!(leave_alone(c, Client::Claude).is_some(), left, "{c}");
+            assert_eq!(leave_alone(c, ShellWrap::Inline).is_some(), left, "{c}");
         }
-        assert_eq!(leave_alone("make; exit 3", Client::Codex), None);
+        assert_eq!(leave_alone("make; exit 3", ShellWrap::FreshShell), None);
     }
 
     /// Runs `command` through the Claude rewrite in one `bash`, with a
@@ -389,7 +291,7 @@ mod tests {
         let file = dir.join("out file.txt");
         let script = format!(
             "{} && pwd -P >&2",
-            claude_command(command, &program, &file, None)
+            inline_command(command, &program, &file, None, "claude")
         );
         let out = Command::new("bash")
             .arg("-c")
@@ -428,37 +330,15 @@ mod tests {
     }
 
     #[test]
-    fn pre_approval_from_the_clients_command_line() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        for yes in [
-            &["claude", "-p", "x", "--allowedTools", "Bash"][..],
-            &["claude", "--allowedTools", "Read,Bash", "-p"],
-            &["claude", "--allowed-tools", "Read", "Bash(*)"],
-            &["claude", "--allowedTools=Edit Bash"],
-            &["claude", "--dangerously-skip-permissions"],
-            &["claude", "--permission-mode", "bypassPermissions"],
-        ] {
-            assert!(client_args_approve(&args(yes)), "{yes:?}");
-        }
-        for no in [
-            &["claude", "-p", "Bash"][..],
-            &["claude", "--allowedTools", "Bash(git:*)"],
-            &["claude", "--allowedTools", "Read", "-p", "Bash"],
-            &["claude", "--permission-mode", "acceptEdits"],
-        ] {
-            assert!(!client_args_approve(&args(no)), "{no:?}");
-        }
-    }
-
-    #[test]
     fn a_missing_reducer_leaves_the_output_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("out.txt");
-        let script = claude_command(
+        let script = inline_command(
             "echo kept; exit_status_7() { return 7; }; exit_status_7",
             Path::new("/nonexistent/jkz-truncate"),
             &file,
             None,
+            "claude",
         );
         let out = Command::new("bash")
             .arg("-c")

@@ -12,10 +12,11 @@ use clap::Parser;
 use super::full_output::Keep;
 use super::record;
 use super::{roles, Mode, Settings, CAP_VARIABLE, EXIT_IO};
+use crate::client::{Client, Viewer};
 use crate::closed_stdout::UntilStdoutCloses;
 use crate::deliberation::Context;
 use crate::exit::{Failure, EXIT_USAGE};
-use crate::tool_output::reduce_call::{reduce_call, Call, Viewer};
+use crate::tool_output::reduce_call::{reduce_call, Call};
 
 /// The program's name, in its messages.
 pub const PROGRAM: &str = "jkz-truncate";
@@ -169,8 +170,8 @@ pub struct TruncateCli {
 
     /// With --run or --ran: the client whose view the output replaces
     /// (its budget, and what the ledger counts against).
-    #[arg(long = "for", value_enum, value_name = "CLIENT", default_value_t = Viewer::Claude)]
-    pub viewer: Viewer,
+    #[arg(long = "for", value_enum, value_name = "CLIENT", default_value_t = Client::Claude)]
+    pub viewer: Client,
 
     /// With --run or --ran: the chat's session, for repeats across calls.
     #[arg(long, value_name = "ID")]
@@ -300,7 +301,7 @@ fn reduced(
         command,
         exit_code: cli.exit_code,
         via: "wrap",
-        viewer: cli.viewer,
+        viewer: Viewer::shell(cli.viewer),
         session,
         state,
         kept_at: None,

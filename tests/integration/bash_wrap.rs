@@ -102,7 +102,7 @@ fn rewritten(dir: &Dir, command: &str, extra: &[(&str, &str)]) -> Option<String>
 fn run_as_the_client(dir: &Path, command: &str) -> (String, i32, String) {
     let script = format!(
         "eval {} && pwd -P >&2",
-        jkz::client::codex::guard::quote(command)
+        jkz::tool_output::wrap::rules::quote(command)
     );
     let out = Command::new("bash")
         .arg("-c")

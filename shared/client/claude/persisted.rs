@@ -58,6 +58,14 @@ pub fn tool_results_dir(input: &HookInput) -> Result<PathBuf, String> {
     Ok(project.join(session.as_str()).join("tool-results"))
 }
 
+/// Opens the output the client persisted at `path` for `event`: from the
+/// event's tool-results directory only.
+pub fn open_for(event: &crate::client::HookEvent, path: &Path) -> Result<File, String> {
+    let dir = tool_results_dir(&event.raw)
+        .map_err(|why| format!("persisted output {} not read: {why}", path.display()))?;
+    open(path, &dir)
+}
+
 /// Opens the persisted output `path`, which must be a regular file below
 /// `dir` (the client's tool-results directory), reached through no link.
 pub fn open(path: &Path, dir: &Path) -> Result<File, String> {

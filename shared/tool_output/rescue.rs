@@ -1,13 +1,11 @@
-//! Gemini CLI's `AfterTool` for `run_shell_command`: the protected blocks
-//! its own cut would drop, put where the cut keeps them.
+//! A shell output that a client cuts itself and lets a hook only append
+//! to ([`crate::client::OutputControl::Append`]): the protected blocks its
+//! cut would drop, put where the cut keeps them.
 //!
-//! Gemini CLI cuts a shell command's output longer than 40,000 characters
-//! (`tools.truncateToolOutputThreshold`, default 40,000) to its first 20%
-//! and last 80% (8,000 and 32,000 characters), the whole saved to a file.
-//! An `AfterTool` hook cannot replace the output (a deny marks the call
-//! failed), but its `hookSpecificOutput.additionalContext` is appended to
-//! the output *before* that cut (read in the 0.61.0 bundle, confirmed by
-//! `client::gemini`'s test): so it lands in the tail the cut keeps.
+//! Such a client (Gemini CLI: docs/clients.md) cuts an output longer than
+//! its threshold to a head and a tail, the whole saved to a file, and
+//! appends a hook's context to the output *before* that cut: so what jkz
+//! appends lands in the tail the cut keeps.
 //!
 //! So when the output (with what jkz adds) would be cut, the hook appends
 //! the protected blocks (verdicts, plans, decisions, TL;DRs, other `jkz:`
@@ -17,74 +15,60 @@
 //! summaries, warnings; `crate::reduce`) that lie there, each after its
 //! line number, the first and the last when not all fit — within
 //! [`CONTEXT_BUDGET`] characters (a block larger than its share is cut to
-//! its head). The client shows them with `<` and `>` escaped as `&lt;` and
-//! `&gt;`. Everything else of the output is Gemini CLI's cut, unchanged.
-//! Nothing to add: no output. (A shell call jkz wraps at `BeforeTool`
-//! reaches this hook reduced already, under the cut.)
-
-use serde_json::{json, Value};
+//! its head). Everything else of the output is the client's cut,
+//! unchanged. Nothing to add: no output. (A shell call jkz wraps before it
+//! runs reaches this hook reduced already, under the cut.)
 
 use crate::blocks::{find_blocks, ProtectedBlock};
+use crate::client::{Answer, Body, Tool, ToolUse};
 use crate::client_text::{client_len, head_units};
-use crate::hook::Warnings;
-use crate::hook_input::HookInput;
-
-/// Gemini CLI's default cut: outputs longer than this many characters.
-pub const CLIENT_THRESHOLD: usize = 40_000;
-
-/// The share of [`CLIENT_THRESHOLD`] the client's cut keeps from the head.
-pub const CLIENT_HEAD: usize = CLIENT_THRESHOLD / 5;
+use crate::reduce::ClientCut;
 
 /// The most characters jkz appends: the client's tail keeps the rest of
-/// its 32,000 for the output's own end.
+/// its share for the output's own end.
 pub const CONTEXT_BUDGET: usize = 12_000;
 
-/// The answer to one `AfterTool` event, if the output needs one.
-pub fn run(event: &HookInput, warnings: &mut Warnings) -> Option<String> {
-    if event.text("tool_name") != Some("run_shell_command") {
-        return None;
-    }
-    let content = match event.raw.get("tool_response").map(|r| r.get("llmContent")) {
-        Some(Some(Value::String(text))) => text,
-        // Not text (an error, parts): the client does not cut it either.
-        Some(Some(_)) => return None,
-        _ => {
-            warnings.warn("AfterTool event without tool_response.llmContent: ignored");
-            return None;
-        }
+/// The answer to one shell call's output that a client (`client`, its
+/// name as its users know it) will cut as `cut` says and lets jkz only
+/// append to: what the cut would drop, if anything.
+pub fn answer(used: &ToolUse, cut: ClientCut, client: &str) -> Answer {
+    let Tool::Shell { command, .. } = &used.tool else {
+        return Answer::Nothing;
     };
-    let command = event
-        .raw
-        .get("tool_input")
-        .and_then(|i| i.get("command"))
-        .and_then(Value::as_str);
-    let context = rescued(content, command)?;
-    Some(
-        json!({
-            "hookSpecificOutput": {
-                "hookEventName": "AfterTool",
-                "additionalContext": context,
-            }
-        })
-        .to_string(),
-    )
+    let Some(output) = &used.output else {
+        return Answer::Nothing;
+    };
+    let Body::Inline(content) = &output.body else {
+        return Answer::Nothing;
+    };
+    match rescued(content, Some(command.as_str()), cut, client) {
+        Some(context) => Answer::AddContext(context),
+        None => Answer::Nothing,
+    }
 }
 
 /// The text to append to `output` (what `command` printed) so that the
 /// client's cut keeps its protected blocks and signal lines; none when the
 /// cut would drop none.
-pub fn rescued(output: &str, command: Option<&str>) -> Option<String> {
+pub fn rescued(
+    output: &str,
+    command: Option<&str>,
+    cut: ClientCut,
+    client: &str,
+) -> Option<String> {
+    let threshold = cut.whole;
+    let head = cut.head;
     let len = client_len(output);
     // The client appends "\n\n<hook_context>…</hook_context>" (33 characters
     // and the context) and then cuts: with the most jkz may add, is there a
     // cut at all?
-    if len + CONTEXT_BUDGET + 64 <= CLIENT_THRESHOLD {
+    if len + CONTEXT_BUDGET + 64 <= threshold {
         return None;
     }
-    // Kept of the output itself, at worst: its first CLIENT_HEAD
-    // characters, and the last (tail − everything appended).
-    let tail_keeps = CLIENT_THRESHOLD - CLIENT_HEAD - CONTEXT_BUDGET - 64;
-    let head_end = byte_at_units(output, CLIENT_HEAD);
+    // Kept of the output itself, at worst: its first `head` characters,
+    // and the last (tail − everything appended).
+    let tail_keeps = threshold - head - CONTEXT_BUDGET - 64;
+    let head_end = byte_at_units(output, head);
     let tail_start = byte_at_units(output, len.saturating_sub(tail_keeps));
     let dropped: Vec<ProtectedBlock> = find_blocks(output.as_bytes())
         .into_iter()
@@ -106,10 +90,10 @@ pub fn rescued(output: &str, command: Option<&str>) -> Option<String> {
         }
     }
     let header = format!(
-        "jkz: protected blocks and signal lines from the middle of this output, which Gemini \
-CLI's cut (its first {CLIENT_HEAD} and last {} characters) drops; the full output is in the \
+        "jkz: protected blocks and signal lines from the middle of this output, which {client}'s \
+cut (its first {head} and last {} characters) drops; the full output is in the \
 file the client names above.",
-        CLIENT_THRESHOLD - CLIENT_HEAD
+        threshold - head
     );
     let mut out = header;
     let mut left = CONTEXT_BUDGET.saturating_sub(client_len(&out));
@@ -240,6 +224,17 @@ fn byte_at_units(s: &str, units: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cut of 40,000 characters, its first fifth and last four fifths.
+    fn rescued(output: &str, command: Option<&str>) -> Option<String> {
+        let cut = ClientCut {
+            whole: 40_000,
+            read: usize::MAX,
+            head: 8_000,
+            tail: 32_000,
+        };
+        super::rescued(output, command, cut, "the client")
+    }
 
     fn filler(n: usize) -> String {
         "build step ok, nothing to see here\n".repeat(n)

@@ -1,21 +1,16 @@
 //! Which shell commands the Bash wrap leaves alone, and how it quotes: the
-//! rules the wrap ([`crate::tool_output::wrap`]) applies for every client,
-//! first written for Codex CLI (whose `PostToolUse` cannot replace a
-//! tool's output, so the wrap is its only way in).
+//! rules the wrap ([`crate::tool_output::wrap`]) applies for every client.
 //!
 //! A command is left alone ([`leave_alone`]) when wrapping it would change
-//! what it does or gains nothing: jkz's own commands; `apply_patch` (Codex
-//! intercepts it by its first word); interactive programs (editors, pagers,
+//! what it does or gains nothing: jkz's own commands; a program a client
+//! intercepts by its first word ([`crate::client::intercepted`]);
+//! interactive programs (editors, pagers,
 //! REPLs and shells without a script, `top`, `ssh`, `git add -p`, …), whose
 //! terminal a pipe would take away; a command that starts a job in the
 //! background (`&`, `nohup`, `setsid`, `disown`), which would hold the pipe
 //! open and keep the wrapper waiting; `exec`; a command with a NUL byte
 //! (not passable as an argument); an empty one. The original is one
 //! single-quoted word ([`quote`]): the shell hands it over byte for byte.
-
-/// The environment variable that turns the guard off (`0`, `off`, `false`,
-/// `no`).
-pub const OPT_OUT: &str = "JKZ_CODEX_GUARD";
 
 /// Programs that talk to a terminal: wrapped, their terminal would be a
 /// pipe.
@@ -47,8 +42,8 @@ pub fn leave_alone(command: &str) -> Option<&'static str> {
         if first == "jkz" || first.starts_with("jkz-") {
             return Some("jkz's own command");
         }
-        if first == "apply_patch" || first == "applypatch" {
-            return Some("Codex intercepts apply_patch");
+        if let Some(why) = crate::client::intercepted(first) {
+            return Some(why);
         }
         if matches!(first, "exec" | "nohup" | "setsid" | "disown") {
             return Some("it replaces or detaches the shell");
@@ -142,7 +137,8 @@ pub fn quote(s: &str) -> String {
     out
 }
 
-/// True when the environment says the guard is off ([`OPT_OUT`]).
+/// True when a switch's value `value` turns the wrap off (`0`, `off`,
+/// `false`, `no`).
 pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
     value.is_some_and(|v| {
         matches!(
@@ -154,8 +150,8 @@ pub fn opted_out(value: Option<&std::ffi::OsStr>) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fresh_shell_command;
     use super::*;
-    use crate::tool_output::wrap::fresh_shell_command;
     use crate::truncate::run_command::posix_shell;
     use proptest::prelude::*;
     use std::path::Path;

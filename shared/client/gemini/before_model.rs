@@ -20,70 +20,89 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::client::gemini::memo;
+use super::memo;
+use crate::client::HookEvent;
 use crate::hook::Warnings;
-use crate::hook_input::HookInput;
 use crate::state_dir::StateDir;
 
 /// The tag of Gemini CLI's compression summary.
 pub const SUMMARY_TAG: &str = "<state_snapshot>";
 
-/// The answer to one `BeforeModel` event, if the request needs one.
-pub fn run(event: &HookInput, warnings: &mut Warnings) -> Option<String> {
-    let Some(messages) = event
+/// The request's messages, if the event has them.
+fn messages(event: &HookEvent) -> Option<&Vec<Value>> {
+    event
+        .raw
         .raw
         .get("llm_request")
         .and_then(|r| r.get("messages"))
         .and_then(Value::as_array)
-    else {
+}
+
+/// True when the request carries a summary this session's re-injection has
+/// not answered yet; its digest is kept in the event's note for
+/// [`render`].
+pub fn goes_on(event: &mut HookEvent, warnings: &mut Warnings) -> bool {
+    let Some(messages) = messages(event) else {
         warnings.warn("BeforeModel event without an llm_request.messages array: ignored");
-        return None;
+        return false;
     };
-    let (at, summary) = summary_message(messages)?;
-    let state = StateDir::resolve(None, event.cwd().as_deref());
+    let Some((_, summary)) = summary_message(messages) else {
+        return false;
+    };
+    let digest = sha256_hex(summary);
+    let state = StateDir::resolve(None, event.cwd.as_deref());
     match state.ensure() {
         Ok(Some(_)) => {}
-        Ok(None) => return None,
+        Ok(None) => return false,
         Err(e) => {
             warnings.warn(format!("state directory {}: {e}", state.describe()));
-            return None;
+            return false;
         }
     }
-    let session = match event.session_id() {
+    let session = match event.session() {
         Some(Ok(id)) => id,
         Some(Err(e)) => {
             warnings.warn(format!("{e}; BeforeModel ignored"));
-            return None;
+            return false;
         }
         None => {
             warnings.warn("BeforeModel event without a string session_id: ignored");
-            return None;
+            return false;
         }
     };
-    let digest = sha256_hex(summary);
-    let mut memo = memo::read(&state, &session);
-    if memo.answered_summary.as_deref() == Some(digest.as_str()) {
-        return None;
+    if memo::read(&state, &session).answered_summary.as_deref() == Some(digest.as_str()) {
+        return false;
     }
-    let restored = crate::compaction::session_start::restore(event, "compact", warnings);
-    let answered = extended(messages, at, &restored.context);
-    memo.answered_summary = Some(digest);
-    if let Err(e) = memo::write(&state, &session, &memo) {
-        warnings.warn(format!(
-            "writing {}: {e}",
-            memo::path(&state, &session).display()
-        ));
+    event.note = Some(digest);
+    true
+}
+
+/// The answer that extends the request's summary with `context`, the
+/// summary recorded as answered in the session's memo.
+pub fn render(event: &HookEvent, context: &str, warnings: &mut Warnings) -> Option<String> {
+    let messages = messages(event)?;
+    let (at, _) = summary_message(messages)?;
+    let answered = extended(messages, at, context);
+    let state = StateDir::resolve(None, event.cwd.as_deref());
+    if let Some(Ok(session)) = event.session() {
+        let mut memo = memo::read(&state, &session);
+        memo.answered_summary = event.note.clone();
+        if let Err(e) = memo::write(&state, &session, &memo) {
+            warnings.warn(format!(
+                "writing {}: {e}",
+                memo::path(&state, &session).display()
+            ));
+        }
     }
-    crate::events::sources::session_started(&state, Some(session.as_str()), "compact");
-    Some(
+    Some(format!(
+        "{}\n",
         json!({
             "hookSpecificOutput": {
                 "hookEventName": "BeforeModel",
                 "llm_request": {"messages": answered},
             }
         })
-        .to_string(),
-    )
+    ))
 }
 
 /// The last message carrying a compression summary: its index and the

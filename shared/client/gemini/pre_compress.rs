@@ -15,59 +15,65 @@
 //! moving does not make a new snapshot: the re-injection reads git live.
 
 use std::path::Path;
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
 
-use crate::client::gemini::memo;
+use super::memo;
+use crate::client::HookEvent;
 use crate::hook::Warnings;
-use crate::hook_input::HookInput;
-use crate::session_id::SessionId;
 use crate::state_dir::{layout, StateDir};
 
-/// Handles one `PreCompress` event (nothing is printed).
-pub fn run(event: &HookInput, warnings: &mut Warnings) {
-    let cwd = event.cwd();
-    let state = StateDir::resolve(None, cwd.as_deref());
+/// True when this `PreCompress` needs a snapshot: the pipeline state
+/// changed since the session's last one, or the user asked for the
+/// compression. The fingerprint is kept in the event's note for
+/// [`remember`].
+pub fn goes_on(event: &mut HookEvent, warnings: &mut Warnings) -> bool {
+    let state = StateDir::resolve(None, event.cwd.as_deref());
     match state.ensure() {
         Ok(Some(_)) => {}
         // The project did not opt in (no state/): nothing to keep.
-        Ok(None) => return,
+        Ok(None) => return false,
         Err(e) => {
             warnings.warn(format!("state directory {}: {e}", state.describe()));
-            return;
+            return false;
         }
     }
-    let session = match event.session_id() {
+    let session = match event.session() {
         Some(Ok(id)) => id,
         Some(Err(e)) => {
             warnings.warn(format!("{e}; PreCompress ignored"));
-            return;
+            return false;
         }
         None => {
             warnings.warn("PreCompress event without a string session_id: ignored");
-            return;
+            return false;
         }
     };
     let print = fingerprint(&state.join(layout::PIPELINE_DIR));
-    let manual = event.trigger() == Some("manual");
-    let mut memo = memo::read(&state, &session);
+    let manual = event.raw.trigger() == Some("manual");
+    let memo = memo::read(&state, &session);
     if !manual && memo.snapshot_fingerprint.as_deref() == Some(print.as_str()) {
-        return;
+        return false;
     }
-    // The summarizer instructions are Claude Code's: Gemini CLI has no
-    // place for them, and plain text would reach the user as a message.
-    let _made =
-        crate::compaction::pre_compact::snapshot(Instant::now(), None, Ok(event.clone()), warnings);
-    memo.snapshot_fingerprint = Some(print);
-    remember(&state, &session, &memo, warnings);
+    event.note = Some(print);
+    true
 }
 
-fn remember(state: &StateDir, session: &SessionId, memo: &memo::Memo, warnings: &mut Warnings) {
-    if let Err(e) = memo::write(state, session, memo) {
+/// Records the snapshot's fingerprint in the session's memo. The
+/// summarizer instructions are not printed: Gemini CLI has no place for
+/// them, and plain text would reach the user as a message.
+pub fn remember(event: &HookEvent, warnings: &mut Warnings) {
+    let state = StateDir::resolve(None, event.cwd.as_deref());
+    let Some(Ok(session)) = event.session() else {
+        return;
+    };
+    let mut memo = memo::read(&state, &session);
+    memo.snapshot_fingerprint = event.note.clone();
+    if let Err(e) = memo::write(&state, &session, &memo) {
         warnings.warn(format!(
             "writing {}: {e}",
-            memo::path(state, session).display()
+            memo::path(&state, &session).display()
         ));
     }
 }

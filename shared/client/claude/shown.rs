@@ -12,6 +12,11 @@
 //! - Read and Grep: inline, whole (Read adds a line-number prefix to each
 //!   line, for the client's text and jkz's alike, so neither counts it;
 //!   Grep's own default limit of 250 lines applies before any hook).
+//! - A failing Bash command: its first and last 5,000 characters
+//!   ([`bash`]).
+
+use crate::client::view::{FullOutput, OutputKind};
+use crate::reduce::{ClientCut, DEFAULT_BUDGET, FAILURE_BUDGET};
 
 /// Bash output longer than this (in characters) is persisted by the client.
 pub const BASH_INLINE_CHARS: u64 = 30_000;
@@ -22,6 +27,14 @@ pub const MCP_INLINE_CHARS: u64 = 50_000;
 /// The client's preview of a persisted output: its first 2,000 bytes, cut
 /// after the last newline in them when there is one.
 pub const PREVIEW_BYTES: usize = 2_000;
+
+/// Claude Code's cut of a failing Bash command's output (measured on
+/// 2.1.332, docs/clients.md): after `Exit code N⏎`, the output's first
+/// [`FAILURE_READ`] characters, whole when that text is at most
+/// [`FAILURE_WHOLE`] characters, else its first and last [`FAILURE_END`].
+pub const FAILURE_READ: usize = 30_000;
+pub const FAILURE_WHOLE: usize = 11_024;
+pub const FAILURE_END: usize = 5_000;
 
 /// The tools jkz guards, as the client treats them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,29 +58,108 @@ impl ToolKind {
         }
     }
 
-    /// The most characters the client shows inline; `None`: no limit.
-    pub fn inline_limit(self) -> Option<u64> {
+    /// The kind of output it is, as the client's view tells kinds apart.
+    pub fn output(self) -> OutputKind {
         match self {
-            ToolKind::Bash => Some(BASH_INLINE_CHARS),
-            ToolKind::Mcp => Some(MCP_INLINE_CHARS),
-            ToolKind::Read | ToolKind::Grep => None,
+            ToolKind::Bash => OutputKind::Shell,
+            ToolKind::Mcp => OutputKind::Mcp,
+            ToolKind::Read | ToolKind::Grep => OutputKind::Text,
         }
     }
 }
 
-/// The full output, as far as the client's rule needs it.
-#[derive(Debug)]
-pub struct FullOutput<'a> {
-    /// Its length in bytes.
-    pub bytes: u64,
-    /// True when it is longer than the client shows inline (the client
-    /// persisted it, or its characters exceed the limit).
-    pub over_limit: bool,
-    /// Its first bytes (at least [`PREVIEW_BYTES`] of them when it has
-    /// that many).
-    pub head: &'a [u8],
-    /// Where the client saved it, when known.
-    pub path: Option<&'a str>,
+/// The most characters the client shows inline of an output of `kind`;
+/// `None`: no limit.
+pub fn inline_limit(kind: OutputKind) -> Option<u64> {
+    match kind {
+        OutputKind::Shell => Some(BASH_INLINE_CHARS),
+        OutputKind::Mcp => Some(MCP_INLINE_CHARS),
+        OutputKind::Text => None,
+    }
+}
+
+/// The budget of jkz's view: on a failing command, what the client shows
+/// of one whole ([`FAILURE_BUDGET`]).
+pub fn budget(kind: OutputKind, exit_code: Option<i32>) -> usize {
+    match (kind, failing(exit_code)) {
+        (OutputKind::Shell, true) => FAILURE_BUDGET,
+        _ => DEFAULT_BUDGET,
+    }
+}
+
+/// How the client cuts an output of `kind` ([`bash`] for a command's).
+pub fn cut(kind: OutputKind, exit_code: Option<i32>) -> Option<ClientCut> {
+    match kind {
+        OutputKind::Shell => Some(bash(exit_code)),
+        OutputKind::Mcp => Some(ClientCut::head(MCP_INLINE_CHARS as usize, PREVIEW_BYTES)),
+        OutputKind::Text => None,
+    }
+}
+
+/// How Claude Code shows a Bash command's output: whole up to 30,000
+/// characters, else a 2 KB preview; a failing command's as
+/// [`FAILURE_READ`] says.
+pub fn bash(exit_code: Option<i32>) -> ClientCut {
+    match exit_code {
+        Some(code) if code != 0 => {
+            let exit_line = format!("Exit code {code}\n").len();
+            ClientCut {
+                whole: FAILURE_WHOLE - exit_line,
+                read: FAILURE_READ,
+                head: FAILURE_END - exit_line,
+                tail: FAILURE_END,
+            }
+        }
+        _ => ClientCut::head(BASH_INLINE_CHARS as usize, PREVIEW_BYTES),
+    }
+}
+
+/// The characters Claude Code shows of a failing command's output of
+/// `chars` characters, with its `Exit code N` line and its marker.
+pub fn failure_shown(chars: u64, exit_code: Option<i32>) -> u64 {
+    let exit_line = format!("Exit code {}\n", exit_code.unwrap_or(1)).len() as u64;
+    let read = exit_line + chars.min(FAILURE_READ as u64);
+    if read <= FAILURE_WHOLE as u64 {
+        return read;
+    }
+    let marker = format!("\n\n... [{} characters truncated] ...\n\n", read - 10_000);
+    2 * FAILURE_END as u64 + marker.len() as u64
+}
+
+/// Bytes the client alone puts in the window for an output of `kind`,
+/// `bytes` bytes and `chars` characters whose first bytes are `head`.
+pub fn client_bytes(
+    kind: OutputKind,
+    bytes: u64,
+    chars: u64,
+    head: &[u8],
+    exit_code: Option<i32>,
+) -> u64 {
+    match kind {
+        OutputKind::Shell if failing(exit_code) => failure_shown(bytes, exit_code),
+        OutputKind::Shell | OutputKind::Mcp => shown_bytes(&FullOutput {
+            bytes,
+            over_limit: inline_limit(kind).is_some_and(|l| chars > l),
+            head,
+            path: None,
+        }),
+        OutputKind::Text => bytes,
+    }
+}
+
+/// Bytes the client adds to jkz's view: its `Exit code N` line on a
+/// failing command.
+pub fn added(kind: OutputKind, exit_code: Option<i32>) -> u64 {
+    match kind {
+        OutputKind::Shell if failing(exit_code) => {
+            format!("Exit code {}\n", exit_code.unwrap_or(0)).len() as u64
+        }
+        _ => 0,
+    }
+}
+
+fn failing(exit_code: Option<i32>) -> bool {
+    exit_code.is_some_and(|c| c != 0)
 }
 
 /// The bytes the client puts in the window for this output, without jkz.
@@ -162,6 +254,6 @@ mod tests {
         assert_eq!(ToolKind::of("Bash"), Some(ToolKind::Bash));
         assert_eq!(ToolKind::of("mcp__ci__logs"), Some(ToolKind::Mcp));
         assert_eq!(ToolKind::of("Write"), None);
-        assert_eq!(ToolKind::Read.inline_limit(), None);
+        assert_eq!(inline_limit(ToolKind::Read.output()), None);
     }
 }
