@@ -153,20 +153,30 @@ pub fn doctor(
     // 2. Hooks, and 3. slash commands: as the client is set up (each
     // client's own setup module says; every client decides here).
     let user = Target::resolve(None, true).ok();
-    match args.client {
-        Client::Claude => claude_setup(&mut report, &project, user.as_ref(), &path_var)?,
+    let claude_commands = match args.client {
+        Client::Claude => claude_hooks(&mut report, &project, user.as_ref(), &path_var)?,
         Client::Codex => {
             client_lines(&mut report, super::codex::doctor_lines(&project_dir))?;
-            report.line(
-                Status::Note,
-                "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
-            )?;
+            false
         }
         // Gemini CLI has none of jkz's slash commands.
-        Client::Gemini => client_lines(&mut report, super::gemini::doctor_lines(&project_dir))?,
-    }
+        Client::Gemini => {
+            client_lines(&mut report, super::gemini::doctor_lines(&project_dir))?;
+            false
+        }
+    };
     if args.probe {
         client_lines(&mut report, super::probe::run(args.client, &project_dir))?;
+    }
+    match args.client {
+        Client::Codex => report.line(
+            Status::Note,
+            "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
+        )?,
+        Client::Claude | Client::Gemini => {}
+    }
+    if claude_commands {
+        claude_slash_commands(&mut report, &project, user.as_ref())?;
     }
 
     // 4. The state directory: which one, and why.
@@ -285,22 +295,30 @@ fn client_lines<W: Write>(
     Ok(())
 }
 
-/// Claude Code's hooks (through the plugin or settings, once) and jkz's
-/// slash commands, as shipped (the plugin's are checked with it).
-fn claude_setup<W: Write>(
+/// Claude Code's hooks, through the plugin or settings, once; whether
+/// jkz's slash commands are then checked as shipped (not in a worktree
+/// that must be set up first, not when the plugin ships them).
+fn claude_hooks<W: Write>(
     report: &mut Report<W>,
     project: &Target,
     user: Option<&Target>,
     path_var: &OsStr,
-) -> Result<(), Failure> {
+) -> Result<bool, Failure> {
     if let Some(step) = registration::worktree_step(project, user) {
-        return client_lines(report, vec![(false, step)]);
+        client_lines(report, vec![(false, step)])?;
+        return Ok(false);
     }
     registration::check(report, project, user, path_var)?;
-    let commands = match super::plugin::enabled(project, user) {
-        None => &COMMANDS[..],
-        Some(_) => &[][..],
-    };
+    Ok(super::plugin::enabled(project, user).is_none())
+}
+
+/// jkz's slash commands for Claude Code, as shipped.
+fn claude_slash_commands<W: Write>(
+    report: &mut Report<W>,
+    project: &Target,
+    user: Option<&Target>,
+) -> Result<(), Failure> {
+    let commands = &COMMANDS[..];
     for (name, text) in commands {
         let candidates = std::iter::once(project)
             .chain(user)

@@ -553,9 +553,12 @@ fn wire_event(
     e.insert("transcript_path".into(), json!(transcript));
     e.insert("cwd".into(), json!(project));
     e.insert("hook_event_name".into(), event_name.into());
-    if client == Client::Codex {
-        e.insert("turn_id".into(), "jkz-probe-turn".into());
-        e.insert("model".into(), "jkz-probe".into());
+    match client {
+        Client::Codex => {
+            e.insert("turn_id".into(), "jkz-probe-turn".into());
+            e.insert("model".into(), "jkz-probe".into());
+        }
+        Client::Claude | Client::Gemini => {}
     }
     let file = project.join("jkz-probe-edit.txt").display().to_string();
     let output = large_output(&scratch.marker);
