@@ -1,4 +1,5 @@
-//! The clients jkz answers hooks for — Claude Code, Codex CLI, Gemini CLI —
+//! The clients jkz answers hooks for — Claude Code, Codex CLI, Gemini CLI,
+//! GitHub Copilot CLI —
 //! and the one edge where their contracts meet jkz's.
 //!
 //! One set of binaries serves every client (see `docs/clients.md`). A hook
@@ -7,6 +8,10 @@
 //! - Gemini CLI names its events differently (`PreCompress`, `BeforeTool`,
 //!   `AfterTool`, `BeforeModel`, `BeforeAgent`, …) and sets
 //!   `GEMINI_PROJECT_DIR` / `GEMINI_SESSION_ID` for its hooks;
+//! - GitHub Copilot CLI's hooks get `COPILOT_HOOK_DIR`, and jkz's
+//!   registration names the event in `JKZ_COPILOT_EVENT` (its camelCase
+//!   events do not; it also sets `CLAUDE_PROJECT_DIR`, so that variable
+//!   never tells Claude Code);
 //! - Codex CLI's events carry a `turn_id` (Claude Code's never do), except
 //!   `SessionStart`, whose `transcript_path` is a Codex rollout file
 //!   (`…/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, measured on Codex
@@ -33,6 +38,7 @@ use crate::hook_input::HookInput;
 pub mod answer;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod edge;
 pub mod event;
 pub mod gemini;
@@ -53,6 +59,8 @@ pub enum Client {
     Codex,
     /// Gemini CLI (`.gemini/settings.json`).
     Gemini,
+    /// GitHub Copilot CLI (`.github/hooks/jkz.json`).
+    Copilot,
 }
 
 /// What a client's module made of an event.
@@ -89,7 +97,12 @@ pub enum ShellWrap {
 
 impl Client {
     /// Every client, in the order `jkz --help` lists them.
-    pub const ALL: [Client; 3] = [Client::Claude, Client::Codex, Client::Gemini];
+    pub const ALL: [Client; 4] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ];
 
     /// The client that sent `input`, read with the process environment.
     pub fn detect(input: &HookInput) -> Client {
@@ -103,6 +116,8 @@ impl Client {
     pub fn detect_with(input: &HookInput, env_set: impl Fn(&str) -> bool) -> Client {
         if gemini::sent(input, &env_set) {
             Client::Gemini
+        } else if copilot::sent(input, &env_set) {
+            Client::Copilot
         } else if codex::sent(input) {
             Client::Codex
         } else {
@@ -111,9 +126,13 @@ impl Client {
     }
 
     /// The client the process environment names before the event is read,
-    /// when it names one (Gemini CLI's hook variables).
+    /// when it names one (Gemini CLI's and Copilot CLI's hook variables).
     pub fn from_env() -> Option<Client> {
-        gemini::env_says().then_some(Client::Gemini)
+        if gemini::env_says() {
+            Some(Client::Gemini)
+        } else {
+            copilot::env_says().then_some(Client::Copilot)
+        }
     }
 
     /// The name users type (`--client codex`) and jkz prints.
@@ -122,6 +141,7 @@ impl Client {
             Client::Claude => "claude",
             Client::Codex => "codex",
             Client::Gemini => "gemini",
+            Client::Copilot => "copilot",
         }
     }
 
@@ -131,6 +151,7 @@ impl Client {
             Client::Claude => "Claude Code",
             Client::Codex => "Codex CLI",
             Client::Gemini => "Gemini CLI",
+            Client::Copilot => "Copilot CLI",
         }
     }
 
@@ -140,6 +161,7 @@ impl Client {
         match self {
             Client::Claude | Client::Codex => claude::spelling(name),
             Client::Gemini => gemini::spelling(name),
+            Client::Copilot => copilot::spelling(name),
         }
     }
 
@@ -152,6 +174,7 @@ impl Client {
             Client::Claude => claude::parse(input, hook),
             Client::Codex => codex::parse(input, hook),
             Client::Gemini => gemini::parse(input, hook),
+            Client::Copilot => copilot::parse(input, hook),
         }
     }
 
@@ -162,6 +185,7 @@ impl Client {
         match self {
             Client::Claude | Client::Codex => true,
             Client::Gemini => gemini::goes_on(event, warnings),
+            Client::Copilot => copilot::goes_on(event, warnings),
         }
     }
 
@@ -177,6 +201,7 @@ impl Client {
             Client::Claude => claude::render(event, answer),
             Client::Codex => codex::render(event, answer, warnings),
             Client::Gemini => gemini::render(event, answer, warnings),
+            Client::Copilot => copilot::render(event, answer, warnings),
         }
     }
 
@@ -185,7 +210,7 @@ impl Client {
     /// rendered as a refusal that says why).
     pub fn can_ask(self) -> bool {
         match self {
-            Client::Claude | Client::Gemini => true,
+            Client::Claude | Client::Gemini | Client::Copilot => true,
             Client::Codex => false,
         }
     }
@@ -196,6 +221,10 @@ impl Client {
             Client::Claude => OutputControl::Replace,
             // Its PostToolUse takes no updated output: its own cut stands.
             Client::Codex => OutputControl::Nothing,
+            // Its postToolUse can replace the result, but gets only the
+            // 889-character note of an output over ~20 KiB: the guard works
+            // in preToolUse instead (the Bash wrap).
+            Client::Copilot => OutputControl::Nothing,
             Client::Gemini => match tool {
                 Tool::Shell { .. } => OutputControl::Append(gemini::SHELL_CUT),
                 Tool::Read { .. } | Tool::Edit { .. } | Tool::Patch { .. } | Tool::Other => {
@@ -212,14 +241,14 @@ impl Client {
             Client::Claude => {
                 claude::bash_pre_approved(event, project).then_some(ShellWrap::Inline)
             }
-            Client::Codex | Client::Gemini => Some(ShellWrap::FreshShell),
+            Client::Codex | Client::Gemini | Client::Copilot => Some(ShellWrap::FreshShell),
         }
     }
 
     /// An older variable that also turns the Bash wrap off for this client.
     pub fn older_wrap_switch(self) -> Option<&'static str> {
         match self {
-            Client::Claude | Client::Gemini => None,
+            Client::Claude | Client::Gemini | Client::Copilot => None,
             Client::Codex => Some(codex::OLD_OPT_OUT),
         }
     }
@@ -229,7 +258,7 @@ impl Client {
     pub fn open_persisted(self, event: &HookEvent, path: &Path) -> Result<std::fs::File, String> {
         match self {
             Client::Claude => claude::persisted::open_for(event, path),
-            Client::Codex | Client::Gemini => Err(format!(
+            Client::Codex | Client::Gemini | Client::Copilot => Err(format!(
                 "persisted output {} not read: {} persists none jkz reads",
                 path.display(),
                 self.title()
@@ -241,7 +270,7 @@ impl Client {
     /// hook should not start work ahead of knowing it is needed.
     pub fn pre_compact_every_turn(self) -> bool {
         match self {
-            Client::Claude | Client::Codex => false,
+            Client::Claude | Client::Codex | Client::Copilot => false,
             Client::Gemini => true,
         }
     }
@@ -254,6 +283,7 @@ impl Client {
             Client::Claude => name.starts_with("claude"),
             Client::Codex => name == "codex",
             Client::Gemini => gemini::is_process(name, args),
+            Client::Copilot => copilot::is_process(name),
         }
     }
 }
@@ -263,7 +293,7 @@ impl Client {
 /// `apply_patch`).
 pub fn intercepted(first: &str) -> Option<&'static str> {
     Client::ALL.into_iter().find_map(|c| match c {
-        Client::Claude | Client::Gemini => None,
+        Client::Claude | Client::Gemini | Client::Copilot => None,
         Client::Codex => codex::intercepts(first),
     })
 }
@@ -275,7 +305,7 @@ pub fn patched_files(text: &str) -> Vec<PathBuf> {
     Client::ALL
         .into_iter()
         .flat_map(|c| match c {
-            Client::Claude | Client::Gemini => Vec::new(),
+            Client::Claude | Client::Gemini | Client::Copilot => Vec::new(),
             Client::Codex => codex::patched_files(text),
         })
         .collect()

@@ -24,6 +24,7 @@
 mod attach;
 pub mod codex;
 mod config_file;
+pub mod copilot;
 mod doctor;
 mod gemini;
 mod install;
@@ -51,6 +52,7 @@ pub fn install(
         Client::Claude => install::install(args, out),
         Client::Codex => codex::install(args, out),
         Client::Gemini => gemini::install(args, out),
+        Client::Copilot => copilot::install(args, out),
     }
 }
 
@@ -63,6 +65,7 @@ pub fn uninstall(
         Client::Claude => install::uninstall(args, out),
         Client::Codex => codex::uninstall(args, out),
         Client::Gemini => gemini::uninstall(args, out),
+        Client::Copilot => copilot::uninstall(args, out),
     }
 }
 

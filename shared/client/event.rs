@@ -212,6 +212,16 @@ impl HookEvent {
         }
     }
 
+    /// The tool call's input object as the client sent it (Copilot CLI's
+    /// `toolArgs`, every other client's `tool_input`).
+    pub fn tool_input(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        let key = match self.client {
+            Client::Claude | Client::Codex | Client::Gemini => "tool_input",
+            Client::Copilot => "toolArgs",
+        };
+        self.raw.raw.get(key)?.as_object()
+    }
+
     /// The event with its common fields read from `raw` (every client
     /// jkz serves names them alike: `session_id`, `cwd`,
     /// `transcript_path`, `permission_mode`).

@@ -9,7 +9,7 @@
 //!   count every saving is measured against;
 //! - how its agent reads a range of a kept file ([`Viewer::reader`]).
 
-use super::{claude, codex, gemini, Client};
+use super::{claude, codex, copilot, gemini, Client};
 use crate::reduce::{ClientCut, Reader, DEFAULT_BUDGET};
 
 /// What kind of output it is, as far as a client treats kinds apart.
@@ -59,6 +59,7 @@ impl Viewer {
         match self.client {
             Client::Claude => claude::shown::budget(self.kind, exit_code),
             Client::Codex | Client::Gemini => DEFAULT_BUDGET,
+            Client::Copilot => copilot::VIEW_BUDGET,
         }
     }
 
@@ -70,6 +71,7 @@ impl Viewer {
             Client::Claude => claude::shown::cut(self.kind, exit_code),
             Client::Codex => Some(codex::SHELL_CUT),
             Client::Gemini => Some(gemini::SHELL_CUT),
+            Client::Copilot => Some(copilot::SHELL_CUT),
         }
     }
 
@@ -80,6 +82,7 @@ impl Viewer {
             Client::Claude => claude::shown::client_bytes(self.kind, bytes, chars, head, exit_code),
             Client::Codex => codex::shell_shown(bytes),
             Client::Gemini => gemini::shell_shown(chars, bytes),
+            Client::Copilot => copilot::shell_shown(chars, bytes),
         }
     }
 
@@ -88,7 +91,7 @@ impl Viewer {
     pub fn added(self, exit_code: Option<i32>) -> u64 {
         match self.client {
             Client::Claude => claude::shown::added(self.kind, exit_code),
-            Client::Codex | Client::Gemini => 0,
+            Client::Codex | Client::Gemini | Client::Copilot => 0,
         }
     }
 
@@ -96,7 +99,7 @@ impl Viewer {
     pub fn reader(self) -> Reader {
         match self.client {
             Client::Claude => Reader::ClaudeRead,
-            Client::Codex => Reader::Shell,
+            Client::Codex | Client::Copilot => Reader::Shell,
             Client::Gemini => Reader::GeminiReadFile,
         }
     }
@@ -107,6 +110,7 @@ impl Viewer {
             Client::Claude => claude::shown::inline_limit(self.kind),
             Client::Codex => Some(codex::SHELL_KEEPS),
             Client::Gemini => Some(gemini::SHELL_KEEPS),
+            Client::Copilot => Some(copilot::SHELL_KEEPS),
         }
     }
 
@@ -118,6 +122,8 @@ impl Viewer {
             Client::Codex => codex::shell_shown(output.bytes),
             Client::Gemini if output.over_limit => gemini::SHELL_KEEPS + gemini::SHELL_NOTE,
             Client::Gemini => output.bytes,
+            Client::Copilot if output.over_limit => copilot::SHELL_NOTE,
+            Client::Copilot => output.bytes,
         }
     }
 
@@ -128,6 +134,7 @@ impl Viewer {
         match self.client {
             Client::Claude => claude::shown::PREVIEW_BYTES + 1,
             Client::Codex | Client::Gemini => 0,
+            Client::Copilot => copilot::SHELL_PREVIEW + 1,
         }
     }
 }

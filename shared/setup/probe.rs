@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::settings::{self, Registration};
-use super::{codex, gemini, plugin, Target};
+use super::{codex, copilot, gemini, plugin, Target};
 use crate::client::Client;
 
 /// How long one hook may run before the probe calls it not run: longer
@@ -146,6 +146,7 @@ fn expected(client: Client) -> &'static [Registration] {
         Client::Claude => &settings::REGISTRATIONS,
         Client::Codex => &codex::REGISTRATIONS,
         Client::Gemini => &gemini::REGISTRATIONS,
+        Client::Copilot => &copilot::REGISTRATIONS,
     }
 }
 
@@ -174,6 +175,7 @@ fn registered(client: Client, project: &Path) -> Vec<Entry> {
         }
         Client::Codex => files.push((project.join(".codex").join("hooks.json"), Vec::new())),
         Client::Gemini => files.push((gemini::settings_path(project), Vec::new())),
+        Client::Copilot => return copilot_entries(project),
     }
     let mut entries = Vec::new();
     for (file, env) in files {
@@ -208,6 +210,44 @@ fn registered(client: Client, project: &Path) -> Vec<Entry> {
                     });
                 }
             }
+        }
+    }
+    entries
+}
+
+/// Every hook of jkz's in the hooks files Copilot CLI reads: the
+/// project's `.github/hooks/jkz.json` and the user's.
+fn copilot_entries(project: &Path) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for file in [copilot::file(Some(project)), copilot::file(None)]
+        .into_iter()
+        .flatten()
+    {
+        let Some(v) = crate::state_dir::read_user_file(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        else {
+            continue;
+        };
+        for (event, command) in copilot::commands(&v) {
+            let program = copilot::program_of(&command);
+            if !settings::HOOK_PROGRAMS.contains(&program.as_str()) {
+                continue;
+            }
+            // The event Copilot runs it for is its key; the one jkz reads
+            // is the command's own: they must agree.
+            let event = match copilot::event_of(&command) {
+                Some(named) if named == event => event,
+                named => format!("{event} (named {})", named.unwrap_or("nothing")),
+            };
+            entries.push(Entry {
+                file: file.clone(),
+                event,
+                matcher: String::new(),
+                command,
+                program,
+                env: Vec::new(),
+            });
         }
     }
     entries
@@ -252,10 +292,10 @@ fn probes(client: Client, reg: &Registration) -> Vec<Probe> {
         ("jkz-session-start", "PostCompact") => vec![Probe::Dropped],
         ("jkz-session-start", _) => vec![Probe::Reinject],
         ("jkz-post-tool-use", _) => vec![Probe::Shape],
-        ("jkz-chat", "PreToolUse" | "BeforeTool") => match client {
-            // Codex CLI's only way to shape a command's output is the
-            // PreToolUse rewrite (its PostToolUse cannot replace it).
-            Client::Codex => vec![Probe::Refuse, Probe::Shape],
+        ("jkz-chat", "PreToolUse" | "BeforeTool" | "preToolUse") => match client {
+            // Codex CLI's and Copilot CLI's way to shape a command's
+            // output is the PreToolUse rewrite.
+            Client::Codex | Client::Copilot => vec![Probe::Refuse, Probe::Shape],
             Client::Claude | Client::Gemini => vec![Probe::Refuse],
         },
         _ => vec![Probe::Registry],
@@ -333,8 +373,31 @@ impl Scratch {
         let session = format!("jkz-probe-{}-{:?}", std::process::id(), probe).to_lowercase();
         if probe == Probe::Registry && is_end(&entry.event) {
             // A chat ends only after it started: start it first.
-            let start = wire_event(client, self, "SessionStart", "", Probe::Registry, &session);
-            let _ = self.run(client, entry, &start, &session);
+            let (name, starter) = match client {
+                // Copilot's command line names its event: the start's.
+                Client::Copilot => (
+                    "sessionStart",
+                    Entry {
+                        command: entry.command.replacen("=sessionEnd ", "=sessionStart ", 1),
+                        ..entry.clone()
+                    },
+                ),
+                Client::Claude | Client::Codex | Client::Gemini => ("SessionStart", entry.clone()),
+            };
+            let start = wire_event(client, self, name, "", Probe::Registry, &session);
+            let _ = self.run(client, &starter, &start, &session);
+        }
+        if client == Client::Copilot && probe == Probe::Reinject && entry.event == "postToolUse" {
+            // The first tool call after a compaction: the mark it answers.
+            let mark = self
+                .state()
+                .join(crate::client::copilot::PENDING_DIR)
+                .join(format!("{session}.compacted"));
+            let made = std::fs::create_dir_all(mark.parent().expect("a parent"))
+                .and_then(|()| std::fs::write(&mark, b""));
+            if let Err(e) = made {
+                return (false, format!("not run: {}: {e}", mark.display()));
+            }
         }
         let event = wire_event(client, self, &entry.event, &entry.matcher, probe, &session);
         let before = self.snapshots();
@@ -402,12 +465,14 @@ impl Scratch {
         input: usize,
     ) -> Result<&'static str, String> {
         match client {
-            Client::Codex => (stdout.contains("updatedInput") && stdout.contains("jkz"))
-                .then_some("fired: the command is run through jkz's output guard")
-                .ok_or(format!(
-                    "the command was not rewritten to run through jkz ({})",
-                    excerpt(stdout)
-                )),
+            Client::Codex | Client::Copilot => ((stdout.contains("updatedInput")
+                || stdout.contains("modifiedArgs"))
+                && stdout.contains("jkz"))
+            .then_some("fired: the command is run through jkz's output guard")
+            .ok_or(format!(
+                "the command was not rewritten to run through jkz ({})",
+                excerpt(stdout)
+            )),
             Client::Claude | Client::Gemini => {
                 if !stdout.contains(&self.marker) {
                     Err(format!(
@@ -484,6 +549,7 @@ impl Scratch {
                 || k.starts_with("CLAUDE")
                 || k.starts_with("GEMINI_")
                 || k.starts_with("CODEX_")
+                || k.starts_with("COPILOT_")
             {
                 cmd.env_remove(&key);
             }
@@ -500,7 +566,7 @@ impl Scratch {
 }
 
 fn is_end(event: &str) -> bool {
-    event == "SessionEnd"
+    event == "SessionEnd" || event == "sessionEnd"
 }
 
 /// The environment `client` gives its hooks.
@@ -514,6 +580,16 @@ fn client_env(client: Client, project: &Path, session: &str) -> Vec<(&'static st
             ("CLAUDE_PROJECT_DIR", dir),
             ("GEMINI_SESSION_ID", session.to_string()),
         ],
+        // Copilot sets CLAUDE_PROJECT_DIR too (measured on 1.0.102).
+        Client::Copilot => vec![
+            (
+                "COPILOT_HOOK_DIR",
+                project.join(".github").join("hooks").display().to_string(),
+            ),
+            ("COPILOT_PROJECT_DIR", dir.clone()),
+            ("COPILOT_CLI", "1".to_string()),
+            ("CLAUDE_PROJECT_DIR", dir),
+        ],
     }
 }
 
@@ -526,6 +602,9 @@ fn wire_event(
     probe: Probe,
     session: &str,
 ) -> Vec<u8> {
+    if client == Client::Copilot {
+        return copilot_wire_event(scratch, event_name, probe, session);
+    }
     let project = &scratch.project;
     // A SessionStart registration names its source in its matcher.
     let source = if matcher.is_empty() {
@@ -538,7 +617,9 @@ fn wire_event(
             .dir
             .path()
             .join("rollout-2026-01-01T00-00-00-jkz-probe.jsonl"),
-        Client::Claude | Client::Gemini => scratch.dir.path().join("transcript.jsonl"),
+        Client::Claude | Client::Gemini | Client::Copilot => {
+            scratch.dir.path().join("transcript.jsonl")
+        }
     };
     let mut e = Map::new();
     e.insert("session_id".into(), session.into());
@@ -550,7 +631,7 @@ fn wire_event(
             e.insert("turn_id".into(), "jkz-probe-turn".into());
             e.insert("model".into(), "jkz-probe".into());
         }
-        Client::Claude | Client::Gemini => {}
+        Client::Claude | Client::Gemini | Client::Copilot => {}
     }
     let file = project.join("jkz-probe-edit.txt").display().to_string();
     let output = large_output(&scratch.marker);
@@ -594,6 +675,9 @@ fn wire_event(
             "tool_input": {"command": format!("*** Begin Patch\n*** Add File: {file}\n+probe\n*** End Patch\n")},
             "tool_use_id": "call_jkz_probe",
         }),
+        (Client::Copilot, Probe::Shape | Probe::Refuse) => {
+            return copilot_wire_event(scratch, event_name, probe, session)
+        }
         (Client::Gemini, Probe::Refuse) => json!({
             "tool_name": "write_file",
             "tool_input": {"file_path": file, "content": "probe"},
@@ -609,6 +693,42 @@ fn wire_event(
             }),
         },
     };
+    for (k, v) in extra.as_object().expect("an object") {
+        e.insert(k.clone(), v.clone());
+    }
+    serde_json::to_vec(&Value::Object(e)).expect("serializes")
+}
+
+/// The event Copilot CLI sends (camelCase, no event name: the command line
+/// names it), shaped for `probe`.
+fn copilot_wire_event(scratch: &Scratch, event_name: &str, probe: Probe, session: &str) -> Vec<u8> {
+    let file = scratch.project.join("jkz-probe-edit.txt");
+    let tool_result = json!({"resultType": "success",
+        "textResultForLlm": "\n<shellId: 0 completed with exit code 0>"});
+    let extra = match probe {
+        Probe::Snapshot | Probe::Dropped => json!({
+            "transcriptPath": scratch.dir.path().join("transcript.jsonl"),
+            "trigger": "manual", "customInstructions": ""}),
+        Probe::Reinject if event_name == "postToolUse" => json!({"toolName": "bash",
+            "toolArgs": {"command": "true", "description": "run"}, "toolResult": tool_result}),
+        Probe::Reinject => json!({"source": "resume", "initialPrompt": "go on"}),
+        Probe::Shape => json!({"toolName": "bash",
+            "toolArgs": {"command": "cargo test", "description": "run"}}),
+        Probe::Refuse => json!({"toolName": "create",
+            "toolArgs": {"path": file, "file_text": "probe"}}),
+        Probe::Registry => match event_name {
+            "sessionStart" => json!({"source": "new", "initialPrompt": "go on"}),
+            "userPromptSubmitted" => json!({"prompt": "go on"}),
+            "sessionEnd" => json!({"reason": "complete"}),
+            "preToolUse" => json!({"toolName": "bash", "toolArgs": {"command": "true"}}),
+            _ => json!({"toolName": "bash", "toolArgs": {"command": "true"},
+                "toolResult": tool_result}),
+        },
+    };
+    let mut e = Map::new();
+    e.insert("sessionId".into(), session.into());
+    e.insert("timestamp".into(), json!(1_795_869_901_074u64));
+    e.insert("cwd".into(), json!(scratch.project));
     for (k, v) in extra.as_object().expect("an object") {
         e.insert(k.clone(), v.clone());
     }
@@ -746,7 +866,7 @@ mod tests {
 
     #[test]
     fn every_registration_of_every_client_gets_a_probe() {
-        for client in [Client::Claude, Client::Codex, Client::Gemini] {
+        for client in Client::ALL {
             for reg in expected(client) {
                 assert!(!probes(client, reg).is_empty(), "{client:?} {reg:?}");
             }

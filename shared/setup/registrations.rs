@@ -43,6 +43,11 @@ pub fn in_project(project: &Path) -> Vec<String> {
             found.push(format!("{client} ({})", path.display()));
         }
     }
+    if let Some(path) = super::copilot::file(Some(project)) {
+        if super::copilot::has_jkz_hooks(&path) {
+            found.push(format!("Copilot CLI ({})", path.display()));
+        }
+    }
     found
 }
 

@@ -182,7 +182,7 @@ fn wrapped(event: &HookEvent, session: Option<&str>) -> Option<String> {
         return None;
     }
     // Only an input the client can take back with the command replaced.
-    event.raw.raw.get("tool_input")?.as_object()?;
+    event.tool_input()?;
     if *background || leave_alone(command, ShellWrap::FreshShell).is_some() {
         return None;
     }

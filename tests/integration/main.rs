@@ -7,6 +7,7 @@ mod bash_wrap;
 mod client;
 mod codex_hooks;
 mod compress;
+mod copilot;
 mod docs;
 mod doctor_probe;
 mod events;

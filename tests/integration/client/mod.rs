@@ -37,6 +37,7 @@ pub mod stub_model;
 
 mod codex;
 mod compaction;
+mod copilot;
 mod gemini;
 mod output_reduced;
 mod plugin;
@@ -202,7 +203,8 @@ fn installed_version(client: &NpmClient, bin: &Path) -> Option<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     text.split_whitespace()
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
-        .map(str::to_string)
+        // `GitHub Copilot CLI 1.0.102.` ends its sentence.
+        .map(|w| w.trim_end_matches('.').to_string())
 }
 
 /// A finished (or killed) process.
