@@ -57,6 +57,15 @@ pub type Line = (bool, String);
 /// Probes every hook `client` would run for `project`; one line each.
 pub fn run(client: Client, project: &Path) -> Vec<Line> {
     let project = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
+    if let Client::OpenCode = client {
+        // Its hooks are a plugin's JavaScript inside OpenCode, not command
+        // lines the probe can run as registered.
+        return vec![(
+            false,
+            "probe: OpenCode's plugin is not probed yet (jkz doctor checks the plugin file)"
+                .to_string(),
+        )];
+    }
     let entries = registered(client, &project);
     let expected = expected(client);
     let mut lines = Vec::new();
@@ -147,6 +156,7 @@ fn expected(client: Client) -> &'static [Registration] {
         Client::Codex => &codex::REGISTRATIONS,
         Client::Gemini => &gemini::REGISTRATIONS,
         Client::Copilot => &copilot::REGISTRATIONS,
+        Client::OpenCode => &[],
     }
 }
 
@@ -176,6 +186,7 @@ fn registered(client: Client, project: &Path) -> Vec<Entry> {
         Client::Codex => files.push((project.join(".codex").join("hooks.json"), Vec::new())),
         Client::Gemini => files.push((gemini::settings_path(project), Vec::new())),
         Client::Copilot => return copilot_entries(project),
+        Client::OpenCode => return Vec::new(),
     }
     let mut entries = Vec::new();
     for (file, env) in files {
@@ -296,7 +307,7 @@ fn probes(client: Client, reg: &Registration) -> Vec<Probe> {
             // Codex CLI's and Copilot CLI's way to shape a command's
             // output is the PreToolUse rewrite.
             Client::Codex | Client::Copilot => vec![Probe::Refuse, Probe::Shape],
-            Client::Claude | Client::Gemini => vec![Probe::Refuse],
+            Client::Claude | Client::Gemini | Client::OpenCode => vec![Probe::Refuse],
         },
         _ => vec![Probe::Registry],
     }
@@ -382,7 +393,9 @@ impl Scratch {
                         ..entry.clone()
                     },
                 ),
-                Client::Claude | Client::Codex | Client::Gemini => ("SessionStart", entry.clone()),
+                Client::Claude | Client::Codex | Client::Gemini | Client::OpenCode => {
+                    ("SessionStart", entry.clone())
+                }
             };
             let start = wire_event(client, self, name, "", Probe::Registry, &session);
             let _ = self.run(client, &starter, &start, &session);
@@ -473,7 +486,7 @@ impl Scratch {
                 "the command was not rewritten to run through jkz ({})",
                 excerpt(stdout)
             )),
-            Client::Claude | Client::Gemini => {
+            Client::Claude | Client::Gemini | Client::OpenCode => {
                 if !stdout.contains(&self.marker) {
                     Err(format!(
                         "the verdict in the middle of the output is not in the answer ({})",
@@ -574,7 +587,7 @@ fn client_env(client: Client, project: &Path, session: &str) -> Vec<(&'static st
     let dir = project.display().to_string();
     match client {
         Client::Claude => vec![("CLAUDE_PROJECT_DIR", dir)],
-        Client::Codex => Vec::new(),
+        Client::Codex | Client::OpenCode => Vec::new(),
         Client::Gemini => vec![
             ("GEMINI_PROJECT_DIR", dir.clone()),
             ("CLAUDE_PROJECT_DIR", dir),
@@ -617,7 +630,7 @@ fn wire_event(
             .dir
             .path()
             .join("rollout-2026-01-01T00-00-00-jkz-probe.jsonl"),
-        Client::Claude | Client::Gemini | Client::Copilot => {
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => {
             scratch.dir.path().join("transcript.jsonl")
         }
     };
@@ -631,7 +644,7 @@ fn wire_event(
             e.insert("turn_id".into(), "jkz-probe-turn".into());
             e.insert("model".into(), "jkz-probe".into());
         }
-        Client::Claude | Client::Gemini | Client::Copilot => {}
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => {}
     }
     let file = project.join("jkz-probe-edit.txt").display().to_string();
     let output = large_output(&scratch.marker);
@@ -678,6 +691,7 @@ fn wire_event(
         (Client::Copilot, Probe::Shape | Probe::Refuse) => {
             return copilot_wire_event(scratch, event_name, probe, session)
         }
+        (Client::OpenCode, Probe::Shape | Probe::Refuse) => json!({}),
         (Client::Gemini, Probe::Refuse) => json!({
             "tool_name": "write_file",
             "tool_input": {"file_path": file, "content": "probe"},
