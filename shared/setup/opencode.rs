@@ -46,6 +46,11 @@ fn is_jkz_plugin(bytes: &[u8]) -> bool {
     bytes.starts_with(FIRST_LINE.as_bytes())
 }
 
+/// True when `path` is a version of jkz's plugin.
+pub fn has_jkz_plugin(path: &Path) -> bool {
+    read(path).is_ok_and(|b| b.is_some_and(|b| is_jkz_plugin(&b)))
+}
+
 fn read(path: &Path) -> Result<Option<Vec<u8>>, Failure> {
     match crate::state_dir::read_user_file(path) {
         Ok(bytes) => Ok(Some(bytes)),

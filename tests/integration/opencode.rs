@@ -368,3 +368,27 @@ fn opencode_user_install_places_the_users_plugin_and_uninstall_removes_it() {
     left.remove(".config/");
     assert_eq!(left, before, "{:?}", after.keys());
 }
+
+#[test]
+fn opencode_uninstall_keeps_the_state_directory_another_client_still_uses() {
+    let dir = project();
+    let before = tree(&dir.join("project"));
+    jkz(&dir, &["install", "--client", "opencode"]).success();
+    jkz(&dir, &["install", "--client", "copilot"]).success();
+    jkz(&dir, &["uninstall", "--client", "opencode"]).success();
+    assert!(
+        dir.join("project/state").is_dir(),
+        "Copilot CLI still uses it"
+    );
+    assert!(!dir.join("project/.opencode").exists());
+    jkz(&dir, &["uninstall", "--client", "copilot"]).success();
+    assert_eq!(tree(&dir.join("project")), before);
+
+    // And the other way round: OpenCode's plugin keeps it too.
+    jkz(&dir, &["install", "--client", "opencode"]).success();
+    jkz(&dir, &["install", "--client", "copilot"]).success();
+    jkz(&dir, &["uninstall", "--client", "copilot"]).success();
+    assert!(dir.join("project/state").is_dir(), "OpenCode still uses it");
+    jkz(&dir, &["uninstall", "--client", "opencode"]).success();
+    assert_eq!(tree(&dir.join("project")), before);
+}
