@@ -19,11 +19,90 @@ use super::install::{
     installed_binaries, prepare_state, project_gitignore, refusal, release_state,
     remove_dir_if_empty, remove_file, say, write_file, ProjectRoot,
 };
+use super::settings::Registration;
 use super::{InstallArgs, Target, UninstallArgs};
 use crate::exit::Failure;
 
 /// The plugin, as this `jkz` ships it.
 pub const PLUGIN: &str = include_str!("../../plugin/opencode/jkz.js");
+
+/// Which binary the plugin hands each OpenCode hook or event to (what
+/// `jkz doctor --probe --client opencode` runs).
+pub const REGISTRATIONS: [Registration; 8] = [
+    Registration {
+        event: "experimental.session.compacting",
+        matcher: "",
+        program: "jkz-pre-compact",
+    },
+    Registration {
+        event: "session.compacted",
+        matcher: "",
+        program: "jkz-session-start",
+    },
+    Registration {
+        event: "tool.execute.after",
+        matcher: "",
+        program: "jkz-post-tool-use",
+    },
+    Registration {
+        event: "session.created",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "chat.message",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "tool.execute.before",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "tool.execute.after",
+        matcher: "",
+        program: "jkz-chat",
+    },
+    Registration {
+        event: "session.deleted",
+        matcher: "",
+        program: "jkz-chat",
+    },
+];
+
+/// Where the plugin finds `program`: on `PATH`, then in `~/.local/bin`,
+/// then in `${CARGO_HOME:-~/.cargo}/bin` (its `findProgram`).
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let home = PathBuf::from(home);
+        dirs.push(home.join(".local").join("bin"));
+        let cargo = std::env::var_os("CARGO_HOME")
+            .filter(|c| !c.is_empty())
+            .map_or_else(|| home.join(".cargo"), PathBuf::from);
+        dirs.push(cargo.join("bin"));
+    }
+    dirs.into_iter()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(program))
+        .find(|f| {
+            use std::os::unix::fs::PermissionsExt;
+            f.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// jkz's plugin OpenCode loads for `project` (the project's, else the
+/// user's), when there is one.
+pub fn installed(project: &Path) -> Option<PathBuf> {
+    [file(Some(project)), file(None)]
+        .into_iter()
+        .flatten()
+        .find(|f| has_jkz_plugin(f))
+}
 
 /// How every version of jkz's plugin starts: a file that does not is
 /// someone else's.

@@ -392,3 +392,82 @@ fn opencode_uninstall_keeps_the_state_directory_another_client_still_uses() {
     jkz(&dir, &["uninstall", "--client", "opencode"]).success();
     assert_eq!(tree(&dir.join("project")), before);
 }
+
+fn probe_lines(run: &Run) -> Vec<String> {
+    run.stdout_str()
+        .lines()
+        .filter(|l| l.contains(" probe "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn doctor_probe_fires_every_hook_of_the_opencode_plugin_and_leaves_the_project_as_it_was() {
+    let dir = project();
+    jkz(&dir, &["install", "--client", "opencode"]).success();
+    let before = tree(&dir.join("project"));
+    let run = jkz(&dir, &["doctor", "--probe", "--client", "opencode"]);
+    let lines = probe_lines(&run);
+    assert_eq!(lines.len(), 8, "{}", run.report());
+    for line in &lines {
+        assert!(
+            line.starts_with("ok   probe ") && line.contains(": fired: "),
+            "{line}\n{}",
+            run.report()
+        );
+    }
+    for effect in [
+        "tool.execute.before → jkz-chat: fired: an edit in a worktree another chat holds was refused",
+        "tool.execute.after → jkz-post-tool-use: fired: a large output came back shaped, its verdict kept",
+        "experimental.session.compacting → jkz-pre-compact: fired: a snapshot was written",
+        "session.compacted → jkz-session-start: fired: the answer carries the pipeline state",
+        "session.deleted → jkz-chat: fired: the chat left the registry",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(effect)),
+            "no hook proved `{effect}`: {}",
+            run.report()
+        );
+    }
+    assert_eq!(
+        tree(&dir.join("project")),
+        before,
+        "the probe changed the project"
+    );
+}
+
+#[test]
+fn doctor_probe_says_the_opencode_plugin_is_missing_or_cannot_find_the_binaries() {
+    let dir = project();
+    let run = jkz(&dir, &["doctor", "--probe", "--client", "opencode"]);
+    assert_eq!(run.code(), Some(1), "{}", run.report());
+    let lines = probe_lines(&run);
+    assert_eq!(lines.len(), 8, "{}", run.report());
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("FAIL probe ")
+                && l.contains("not run: OpenCode has no such hook")),
+        "{}",
+        run.report()
+    );
+
+    // The plugin is there, but the binaries are nowhere it looks.
+    jkz(&dir, &["install", "--client", "opencode"]).success();
+    let run = crate::util::Cmd::new("jkz", &dir.join("project"))
+        .env("HOME", dir.join("home"))
+        .env("PATH", "/usr/bin:/bin")
+        .args(["doctor", "--probe", "--client", "opencode"])
+        .run();
+    let broken: Vec<String> = probe_lines(&run)
+        .into_iter()
+        .filter(|l| l.starts_with("FAIL"))
+        .collect();
+    assert!(
+        broken.iter().any(|l| l.starts_with(
+            "FAIL probe experimental.session.compacting → jkz-pre-compact: not run: the command was not found"
+        )),
+        "{}",
+        run.report()
+    );
+}
