@@ -1,5 +1,5 @@
 //! The clients jkz answers hooks for — Claude Code, Codex CLI, Gemini CLI,
-//! GitHub Copilot CLI —
+//! GitHub Copilot CLI, OpenCode —
 //! and the one edge where their contracts meet jkz's.
 //!
 //! One set of binaries serves every client (see `docs/clients.md`). A hook
@@ -12,6 +12,8 @@
 //!   registration names the event in `JKZ_COPILOT_EVENT` (its camelCase
 //!   events do not; it also sets `CLAUDE_PROJECT_DIR`, so that variable
 //!   never tells Claude Code);
+//! - OpenCode's events come from jkz's plugin, which says so
+//!   (`"client": "opencode"`): its environment is its model's commands' too;
 //! - Codex CLI's events carry a `turn_id` (Claude Code's never do), except
 //!   `SessionStart`, whose `transcript_path` is a Codex rollout file
 //!   (`…/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, measured on Codex
@@ -42,6 +44,7 @@ pub mod copilot;
 pub mod edge;
 pub mod event;
 pub mod gemini;
+pub mod opencode;
 pub mod view;
 
 pub use answer::Answer;
@@ -61,6 +64,9 @@ pub enum Client {
     Gemini,
     /// GitHub Copilot CLI (`.github/hooks/jkz.json`).
     Copilot,
+    /// OpenCode (the plugin `.opencode/plugins/jkz.js`).
+    #[value(name = "opencode")]
+    OpenCode,
 }
 
 /// What a client's module made of an event.
@@ -97,11 +103,12 @@ pub enum ShellWrap {
 
 impl Client {
     /// Every client, in the order `jkz --help` lists them.
-    pub const ALL: [Client; 4] = [
+    pub const ALL: [Client; 5] = [
         Client::Claude,
         Client::Codex,
         Client::Gemini,
         Client::Copilot,
+        Client::OpenCode,
     ];
 
     /// The client that sent `input`, read with the process environment.
@@ -114,7 +121,9 @@ impl Client {
     /// [`Client::detect`] with the environment as a predicate (set and not
     /// empty), so tests need not touch the process's own.
     pub fn detect_with(input: &HookInput, env_set: impl Fn(&str) -> bool) -> Client {
-        if gemini::sent(input, &env_set) {
+        if opencode::sent(input) {
+            Client::OpenCode
+        } else if gemini::sent(input, &env_set) {
             Client::Gemini
         } else if copilot::sent(input, &env_set) {
             Client::Copilot
@@ -142,6 +151,7 @@ impl Client {
             Client::Codex => "codex",
             Client::Gemini => "gemini",
             Client::Copilot => "copilot",
+            Client::OpenCode => "opencode",
         }
     }
 
@@ -152,6 +162,7 @@ impl Client {
             Client::Codex => "Codex CLI",
             Client::Gemini => "Gemini CLI",
             Client::Copilot => "Copilot CLI",
+            Client::OpenCode => "OpenCode",
         }
     }
 
@@ -162,6 +173,7 @@ impl Client {
             Client::Claude | Client::Codex => claude::spelling(name),
             Client::Gemini => gemini::spelling(name),
             Client::Copilot => copilot::spelling(name),
+            Client::OpenCode => opencode::spelling(name),
         }
     }
 
@@ -175,6 +187,7 @@ impl Client {
             Client::Codex => codex::parse(input, hook),
             Client::Gemini => gemini::parse(input, hook),
             Client::Copilot => copilot::parse(input, hook),
+            Client::OpenCode => opencode::parse(input, hook),
         }
     }
 
@@ -183,7 +196,7 @@ impl Client {
     /// before every turn; its memo says whether this one needs work).
     pub fn goes_on(self, event: &mut HookEvent, warnings: &mut Warnings) -> bool {
         match self {
-            Client::Claude | Client::Codex => true,
+            Client::Claude | Client::Codex | Client::OpenCode => true,
             Client::Gemini => gemini::goes_on(event, warnings),
             Client::Copilot => copilot::goes_on(event, warnings),
         }
@@ -202,16 +215,18 @@ impl Client {
             Client::Codex => codex::render(event, answer, warnings),
             Client::Gemini => gemini::render(event, answer, warnings),
             Client::Copilot => copilot::render(event, answer, warnings),
+            Client::OpenCode => opencode::render(event, answer),
         }
     }
 
     /// True when a hook can leave a tool call to the user (Codex CLI's
-    /// hooks cannot: its `ask` is an error it ignores, so a question is
-    /// rendered as a refusal that says why).
+    /// hooks cannot: its `ask` is an error it ignores; OpenCode's plugin
+    /// can only refuse; so a question is rendered as a refusal that says
+    /// why).
     pub fn can_ask(self) -> bool {
         match self {
             Client::Claude | Client::Gemini | Client::Copilot => true,
-            Client::Codex => false,
+            Client::Codex | Client::OpenCode => false,
         }
     }
 
@@ -225,6 +240,14 @@ impl Client {
             // 889-character note of an output over ~20 KiB: the guard works
             // in preToolUse instead (the Bash wrap).
             Client::Copilot => OutputControl::Nothing,
+            // Its tool.execute.after replaces what the model reads; other
+            // tools than the shell cap their own output (50 KB for a read).
+            Client::OpenCode => match tool {
+                Tool::Shell { .. } => OutputControl::Replace,
+                Tool::Read { .. } | Tool::Edit { .. } | Tool::Patch { .. } | Tool::Other => {
+                    OutputControl::Nothing
+                }
+            },
             Client::Gemini => match tool {
                 Tool::Shell { .. } => OutputControl::Append(gemini::SHELL_CUT),
                 Tool::Read { .. } | Tool::Edit { .. } | Tool::Patch { .. } | Tool::Other => {
@@ -241,14 +264,19 @@ impl Client {
             Client::Claude => {
                 claude::bash_pre_approved(event, project).then_some(ShellWrap::Inline)
             }
-            Client::Codex | Client::Gemini | Client::Copilot => Some(ShellWrap::FreshShell),
+            // OpenCode runs the rewritten arguments (measured); above about
+            // 200 KB its own capture of an output was partial, so the
+            // whole output reaches jkz only through the wrap.
+            Client::Codex | Client::Gemini | Client::Copilot | Client::OpenCode => {
+                Some(ShellWrap::FreshShell)
+            }
         }
     }
 
     /// An older variable that also turns the Bash wrap off for this client.
     pub fn older_wrap_switch(self) -> Option<&'static str> {
         match self {
-            Client::Claude | Client::Gemini | Client::Copilot => None,
+            Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => None,
             Client::Codex => Some(codex::OLD_OPT_OUT),
         }
     }
@@ -258,7 +286,7 @@ impl Client {
     pub fn open_persisted(self, event: &HookEvent, path: &Path) -> Result<std::fs::File, String> {
         match self {
             Client::Claude => claude::persisted::open_for(event, path),
-            Client::Codex | Client::Gemini | Client::Copilot => Err(format!(
+            Client::Codex | Client::Gemini | Client::Copilot | Client::OpenCode => Err(format!(
                 "persisted output {} not read: {} persists none jkz reads",
                 path.display(),
                 self.title()
@@ -270,7 +298,7 @@ impl Client {
     /// hook should not start work ahead of knowing it is needed.
     pub fn pre_compact_every_turn(self) -> bool {
         match self {
-            Client::Claude | Client::Codex | Client::Copilot => false,
+            Client::Claude | Client::Codex | Client::Copilot | Client::OpenCode => false,
             Client::Gemini => true,
         }
     }
@@ -284,6 +312,7 @@ impl Client {
             Client::Codex => name == "codex",
             Client::Gemini => gemini::is_process(name, args),
             Client::Copilot => copilot::is_process(name),
+            Client::OpenCode => opencode::is_process(name),
         }
     }
 }
@@ -293,7 +322,7 @@ impl Client {
 /// `apply_patch`).
 pub fn intercepted(first: &str) -> Option<&'static str> {
     Client::ALL.into_iter().find_map(|c| match c {
-        Client::Claude | Client::Gemini | Client::Copilot => None,
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => None,
         Client::Codex => codex::intercepts(first),
     })
 }
@@ -305,7 +334,7 @@ pub fn patched_files(text: &str) -> Vec<PathBuf> {
     Client::ALL
         .into_iter()
         .flat_map(|c| match c {
-            Client::Claude | Client::Gemini | Client::Copilot => Vec::new(),
+            Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => Vec::new(),
             Client::Codex => codex::patched_files(text),
         })
         .collect()

@@ -28,6 +28,7 @@ pub mod copilot;
 mod doctor;
 mod gemini;
 mod install;
+pub mod opencode;
 pub mod plugin;
 mod probe;
 mod registrations;
@@ -53,6 +54,7 @@ pub fn install(
         Client::Codex => codex::install(args, out),
         Client::Gemini => gemini::install(args, out),
         Client::Copilot => copilot::install(args, out),
+        Client::OpenCode => opencode::install(args, out),
     }
 }
 
@@ -66,6 +68,7 @@ pub fn uninstall(
         Client::Codex => codex::uninstall(args, out),
         Client::Gemini => gemini::uninstall(args, out),
         Client::Copilot => copilot::uninstall(args, out),
+        Client::OpenCode => opencode::uninstall(args, out),
     }
 }
 

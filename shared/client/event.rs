@@ -213,11 +213,12 @@ impl HookEvent {
     }
 
     /// The tool call's input object as the client sent it (Copilot CLI's
-    /// `toolArgs`, every other client's `tool_input`).
+    /// `toolArgs`, OpenCode's `args`, every other client's `tool_input`).
     pub fn tool_input(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
         let key = match self.client {
             Client::Claude | Client::Codex | Client::Gemini => "tool_input",
             Client::Copilot => "toolArgs",
+            Client::OpenCode => return super::opencode::tool_input(&self.raw),
         };
         self.raw.raw.get(key)?.as_object()
     }

@@ -9,7 +9,7 @@
 //!   count every saving is measured against;
 //! - how its agent reads a range of a kept file ([`Viewer::reader`]).
 
-use super::{claude, codex, copilot, gemini, Client};
+use super::{claude, codex, copilot, gemini, opencode, Client};
 use crate::reduce::{ClientCut, Reader, DEFAULT_BUDGET};
 
 /// What kind of output it is, as far as a client treats kinds apart.
@@ -58,7 +58,7 @@ impl Viewer {
     pub fn budget(self, exit_code: Option<i32>) -> usize {
         match self.client {
             Client::Claude => claude::shown::budget(self.kind, exit_code),
-            Client::Codex | Client::Gemini => DEFAULT_BUDGET,
+            Client::Codex | Client::Gemini | Client::OpenCode => DEFAULT_BUDGET,
             Client::Copilot => copilot::VIEW_BUDGET,
         }
     }
@@ -72,6 +72,7 @@ impl Viewer {
             Client::Codex => Some(codex::SHELL_CUT),
             Client::Gemini => Some(gemini::SHELL_CUT),
             Client::Copilot => Some(copilot::SHELL_CUT),
+            Client::OpenCode => Some(opencode::SHELL_CUT),
         }
     }
 
@@ -83,6 +84,7 @@ impl Viewer {
             Client::Codex => codex::shell_shown(bytes),
             Client::Gemini => gemini::shell_shown(chars, bytes),
             Client::Copilot => copilot::shell_shown(chars, bytes),
+            Client::OpenCode => opencode::shell_shown(bytes),
         }
     }
 
@@ -91,7 +93,7 @@ impl Viewer {
     pub fn added(self, exit_code: Option<i32>) -> u64 {
         match self.client {
             Client::Claude => claude::shown::added(self.kind, exit_code),
-            Client::Codex | Client::Gemini | Client::Copilot => 0,
+            Client::Codex | Client::Gemini | Client::Copilot | Client::OpenCode => 0,
         }
     }
 
@@ -99,7 +101,7 @@ impl Viewer {
     pub fn reader(self) -> Reader {
         match self.client {
             Client::Claude => Reader::ClaudeRead,
-            Client::Codex | Client::Copilot => Reader::Shell,
+            Client::Codex | Client::Copilot | Client::OpenCode => Reader::Shell,
             Client::Gemini => Reader::GeminiReadFile,
         }
     }
@@ -111,6 +113,7 @@ impl Viewer {
             Client::Codex => Some(codex::SHELL_KEEPS),
             Client::Gemini => Some(gemini::SHELL_KEEPS),
             Client::Copilot => Some(copilot::SHELL_KEEPS),
+            Client::OpenCode => Some(opencode::SHELL_KEEPS),
         }
     }
 
@@ -124,6 +127,7 @@ impl Viewer {
             Client::Gemini => output.bytes,
             Client::Copilot if output.over_limit => copilot::SHELL_NOTE,
             Client::Copilot => output.bytes,
+            Client::OpenCode => opencode::shell_shown(output.bytes),
         }
     }
 
@@ -133,7 +137,7 @@ impl Viewer {
     pub fn head_bytes(self) -> usize {
         match self.client {
             Client::Claude => claude::shown::PREVIEW_BYTES + 1,
-            Client::Codex | Client::Gemini => 0,
+            Client::Codex | Client::Gemini | Client::OpenCode => 0,
             Client::Copilot => copilot::SHELL_PREVIEW + 1,
         }
     }

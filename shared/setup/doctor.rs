@@ -168,6 +168,10 @@ pub fn doctor(
             client_lines(&mut report, super::copilot::doctor_lines(&project_dir))?;
             false
         }
+        Client::OpenCode => {
+            client_lines(&mut report, super::opencode::doctor_lines(&project_dir))?;
+            false
+        }
     };
     if args.probe {
         client_lines(&mut report, super::probe::run(args.client, &project_dir))?;
@@ -177,7 +181,7 @@ pub fn doctor(
             Status::Note,
             "Codex runs a project's hooks only in a trusted project, once the hooks are trusted (or with --dangerously-bypass-hook-trust)",
         )?,
-        Client::Claude | Client::Gemini | Client::Copilot => {}
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => {}
     }
     if claude_commands {
         claude_slash_commands(&mut report, &project, user.as_ref())?;

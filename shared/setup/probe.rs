@@ -18,6 +18,10 @@
 //! | `PostCompact` | a summary that dropped the state | the dropped items were recorded |
 //! | the registry (`jkz-chat` on the other events) | the chat's event | the chat is (or, at its end, is no longer) in the registry |
 //!
+//! OpenCode has no command lines: its hooks are jkz's plugin, which hands
+//! each to a binary it finds by name; the probe runs that binary, found as
+//! the plugin finds it, with the JSON the plugin sends.
+//!
 //! Every hook writes into a scratch state directory (`JKZ_STATE_DIR`, with
 //! `JKZ_REGISTRY_URL` unset so no team registry is touched), made for the
 //! run and removed after it: the project's own `state/` is neither read nor
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::settings::{self, Registration};
-use super::{codex, copilot, gemini, plugin, Target};
+use super::{codex, copilot, gemini, opencode, plugin, Target};
 use crate::client::Client;
 
 /// How long one hook may run before the probe calls it not run: longer
@@ -147,6 +151,7 @@ fn expected(client: Client) -> &'static [Registration] {
         Client::Codex => &codex::REGISTRATIONS,
         Client::Gemini => &gemini::REGISTRATIONS,
         Client::Copilot => &copilot::REGISTRATIONS,
+        Client::OpenCode => &opencode::REGISTRATIONS,
     }
 }
 
@@ -176,6 +181,7 @@ fn registered(client: Client, project: &Path) -> Vec<Entry> {
         Client::Codex => files.push((project.join(".codex").join("hooks.json"), Vec::new())),
         Client::Gemini => files.push((gemini::settings_path(project), Vec::new())),
         Client::Copilot => return copilot_entries(project),
+        Client::OpenCode => return opencode_entries(project),
     }
     let mut entries = Vec::new();
     for (file, env) in files {
@@ -292,12 +298,14 @@ fn probes(client: Client, reg: &Registration) -> Vec<Probe> {
         ("jkz-session-start", "PostCompact") => vec![Probe::Dropped],
         ("jkz-session-start", _) => vec![Probe::Reinject],
         ("jkz-post-tool-use", _) => vec![Probe::Shape],
-        ("jkz-chat", "PreToolUse" | "BeforeTool" | "preToolUse") => match client {
-            // Codex CLI's and Copilot CLI's way to shape a command's
-            // output is the PreToolUse rewrite.
-            Client::Codex | Client::Copilot => vec![Probe::Refuse, Probe::Shape],
-            Client::Claude | Client::Gemini => vec![Probe::Refuse],
-        },
+        ("jkz-chat", "PreToolUse" | "BeforeTool" | "preToolUse" | "tool.execute.before") => {
+            match client {
+                // Codex CLI's and Copilot CLI's way to shape a command's
+                // output is the PreToolUse rewrite.
+                Client::Codex | Client::Copilot => vec![Probe::Refuse, Probe::Shape],
+                Client::Claude | Client::Gemini | Client::OpenCode => vec![Probe::Refuse],
+            }
+        }
         _ => vec![Probe::Registry],
     }
 }
@@ -382,6 +390,8 @@ impl Scratch {
                         ..entry.clone()
                     },
                 ),
+                // The plugin's event names itself: the same binary starts it.
+                Client::OpenCode => ("session.created", entry.clone()),
                 Client::Claude | Client::Codex | Client::Gemini => ("SessionStart", entry.clone()),
             };
             let start = wire_event(client, self, name, "", Probe::Registry, &session);
@@ -473,7 +483,7 @@ impl Scratch {
                 "the command was not rewritten to run through jkz ({})",
                 excerpt(stdout)
             )),
-            Client::Claude | Client::Gemini => {
+            Client::Claude | Client::Gemini | Client::OpenCode => {
                 if !stdout.contains(&self.marker) {
                     Err(format!(
                         "the verdict in the middle of the output is not in the answer ({})",
@@ -566,7 +576,7 @@ impl Scratch {
 }
 
 fn is_end(event: &str) -> bool {
-    event == "SessionEnd" || event == "sessionEnd"
+    event == "SessionEnd" || event == "sessionEnd" || event == "session.deleted"
 }
 
 /// The environment `client` gives its hooks.
@@ -575,6 +585,8 @@ fn client_env(client: Client, project: &Path, session: &str) -> Vec<(&'static st
     match client {
         Client::Claude => vec![("CLAUDE_PROJECT_DIR", dir)],
         Client::Codex => Vec::new(),
+        // Inherited from OpenCode's process; the model's commands have it too.
+        Client::OpenCode => vec![("OPENCODE", "1".to_string())],
         Client::Gemini => vec![
             ("GEMINI_PROJECT_DIR", dir.clone()),
             ("CLAUDE_PROJECT_DIR", dir),
@@ -605,6 +617,9 @@ fn wire_event(
     if client == Client::Copilot {
         return copilot_wire_event(scratch, event_name, probe, session);
     }
+    if client == Client::OpenCode {
+        return opencode_wire_event(scratch, event_name, probe, session);
+    }
     let project = &scratch.project;
     // A SessionStart registration names its source in its matcher.
     let source = if matcher.is_empty() {
@@ -617,7 +632,7 @@ fn wire_event(
             .dir
             .path()
             .join("rollout-2026-01-01T00-00-00-jkz-probe.jsonl"),
-        Client::Claude | Client::Gemini | Client::Copilot => {
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => {
             scratch.dir.path().join("transcript.jsonl")
         }
     };
@@ -631,7 +646,7 @@ fn wire_event(
             e.insert("turn_id".into(), "jkz-probe-turn".into());
             e.insert("model".into(), "jkz-probe".into());
         }
-        Client::Claude | Client::Gemini | Client::Copilot => {}
+        Client::Claude | Client::Gemini | Client::Copilot | Client::OpenCode => {}
     }
     let file = project.join("jkz-probe-edit.txt").display().to_string();
     let output = large_output(&scratch.marker);
@@ -678,6 +693,9 @@ fn wire_event(
         (Client::Copilot, Probe::Shape | Probe::Refuse) => {
             return copilot_wire_event(scratch, event_name, probe, session)
         }
+        (Client::OpenCode, Probe::Shape | Probe::Refuse) => {
+            return opencode_wire_event(scratch, event_name, probe, session)
+        }
         (Client::Gemini, Probe::Refuse) => json!({
             "tool_name": "write_file",
             "tool_input": {"file_path": file, "content": "probe"},
@@ -697,6 +715,89 @@ fn wire_event(
         e.insert(k.clone(), v.clone());
     }
     serde_json::to_vec(&Value::Object(e)).expect("serializes")
+}
+
+/// The event jkz's OpenCode plugin sends for `event_name` (OpenCode's hook
+/// or event), shaped for `probe`.
+fn opencode_wire_event(
+    scratch: &Scratch,
+    event_name: &str,
+    probe: Probe,
+    session: &str,
+) -> Vec<u8> {
+    let file = scratch.project.join("jkz-probe-edit.txt");
+    let call = |tool: &str| json!({"tool": tool, "sessionID": session, "callID": "call_jkz_probe"});
+    let info = json!({"type": event_name, "properties": {"info": {"id": session}}});
+    let (input, output) = match (probe, event_name) {
+        (Probe::Snapshot | Probe::Dropped, _) => {
+            (json!({"sessionID": session}), json!({"context": []}))
+        }
+        (Probe::Reinject, _) => (
+            json!({"type": event_name, "properties": {"sessionID": session}}),
+            json!({}),
+        ),
+        (Probe::Shape, _) => {
+            let mut input = call("bash");
+            input["args"] = json!({"command": "cargo test", "description": "run"});
+            let output = json!({"title": "run", "output": large_output(&scratch.marker),
+                "metadata": {"exit": 101, "truncated": false}});
+            (input, output)
+        }
+        (Probe::Refuse, _) => (
+            call("write"),
+            json!({"args": {"filePath": file, "content": "probe"}}),
+        ),
+        (Probe::Registry, "session.created" | "session.deleted") => (info, json!({})),
+        (Probe::Registry, "chat.message") => (
+            json!({"sessionID": session}),
+            json!({"message": {}, "parts": []}),
+        ),
+        (Probe::Registry, "tool.execute.before") => (
+            call("bash"),
+            json!({"args": {"command": "true", "description": "run"}}),
+        ),
+        (Probe::Registry, _) => {
+            let mut input = call("bash");
+            input["args"] = json!({"command": "true", "description": "run"});
+            (
+                input,
+                json!({"title": "run", "output": "", "metadata": {"exit": 0}}),
+            )
+        }
+    };
+    let e = json!({
+        "client": "opencode",
+        "hook_event_name": event_name,
+        "session_id": session,
+        "cwd": scratch.project,
+        "worktree": scratch.project,
+        "input": input,
+        "output": output,
+    });
+    serde_json::to_vec(&e).expect("serializes")
+}
+
+/// What the plugin OpenCode loads for `project` would run: each of its
+/// hooks' binaries, found where the plugin looks (a binary it cannot find
+/// is left by name, so running it says it was not found).
+fn opencode_entries(project: &Path) -> Vec<Entry> {
+    let Some(file) = opencode::installed(project) else {
+        return Vec::new();
+    };
+    opencode::REGISTRATIONS
+        .iter()
+        .map(|reg| Entry {
+            file: file.clone(),
+            event: reg.event.to_string(),
+            matcher: String::new(),
+            command: match opencode::find_program(reg.program) {
+                Some(path) => settings::shell_quote(&path.display().to_string()),
+                None => reg.program.to_string(),
+            },
+            program: reg.program.to_string(),
+            env: Vec::new(),
+        })
+        .collect()
 }
 
 /// The event Copilot CLI sends (camelCase, no event name: the command line

@@ -1,6 +1,7 @@
 //! Which clients have jkz registered for a project: Claude Code (the
 //! project's settings or local settings, the user's settings, the plugin),
-//! Codex CLI (`.codex/hooks.json`), Gemini CLI (`.gemini/settings.json`).
+//! Codex CLI (`.codex/hooks.json`), Gemini CLI (`.gemini/settings.json`),
+//! OpenCode (`.opencode/plugins/jkz.js`).
 //!
 //! The state directory and its `.gitignore` line are the project's opt-in
 //! for every client at once: uninstalling one client takes them away only
@@ -46,6 +47,11 @@ pub fn in_project(project: &Path) -> Vec<String> {
     if let Some(path) = super::copilot::file(Some(project)) {
         if super::copilot::has_jkz_hooks(&path) {
             found.push(format!("Copilot CLI ({})", path.display()));
+        }
+    }
+    if let Some(path) = super::opencode::file(Some(project)) {
+        if super::opencode::has_jkz_plugin(&path) {
+            found.push(format!("OpenCode ({})", path.display()));
         }
     }
     found

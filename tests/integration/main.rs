@@ -22,6 +22,7 @@ mod install_clients;
 mod install_codex;
 mod install_gemini;
 mod install_worktrees;
+mod opencode;
 mod patterns;
 mod post_compact;
 mod postgres;
