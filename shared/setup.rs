@@ -33,6 +33,7 @@ pub mod plugin;
 mod probe;
 mod registrations;
 pub mod settings;
+mod whole_file;
 
 use std::path::{Path, PathBuf};
 

@@ -19,11 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::install::{
-    hook_command, installed_binaries, prepare_state, project_gitignore, refusal, release_state,
-    remove_dir_if_empty, remove_file, say, write_file, ProjectRoot,
-};
+use super::install::{hook_command, installed_binaries, say};
 use super::settings::{self, Registration};
+use super::whole_file::WholeFile;
 use super::{InstallArgs, Target, UninstallArgs};
 use crate::client::copilot::EVENT_VAR;
 use crate::exit::Failure;
@@ -219,45 +217,12 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
         say(out, note)?;
     }
     let bin_dir = installed_binaries()?;
-    let path = target_file(target.project.as_deref())?;
-    let existing = match crate::state_dir::read_user_file(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Failure::io(1, format!("reading {}", path.display()), e)),
-    };
-    if let Some(bytes) = &existing {
-        let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
-        if !parsed.as_ref().is_some_and(only_jkz) {
-            return Err(refusal(
-                &path,
-                "holds hooks that are not jkz's (jkz writes this file whole)",
-            ));
-        }
-    }
-    let mut changes = 0;
-    if let Some(project) = &target.project {
-        let gitignore = project_gitignore(&target)?.expect("read for a project");
-        let root = ProjectRoot::of(project)?;
-        changes += prepare_state(&root, gitignore, out)?;
-    }
+    let file = whole_file(&target)?;
     let mut bytes =
         serde_json::to_vec_pretty(&contents(|p| hook_command(&bin_dir, p))).expect("serializes");
     bytes.push(b'\n');
-    if existing.as_deref() != Some(bytes.as_slice()) {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
-        }
-        write_file(&path, &bytes, 0o644)?;
-        say(out, settings::registered_summary(&REGISTRATIONS, &path))?;
-        changes += 1;
-    }
-    if changes == 0 {
-        say(
-            out,
-            "jkz is already installed here for Copilot CLI; nothing changed",
-        )?;
-    }
+    let written = settings::registered_summary(&REGISTRATIONS, &file.path);
+    file.install(&target, &bytes, &written, out)?;
     if target.project.is_some() {
         say(out, format_args!("note: {TRUST_NOTE}"))?;
     }
@@ -272,44 +237,30 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     if let Some(note) = target.moved_note() {
         say(out, note)?;
     }
-    let path = target_file(target.project.as_deref())?;
-    let mut changes = 0;
-    if let Some(v) = read(&path) {
-        if !only_jkz(&v) {
-            return Err(refusal(
-                &path,
-                "holds hooks that are not jkz's; remove jkz's entries by hand",
-            ));
-        }
-        remove_file(&path)?;
-        // .github/hooks/, then .github/ (or ~/.copilot/hooks/), when empty.
-        let mut dir = path.parent();
-        for _ in 0..2 {
-            match dir {
-                Some(d) if remove_dir_if_empty(d) => dir = d.parent(),
-                _ => break,
-            }
-            if target.project.is_none() {
-                break;
-            }
-        }
-        say(out, format_args!("removed {}", path.display()))?;
-        changes += 1;
-    }
-    if let Some(project) = &target.project {
-        let gitignore = project_gitignore(&target)?.expect("read for a project");
-        let root = ProjectRoot::of(project)?;
-        changes += release_state(project, &root, gitignore, out)?;
-    }
-    if changes == 0 {
-        say(
-            out,
-            "jkz is not installed here for Copilot CLI; nothing changed",
-        )?;
-    }
-    out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+    whole_file(&target)?.uninstall(&target, out)
+}
+
+/// True when `bytes` are a hooks file holding jkz's hooks only.
+fn only_jkz_bytes(bytes: &[u8]) -> bool {
+    serde_json::from_slice(bytes)
+        .ok()
+        .as_ref()
+        .is_some_and(only_jkz)
+}
+
+/// The hooks file of `target`, as jkz writes it whole.
+fn whole_file(target: &Target) -> Result<WholeFile<'static>, Failure> {
+    Ok(WholeFile {
+        client: "Copilot CLI",
+        path: target_file(target.project.as_deref())?,
+        is_ours: &only_jkz_bytes,
+        not_ours: (
+            "holds hooks that are not jkz's (jkz writes this file whole)",
+            "holds hooks that are not jkz's; remove jkz's entries by hand",
+        ),
+        // .github/hooks/, then .github/; the user's ~/.copilot/hooks/ only.
+        empty_parents: if target.project.is_some() { 2 } else { 1 },
+    })
 }
 
 /// True when `project` is among the folders Copilot trusts

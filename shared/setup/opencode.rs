@@ -15,11 +15,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::install::{
-    installed_binaries, prepare_state, project_gitignore, refusal, release_state,
-    remove_dir_if_empty, remove_file, say, write_file, ProjectRoot,
-};
+use super::install::{installed_binaries, say};
 use super::settings::Registration;
+use super::whole_file::{read, WholeFile};
 use super::{InstallArgs, Target, UninstallArgs};
 use crate::exit::Failure;
 
@@ -130,14 +128,6 @@ pub fn has_jkz_plugin(path: &Path) -> bool {
     read(path).is_ok_and(|b| b.is_some_and(|b| is_jkz_plugin(&b)))
 }
 
-fn read(path: &Path) -> Result<Option<Vec<u8>>, Failure> {
-    match crate::state_dir::read_user_file(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Failure::io(1, format!("reading {}", path.display()), e)),
-    }
-}
-
 fn target_file(project: Option<&Path>) -> Result<PathBuf, Failure> {
     file(project).ok_or_else(|| {
         Failure::new(
@@ -161,41 +151,12 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
     }
     // The plugin runs the binaries by name: they must all be there.
     installed_binaries()?;
-    let path = target_file(target.project.as_deref())?;
-    let existing = read(&path)?;
-    if existing.as_deref().is_some_and(|b| !is_jkz_plugin(b)) {
-        return Err(refusal(
-            &path,
-            "is not jkz's plugin (jkz writes this file whole)",
-        ));
-    }
-    let mut changes = 0;
-    if let Some(project) = &target.project {
-        let gitignore = project_gitignore(&target)?.expect("read for a project");
-        let root = ProjectRoot::of(project)?;
-        changes += prepare_state(&root, gitignore, out)?;
-    }
-    if existing.as_deref() != Some(PLUGIN.as_bytes()) {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure::io(1, format!("creating {}", dir.display()), e))?;
-        }
-        write_file(&path, PLUGIN.as_bytes(), 0o644)?;
-        say(
-            out,
-            format_args!(
-                "placed jkz's OpenCode plugin at {}: OpenCode loads it when it starts",
-                path.display()
-            ),
-        )?;
-        changes += 1;
-    }
-    if changes == 0 {
-        say(
-            out,
-            "jkz is already installed here for OpenCode; nothing changed",
-        )?;
-    }
+    let file = whole_file(&target)?;
+    let written = format!(
+        "placed jkz's OpenCode plugin at {}: OpenCode loads it when it starts",
+        file.path.display()
+    );
+    file.install(&target, PLUGIN.as_bytes(), &written, out)?;
     out.flush()
         .map_err(|e| Failure::io(1, "writing stdout", e))?;
     Ok(0)
@@ -207,38 +168,22 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
     if let Some(note) = target.moved_note() {
         say(out, note)?;
     }
-    let path = target_file(target.project.as_deref())?;
-    let mut changes = 0;
-    if let Some(bytes) = read(&path)? {
-        if !is_jkz_plugin(&bytes) {
-            return Err(refusal(&path, "is not jkz's plugin; left as it is"));
-        }
-        remove_file(&path)?;
-        // plugins/, then .opencode/ (or ~/.config/opencode/), when empty.
-        let mut dir = path.parent();
-        for _ in 0..2 {
-            match dir {
-                Some(d) if remove_dir_if_empty(d) => dir = d.parent(),
-                _ => break,
-            }
-        }
-        say(out, format_args!("removed {}", path.display()))?;
-        changes += 1;
-    }
-    if let Some(project) = &target.project {
-        let gitignore = project_gitignore(&target)?.expect("read for a project");
-        let root = ProjectRoot::of(project)?;
-        changes += release_state(project, &root, gitignore, out)?;
-    }
-    if changes == 0 {
-        say(
-            out,
-            "jkz is not installed here for OpenCode; nothing changed",
-        )?;
-    }
-    out.flush()
-        .map_err(|e| Failure::io(1, "writing stdout", e))?;
-    Ok(0)
+    whole_file(&target)?.uninstall(&target, out)
+}
+
+/// The plugin file of `target`, as jkz writes it whole.
+fn whole_file(target: &Target) -> Result<WholeFile<'static>, Failure> {
+    Ok(WholeFile {
+        client: "OpenCode",
+        path: target_file(target.project.as_deref())?,
+        is_ours: &is_jkz_plugin,
+        not_ours: (
+            "is not jkz's plugin (jkz writes this file whole)",
+            "is not jkz's plugin; left as it is",
+        ),
+        // plugins/, then .opencode/ (or ~/.config/opencode/).
+        empty_parents: 2,
+    })
 }
 
 /// `jkz doctor --client opencode`'s line: the plugin (the project's, else
