@@ -50,25 +50,8 @@ pub fn goes_on(event: &mut HookEvent, warnings: &mut Warnings) -> bool {
         return false;
     };
     let digest = sha256_hex(summary);
-    let state = StateDir::resolve(None, event.cwd.as_deref());
-    match state.ensure() {
-        Ok(Some(_)) => {}
-        Ok(None) => return false,
-        Err(e) => {
-            warnings.warn(format!("state directory {}: {e}", state.describe()));
-            return false;
-        }
-    }
-    let session = match event.session() {
-        Some(Ok(id)) => id,
-        Some(Err(e)) => {
-            warnings.warn(format!("{e}; BeforeModel ignored"));
-            return false;
-        }
-        None => {
-            warnings.warn("BeforeModel event without a string session_id: ignored");
-            return false;
-        }
+    let Some((state, session)) = memo::state_and_session(event, "BeforeModel", warnings) else {
+        return false;
     };
     if memo::read(&state, &session).answered_summary.as_deref() == Some(digest.as_str()) {
         return false;

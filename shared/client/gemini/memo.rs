@@ -31,6 +31,37 @@ pub struct Memo {
     pub other: Map<String, Value>,
 }
 
+/// The state directory (when the project opted in) and the session an
+/// `event` named `hook` keeps its memo for; `None` after one line on
+/// stderr when either is missing or bad (a project that did not opt in is
+/// said nothing of).
+pub fn state_and_session(
+    event: &crate::client::HookEvent,
+    hook: &str,
+    warnings: &mut crate::hook::Warnings,
+) -> Option<(StateDir, SessionId)> {
+    let state = StateDir::resolve(None, event.cwd.as_deref());
+    match state.ensure() {
+        Ok(Some(_)) => {}
+        Ok(None) => return None,
+        Err(e) => {
+            warnings.warn(format!("state directory {}: {e}", state.describe()));
+            return None;
+        }
+    }
+    match event.session() {
+        Some(Ok(id)) => Some((state, id)),
+        Some(Err(e)) => {
+            warnings.warn(format!("{e}; {hook} ignored"));
+            None
+        }
+        None => {
+            warnings.warn(format!("{hook} event without a string session_id: ignored"));
+            None
+        }
+    }
+}
+
 /// Where `session`'s memo lives.
 pub fn path(state: &StateDir, session: &SessionId) -> PathBuf {
     state

@@ -29,26 +29,9 @@ use crate::state_dir::{layout, StateDir};
 /// compression. The fingerprint is kept in the event's note for
 /// [`remember`].
 pub fn goes_on(event: &mut HookEvent, warnings: &mut Warnings) -> bool {
-    let state = StateDir::resolve(None, event.cwd.as_deref());
-    match state.ensure() {
-        Ok(Some(_)) => {}
-        // The project did not opt in (no state/): nothing to keep.
-        Ok(None) => return false,
-        Err(e) => {
-            warnings.warn(format!("state directory {}: {e}", state.describe()));
-            return false;
-        }
-    }
-    let session = match event.session() {
-        Some(Ok(id)) => id,
-        Some(Err(e)) => {
-            warnings.warn(format!("{e}; PreCompress ignored"));
-            return false;
-        }
-        None => {
-            warnings.warn("PreCompress event without a string session_id: ignored");
-            return false;
-        }
+    // A project that did not opt in (no state/) has nothing to keep.
+    let Some((state, session)) = memo::state_and_session(event, "PreCompress", warnings) else {
+        return false;
     };
     let print = fingerprint(&state.join(layout::PIPELINE_DIR));
     let manual = event.raw.trigger() == Some("manual");
