@@ -3,11 +3,9 @@
 //! names it in `JKZ_COPILOT_EVENT`), `jkz install --client copilot` and
 //! its uninstall byte for byte, and `jkz doctor --probe --client copilot`.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
 use serde_json::{json, Value};
 
+use crate::doctor_probe::{probe_lines, project, tree};
 use crate::install_clients::jkz;
 use crate::util::{write_pipeline, Dir, Run};
 
@@ -161,41 +159,6 @@ fn copilot_events_jkz_does_not_handle_exit_zero_with_one_line() {
 }
 
 /// A git repository with a home of its own.
-fn project() -> Dir {
-    let dir = Dir::new();
-    std::fs::create_dir_all(dir.join("project")).unwrap();
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(dir.join("project"))
-        .status()
-        .unwrap();
-    assert!(init.success());
-    dir
-}
-
-/// Every file below `root`, with its bytes (`.git` left out).
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            if rel == ".git" {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                files.insert(format!("{rel}/"), Vec::new());
-                todo.push(path);
-            } else {
-                files.insert(rel, std::fs::read(&path).unwrap_or_default());
-            }
-        }
-    }
-    files
-}
-
 #[test]
 fn copilot_install_writes_its_hooks_file_and_uninstall_restores_the_tree() {
     let dir = project();
@@ -262,14 +225,6 @@ fn copilot_user_install_writes_the_users_hooks_and_uninstall_removes_them() {
     let mut left = after.clone();
     left.remove(".copilot/");
     assert_eq!(left, before);
-}
-
-fn probe_lines(run: &Run) -> Vec<String> {
-    run.stdout_str()
-        .lines()
-        .filter(|l| l.contains(" probe "))
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::util::{Dir, Run};
 
 /// A git repository (the probe's claim names its worktree) with a home of
 /// its own.
-fn project() -> Dir {
+pub(crate) fn project() -> Dir {
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::create_dir_all(dir.join("home")).unwrap();
@@ -27,17 +27,21 @@ fn project() -> Dir {
     dir
 }
 
-/// Every file below `root`, with its bytes.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Every file below `root`, with its bytes (`.git` left out).
+pub(crate) fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(d) = todo.pop() {
         for entry in std::fs::read_dir(&d).unwrap().flatten() {
             let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if rel == ".git" {
+                continue;
+            }
             if entry.file_type().unwrap().is_dir() {
+                files.insert(format!("{rel}/"), Vec::new());
                 todo.push(path);
             } else {
-                let rel = path.strip_prefix(root).unwrap().display().to_string();
                 files.insert(rel, std::fs::read(&path).unwrap_or_default());
             }
         }
@@ -45,7 +49,7 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-fn probe_lines(run: &Run) -> Vec<String> {
+pub(crate) fn probe_lines(run: &Run) -> Vec<String> {
     run.stdout_str()
         .lines()
         .filter(|l| l.contains(" probe "))

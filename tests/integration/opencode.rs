@@ -3,11 +3,11 @@
 //! `jkz install --client opencode` placing the plugin, its uninstall byte
 //! for byte, and doctor.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::doctor_probe::{probe_lines, project, tree};
 use crate::install_clients::jkz;
 use crate::registry::{claimed_checkout, T};
 use crate::util::{write_pipeline, Dir, Run};
@@ -247,41 +247,6 @@ fn opencode_events_jkz_does_not_handle_exit_zero_with_one_line() {
 }
 
 /// A git repository with a home of its own.
-fn project() -> Dir {
-    let dir = Dir::new();
-    std::fs::create_dir_all(dir.join("project")).unwrap();
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(dir.join("project"))
-        .status()
-        .unwrap();
-    assert!(init.success());
-    dir
-}
-
-/// Every file below `root`, with its bytes (`.git` left out).
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            if rel == ".git" {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                files.insert(format!("{rel}/"), Vec::new());
-                todo.push(path);
-            } else {
-                files.insert(rel, std::fs::read(&path).unwrap_or_default());
-            }
-        }
-    }
-    files
-}
-
 fn shipped_plugin() -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/opencode/jkz.js");
     std::fs::read(path).unwrap()
@@ -391,14 +356,6 @@ fn opencode_uninstall_keeps_the_state_directory_another_client_still_uses() {
     assert!(dir.join("project/state").is_dir(), "OpenCode still uses it");
     jkz(&dir, &["uninstall", "--client", "opencode"]).success();
     assert_eq!(tree(&dir.join("project")), before);
-}
-
-fn probe_lines(run: &Run) -> Vec<String> {
-    run.stdout_str()
-        .lines()
-        .filter(|l| l.contains(" probe "))
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]
