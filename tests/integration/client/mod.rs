@@ -39,6 +39,7 @@ mod codex;
 mod compaction;
 mod copilot;
 mod gemini;
+mod opencode;
 mod output_reduced;
 mod plugin;
 mod post_compact;
@@ -398,7 +399,12 @@ impl<C: RealClient> Project<C> {
     /// repository), with the same `HOME` and model.
     pub fn run_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClientRun {
         let mut cmd = self.command();
-        cmd.current_dir(dir).args(C::headless(prompt)).args(extra);
+        // A client may take its directory from `PWD`, as a shell would
+        // have set it.
+        cmd.current_dir(dir)
+            .env("PWD", dir)
+            .args(C::headless(prompt))
+            .args(extra);
         let shown = format!("{} {prompt:.60?} {}", C::NPM.bin, extra.join(" "));
         self.finish(shown, &mut cmd)
     }
