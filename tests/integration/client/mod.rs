@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! let model = StubModel::start(Arc::new(|r: &Request| Turn::Text("Done.".into())));
-//! let project = CodexCli::project(&model); // or ClaudeCode::, GeminiCli::
+//! let project = CodexCli::project(&model); // or ClaudeCode::, GeminiCli::, CopilotCli::, OpenCode::
 //! project.install_jkz();                    // jkz install --client codex --project …
 //! let run = project.run("Build it.", &[]);  // one headless turn, bounded in time
 //! run.assert_ok();
@@ -22,7 +22,7 @@
 //! the target directory under a lock file), what points it at the stub
 //! model offline (files in its `HOME`, environment), its headless command
 //! line, and how to tell its compaction summarizer's request. Adding a
-//! client (Copilot CLI, OpenCode) is one such file and one line in
+//! client is one such file and one line in
 //! `adapter/mod.rs`; a client speaking a wire format the stub model does
 //! not speak yet adds one file in `stub_model/` as well.
 //!
