@@ -59,6 +59,7 @@ mod item;
 mod matcher;
 mod needles;
 mod notes;
+pub use notes::exit_status as exit_status_note;
 mod retain;
 pub mod shape;
 pub mod sniff;

@@ -97,6 +97,15 @@ impl Viewer {
         }
     }
 
+    /// True when the client tells its model a shell command's exit status
+    /// (OpenCode shows the output only: jkz's view then says it).
+    pub fn shows_exit_status(self) -> bool {
+        match self.client {
+            Client::Claude | Client::Codex | Client::Gemini | Client::Copilot => true,
+            Client::OpenCode => false,
+        }
+    }
+
     /// How the client's agent reads a range of a file.
     pub fn reader(self) -> Reader {
         match self.client {

@@ -192,6 +192,11 @@ pub fn full_output_line(path: &Path, bytes: u64, lines: u64, reader: super::Read
     )
 }
 
+/// A failed command's status, for a client that does not show it.
+pub fn exit_status(code: i32) -> String {
+    format!("[jkz: the command exited with status {code}]\n")
+}
+
 /// The same, by file name only, for a budget the path does not fit.
 pub fn full_output_line_short(path: &Path) -> String {
     let name = path.file_name().unwrap_or_default().to_string_lossy();

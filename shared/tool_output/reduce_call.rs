@@ -163,6 +163,13 @@ impl Outcome {
     /// Records the exit code known only once the command ended (`--run`):
     /// the client's view of it, then the ledger line.
     pub fn exited(&mut self, code: i32, state: &StateDir, warnings: &mut dyn Write) {
+        if code != 0 && !self.viewer.shows_exit_status() {
+            if self.view.last().is_some_and(|&b| b != b'\n') {
+                self.view.push(b'\n');
+            }
+            self.view
+                .extend_from_slice(crate::reduce::exit_status_note(code).as_bytes());
+        }
         let e = &mut self.entry;
         e.exit = Some(code);
         e.client = self

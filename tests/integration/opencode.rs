@@ -119,6 +119,40 @@ fn opencode_tool_execute_before_wraps_a_shell_command_keeping_every_argument() {
     assert_eq!(args["description"], "Run the tests", "{answer}");
 }
 
+/// OpenCode shows its model a shell command's output and not its status:
+/// the wrapped command's view says a failure's status; a client that
+/// shows the status itself (Codex CLI) gets no such line.
+#[test]
+fn opencode_wrapped_command_that_fails_tells_the_model_its_status() {
+    let dir = with_state();
+    let run = |client: &str, command: &str| {
+        dir.cmd("jkz-truncate")
+            .args(["--for", client, "--run", command])
+            .run()
+    };
+    let failed = run("opencode", "echo oops; exit 3");
+    assert_eq!(failed.code(), Some(3), "{}", failed.stderr_str());
+    assert_eq!(
+        failed.stdout_str(),
+        "oops\n[jkz: the command exited with status 3]\n"
+    );
+    let unterminated = run("opencode", "printf oops; exit 4");
+    assert_eq!(
+        unterminated.stdout_str(),
+        "oops\n[jkz: the command exited with status 4]\n"
+    );
+    let passed = run("opencode", "echo fine");
+    assert_eq!(
+        (passed.code(), passed.stdout_str()),
+        (Some(0), "fine\n".into())
+    );
+    let codex = run("codex", "echo oops; exit 3");
+    assert_eq!(
+        (codex.code(), codex.stdout_str()),
+        (Some(3), "oops\n".into())
+    );
+}
+
 /// An output of ~400 KB with its verdict in the middle and its result on
 /// the last line.
 fn large_output() -> String {

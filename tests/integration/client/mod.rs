@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! let model = StubModel::start(Arc::new(|r: &Request| Turn::Text("Done.".into())));
-//! let project = CodexCli::project(&model); // or ClaudeCode::, GeminiCli::
+//! let project = CodexCli::project(&model); // or ClaudeCode::, GeminiCli::, CopilotCli::, OpenCode::
 //! project.install_jkz();                    // jkz install --client codex --project …
 //! let run = project.run("Build it.", &[]);  // one headless turn, bounded in time
 //! run.assert_ok();
@@ -22,7 +22,7 @@
 //! the target directory under a lock file), what points it at the stub
 //! model offline (files in its `HOME`, environment), its headless command
 //! line, and how to tell its compaction summarizer's request. Adding a
-//! client (Copilot CLI, OpenCode) is one such file and one line in
+//! client is one such file and one line in
 //! `adapter/mod.rs`; a client speaking a wire format the stub model does
 //! not speak yet adds one file in `stub_model/` as well.
 //!
@@ -39,6 +39,7 @@ mod codex;
 mod compaction;
 mod copilot;
 mod gemini;
+mod opencode;
 mod output_reduced;
 mod plugin;
 mod post_compact;
@@ -398,7 +399,12 @@ impl<C: RealClient> Project<C> {
     /// repository), with the same `HOME` and model.
     pub fn run_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClientRun {
         let mut cmd = self.command();
-        cmd.current_dir(dir).args(C::headless(prompt)).args(extra);
+        // A client may take its directory from `PWD`, as a shell would
+        // have set it.
+        cmd.current_dir(dir)
+            .env("PWD", dir)
+            .args(C::headless(prompt))
+            .args(extra);
         let shown = format!("{} {prompt:.60?} {}", C::NPM.bin, extra.join(" "));
         self.finish(shown, &mut cmd)
     }

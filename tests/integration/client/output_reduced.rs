@@ -21,9 +21,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::adapter::{ClaudeCode, CodexCli, GeminiCli};
+use super::adapter::{ClaudeCode, CodexCli, CopilotCli, GeminiCli, OpenCode};
 use super::stub_model::{Request, StubModel, Turn};
 use super::{Project, RealClient};
+use crate::util::git;
 
 /// A failing `cargo test` of about `bytes` bytes: thousands of passing
 /// tests, two failures with their panics, the summary last.
@@ -654,5 +655,108 @@ fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures(
         "not far smaller than Gemini's own cut ({} chars): {} chars",
         alone.chars().count(),
         view.chars().count()
+    );
+}
+
+// ------------------------------------------------------- Copilot CLI, OpenCode
+
+/// What the next Chat Completions request carries of `./cargo-test 2>&1`
+/// run with the client's `bash` tool, and the kept file the view names.
+fn chat_completions_seen<C: RealClient>(
+    jkz: bool,
+    raw: &str,
+    project_of: fn(&StubModel) -> Project<C>,
+    is_side_request: fn(&Request) -> bool,
+) -> (String, Option<Vec<u8>>) {
+    let server = StubModel::start(Arc::new(move |r: &Request| {
+        if is_side_request(r) {
+            Turn::Text("Tests".into())
+        } else if r.tool_outputs().is_empty() {
+            Turn::Call {
+                name: "bash".into(),
+                input: json!({"command": "./cargo-test 2>&1", "description": "run the tests"}),
+            }
+        } else {
+            Turn::Text("Done.".into())
+        }
+    }));
+    let project = project_of(&server);
+    git(
+        project.path(),
+        &["commit", "-q", "--allow-empty", "-m", "init"],
+    );
+    script(project.path(), "cargo-test", raw, 101);
+    if jkz {
+        project.install_jkz();
+    }
+    let run = project.run("Run the tests.", &[]);
+    run.assert_ok();
+    let last = server
+        .model_requests()
+        .into_iter()
+        .rfind(|r| !is_side_request(r))
+        .expect("model turns");
+    let outputs = last.tool_outputs();
+    assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
+    let kept = kept_file(&outputs[0].text).and_then(|p| std::fs::read(p).ok());
+    (outputs[0].text.clone(), kept)
+}
+
+/// A failing run's view under a Chat Completions client: every needed
+/// line, the status, the whole output kept, far smaller than the
+/// client's own cut.
+fn assert_failing_run_reduced(
+    client: &str,
+    alone: &str,
+    view: &str,
+    kept: Option<Vec<u8>>,
+    raw: &str,
+    status: &str,
+) {
+    eprintln!(
+        "{client}, a failing cargo test (exit 101):\n{HEADER}\n{}",
+        table(
+            "cargo test, 2 failures, exit 101",
+            raw.chars().count(),
+            alone,
+            view,
+            &TEST_NEEDED
+        )
+    );
+    eprintln!("with jkz, the model saw:\n{view}");
+    let lost = missing(&TEST_NEEDED, view);
+    assert!(lost.is_empty(), "lost: {lost:?}\n{view}");
+    assert!(
+        view.contains(status),
+        "the status reaches the model: {view:.800}"
+    );
+    let path = kept_file(view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
+    assert_eq!(kept.as_deref(), Some(raw.as_bytes()), "{path}");
+    assert!(
+        view.chars().count() < alone.chars().count() || missing(&TEST_NEEDED, alone).len() > 0,
+        "neither smaller than nor more faithful than {client}'s own cut"
+    );
+}
+
+#[test]
+fn copilot_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
+    let raw = failing_cargo_test(400_000);
+    let (alone, _) = chat_completions_seen(false, &raw, CopilotCli::project, |_| false);
+    let (view, kept) = chat_completions_seen(true, &raw, CopilotCli::project, |_| false);
+    assert_failing_run_reduced("Copilot CLI", &alone, &view, kept, &raw, "exit code 101");
+}
+
+#[test]
+fn opencode_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
+    let raw = failing_cargo_test(400_000);
+    let (alone, _) = chat_completions_seen(false, &raw, OpenCode::project, OpenCode::is_titling);
+    let (view, kept) = chat_completions_seen(true, &raw, OpenCode::project, OpenCode::is_titling);
+    assert_failing_run_reduced(
+        "OpenCode",
+        &alone,
+        &view,
+        kept,
+        &raw,
+        "[jkz: the command exited with status 101]",
     );
 }

@@ -7,8 +7,10 @@ mod claude_code;
 mod codex_cli;
 mod copilot_cli;
 mod gemini_cli;
+pub mod opencode;
 
 pub use claude_code::ClaudeCode;
 pub use codex_cli::CodexCli;
 pub use copilot_cli::CopilotCli;
 pub use gemini_cli::GeminiCli;
+pub use opencode::OpenCode;
