@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::adapter::CodexCli;
-use super::pipeline::{issue_42_in_a_fix_cycle, ITEMS};
+use super::pipeline::{issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, ITEMS};
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
 use crate::util::bin;
@@ -23,22 +23,6 @@ fn with_pipeline(server: &StubModel) -> Project<CodexCli> {
     project
 }
 
-/// The summarizer stand-in: it keeps exactly the items its prompt names
-/// (a summarizer following its instructions), and nothing else of the
-/// conversation.
-fn summarize(r: &Request) -> String {
-    let prompt = r.last_user_text();
-    let kept: Vec<&str> = ITEMS
-        .iter()
-        .map(|(_, m)| *m)
-        .filter(|m| prompt.contains(m))
-        .collect();
-    format!(
-        "<summary>The user and the agent looked at the checkout code.\n{}</summary>",
-        kept.join("\n")
-    )
-}
-
 /// One compaction in a real `codex exec`: the model reads the pipeline
 /// state with a shell command whose reply reports more tokens than the
 /// limit; Codex compacts (PreCompact, the summarizing request,
@@ -50,7 +34,7 @@ fn compact_once(jkz: bool) -> (Request, Request, Project<CodexCli>, Vec<Request>
     let turns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let server = StubModel::start(Arc::new(move |r: &Request| {
         if CodexCli::is_summarizing(r) {
-            return Turn::Text(summarize(r));
+            return Turn::Text(summary_keeping_what_its_prompt_names(r));
         }
         if turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             let cmd = "cat state/pipeline/42.json state/pipeline/42-compact-plan.md";

@@ -395,6 +395,23 @@ impl<C: RealClient> Project<C> {
         self.run_in(self.path(), prompt, extra)
     }
 
+    /// [`Project::run`] with `env` set besides the adapter's (a client
+    /// setting a test needs, e.g. a smaller context window).
+    pub fn run_with_env(&self, prompt: &str, extra: &[&str], env: &[(&str, &str)]) -> ClientRun {
+        let mut cmd = self.command();
+        cmd.args(C::headless(prompt))
+            .args(extra)
+            .envs(env.iter().copied());
+        let set: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let shown = format!(
+            "{} {} {prompt:.60?} {}",
+            set.join(" "),
+            C::NPM.bin,
+            extra.join(" ")
+        );
+        self.finish(shown, &mut cmd)
+    }
+
     /// [`Project::run`] in another directory (a worktree of the project's
     /// repository), with the same `HOME` and model.
     pub fn run_in(&self, dir: &Path, prompt: &str, extra: &[&str]) -> ClientRun {

@@ -5,6 +5,7 @@
 
 use serde_json::json;
 
+use super::stub_model::Request;
 use super::{Project, RealClient};
 use crate::util::git;
 
@@ -29,6 +30,23 @@ pub const ITEMS: [(&str, &str); 6] = [
 /// What a summarizer stand-in answers when it keeps nothing: none of the
 /// markers, so their presence after compaction proves jkz put them back.
 pub const SUMMARY: &str = "<summary>1. Primary Request: the user chatted about fruit.</summary>";
+
+/// A summarizer stand-in that keeps exactly the items its prompt (the
+/// request's last user message) names, as a summarizer following its
+/// instructions would, and nothing else of the conversation: an item is in
+/// its summary only when the client passed it to the summarizer's prompt.
+pub fn summary_keeping_what_its_prompt_names(r: &Request) -> String {
+    let prompt = r.last_user_text();
+    let kept: Vec<&str> = ITEMS
+        .iter()
+        .map(|(_, m)| *m)
+        .filter(|m| prompt.contains(m))
+        .collect();
+    format!(
+        "<summary>The user and the agent looked at the checkout code.\n{}</summary>",
+        kept.join("\n")
+    )
+}
 
 /// Writes issue 42's pipeline state and approved plan into `project` and
 /// makes it a repository on [`BRANCH`] with one commit (a `.gitignore` of
