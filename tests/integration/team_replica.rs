@@ -262,3 +262,100 @@ fn team_replica_a_claim_on_one_machine_is_refused_on_another_within_two_seconds(
         hook(&b, b.event("PostToolUse", "chat-b", json!({})));
     }
 }
+
+/// The team-wide view: on machine B, `jkz chats` (table and JSON), `jkz
+/// doctor` and the observer's `/api/now` name the machine each chat and
+/// claim is on, and how fresh B's replica is.
+#[test]
+fn team_replica_chats_doctor_and_the_observer_show_each_machine_and_the_replicas_freshness() {
+    let Some((a, b)) = two_machines() else { return };
+    let hook = |m: &Machine, event: serde_json::Value| -> Run {
+        m.cmd("jkz-chat").stdin(event.to_string()).run().success()
+    };
+    hook(
+        &a,
+        a.event("SessionStart", "chat-a", json!({"source": "startup"})),
+    );
+    a.cmd("jkz")
+        .args(["claim", "42", "--session", "chat-a"])
+        .run()
+        .success();
+    hook(
+        &b,
+        b.event("SessionStart", "chat-b", json!({"source": "startup"})),
+    );
+    // A tool call on B: its heartbeat refreshes B's replica.
+    hook(&b, b.event("PostToolUse", "chat-b", json!({})));
+
+    let table = b.cmd("jkz").arg("chats").run().success().stdout_str();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("chat-a "))
+        .unwrap_or_else(|| panic!("no row for chat-a:\n{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(
+        cells.contains(&"machine-a") && cells.contains(&"42"),
+        "{row}"
+    );
+    let replica_line = table.lines().last().unwrap_or_default();
+    assert!(
+        replica_line.starts_with("team registry; this machine's replica (registry-replica.db): ")
+            && replica_line.ends_with(", before this listing")
+            && !replica_line.contains("none yet"),
+        "{table}"
+    );
+
+    let listed: serde_json::Value = serde_json::from_str(
+        &b.cmd("jkz")
+            .args(["chats", "--json"])
+            .run()
+            .success()
+            .stdout_str(),
+    )
+    .unwrap();
+    let chat_a = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["session_id"] == "chat-a")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(chat_a["host"], "machine-a", "{chat_a}");
+    assert_eq!(chat_a["claims"][0]["issue"], 42, "{chat_a}");
+    assert_eq!(chat_a["claims"][0]["host"], "machine-a", "{chat_a}");
+
+    let doctor = b.cmd("jkz").arg("doctor").run().stdout_str();
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.contains("registry: this machine's replica (") && !l.contains("none yet")),
+        "{doctor}"
+    );
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.contains("registry: machine machine-a: 1 chat(s), claims 42")),
+        "{doctor}"
+    );
+
+    let envs = b.envs();
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let ui = crate::ui::Server::start_with(&b.dir.join("state"), &envs);
+    let now = ui.json("/api/now");
+    let registry = &now["registry"];
+    assert_eq!(registry["backend"]["kind"], "team", "{registry}");
+    let replica = &registry["backend"]["replica"];
+    assert!(
+        replica["age_ms"].as_i64().is_some_and(|ms| ms >= 0)
+            && replica["fresh"].is_boolean()
+            && replica["refreshed"].is_string()
+            && replica["text"].is_string(),
+        "{replica}"
+    );
+    let claim = registry["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["session_id"] == "chat-a")
+        .unwrap_or_else(|| panic!("{registry}"));
+    assert_eq!(claim["host"], "machine-a", "{registry}");
+}
