@@ -31,6 +31,11 @@ fn edit_pipeline(m: &Machine, session: &str, n: &str, now: i64) -> Run {
     m.edit(session, m.dir.join(format!("state/pipeline/{n}.json")), now)
 }
 
+/// `jkz-chat` on machine `m` with `event`, as the client runs it.
+fn hook(m: &Machine, event: serde_json::Value) -> Run {
+    m.cmd("jkz-chat").stdin(event.to_string()).run().success()
+}
+
 fn passes(run: &Run) {
     assert!(run.stdout().is_empty(), "{}", run.report());
 }
@@ -215,9 +220,6 @@ fn team_replica_a_claim_racing_replica_refreshes_never_has_two_holders() {
 fn team_replica_a_claim_on_one_machine_is_refused_on_another_within_two_seconds() {
     // The real clock: the bound itself is what is tested.
     let Some((a, b)) = two_machines() else { return };
-    let hook = |m: &Machine, event: serde_json::Value| -> Run {
-        m.cmd("jkz-chat").stdin(event.to_string()).run().success()
-    };
     hook(
         &a,
         a.event("SessionStart", "chat-a", json!({"source": "startup"})),
@@ -269,9 +271,6 @@ fn team_replica_a_claim_on_one_machine_is_refused_on_another_within_two_seconds(
 #[test]
 fn team_replica_chats_doctor_and_the_observer_show_each_machine_and_the_replicas_freshness() {
     let Some((a, b)) = two_machines() else { return };
-    let hook = |m: &Machine, event: serde_json::Value| -> Run {
-        m.cmd("jkz-chat").stdin(event.to_string()).run().success()
-    };
     hook(
         &a,
         a.event("SessionStart", "chat-a", json!({"source": "startup"})),

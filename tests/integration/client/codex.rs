@@ -2,13 +2,15 @@
 //! binary, run headless (`codex exec`) against the stub model's Responses
 //! API, with jkz installed by `jkz install --client codex`.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 use super::adapter::CodexCli;
-use super::pipeline::{issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, ITEMS};
+use super::pipeline::{
+    chat_a_claims_issue_42, issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, ITEMS,
+};
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
 use crate::util::bin;
@@ -183,33 +185,7 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
         greeting.display()
     );
     // Chat A registers and claims issue 42 with its worktree.
-    let wt = project.path().join("wt/i42");
-    let start = json!({"session_id": "chat-a", "cwd": project.path(),
-                       "hook_event_name": "SessionStart", "source": "startup"});
-    let mut hook = Command::new(bin("jkz-chat"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(start.to_string().as_bytes())
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
-    let claim = Command::new(bin("jkz"))
-        .current_dir(project.path())
-        .args(["claim", "42", "--worktree"])
-        .arg(&wt)
-        .args(["--session", "chat-a"])
-        .output()
-        .unwrap();
-    assert!(
-        claim.status.success(),
-        "{}",
-        String::from_utf8_lossy(&claim.stderr)
-    );
+    chat_a_claims_issue_42(&project);
 
     let run = project.run("Fix the greeting of issue 42.", &[]);
     run.assert_ok();

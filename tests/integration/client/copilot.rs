@@ -3,20 +3,18 @@
 //! Chat Completions, with jkz installed by `jkz install --client copilot`.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
 use super::adapter::CopilotCli;
+use super::output_guard;
 use super::pipeline::{
-    issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, BRANCH, DECISION, FAILURE,
-    ITEMS, PLAN,
+    chat_a_claims_issue_42, issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, BRANCH,
+    DECISION, FAILURE, ITEMS, PLAN,
 };
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{ClientRun, Project, RealClient};
-use crate::util::bin;
-use jkz::thousands::thousands;
 
 fn with_pipeline(server: &StubModel) -> Project<CopilotCli> {
     let project = CopilotCli::project(server);
@@ -39,19 +37,7 @@ fn bash(command: &str) -> Turn {
 /// limit, so all three reach the model.
 #[test]
 fn copilot_shell_output_keeps_the_verdict_tldr_and_last_line() {
-    let mut big = String::new();
-    for i in 0..4300 {
-        big.push_str(&format!("compiling unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str(
-        "<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA-BLOCKER in src/pay.rs\"} -->\n",
-    );
-    big.push_str("<tldr>\nKIWI-TLDR: the payment rounding is wrong\n</tldr>\n");
-    for i in 0..4300 {
-        big.push_str(&format!("linking unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str("LAST-LINE: 8600 units built\n");
-    assert!((390_000..420_000).contains(&big.len()), "{}", big.len());
+    let big = output_guard::build_log();
     let measure = |with_jkz: bool| {
         let server = StubModel::start(Arc::new(|r: &Request| match r.tool_outputs().len() {
             0 => bash("cat build.log"),
@@ -71,40 +57,12 @@ fn copilot_shell_output_keeps_the_verdict_tldr_and_last_line() {
     };
     let (without, _) = measure(false);
     let (with, report) = measure(true);
-    let mut table =
-        String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
-    for (name, marker) in [
-        ("verdict (`jkz:verdict-json`)", "GUAVA-BLOCKER"),
-        ("TL;DR (`<tldr>`)", "KIWI-TLDR"),
-        ("last line", "LAST-LINE"),
-    ] {
-        let mark = |s: &str| if s.contains(marker) { "kept" } else { "lost" };
-        table.push_str(&format!(
-            "| {name} | {} | {} |\n",
-            mark(&without),
-            mark(&with)
-        ));
-    }
-    table.push_str(&format!(
-        "| characters | {} | {} |\n",
-        thousands(without.chars().count() as u64),
-        thousands(with.chars().count() as u64)
-    ));
-    eprintln!(
-        "Copilot CLI {}, a {} byte shell output:\n{table}",
-        CopilotCli::NPM.version,
-        big.len()
-    );
+    let client = format!("Copilot CLI {}", CopilotCli::NPM.version);
+    output_guard::assert_kept_by_jkz(&client, &without, &with, &report);
     assert!(
-        !without.contains("GUAVA-BLOCKER") && !without.contains("LAST-LINE"),
-        "Copilot's own cut kept the middle: the test no longer measures anything\n{table}"
+        !without.contains("LAST-LINE"),
+        "Copilot's own cut kept the end: the test no longer measures it\n{without:.2000}"
     );
-    for marker in ["GUAVA-BLOCKER", "KIWI-TLDR", "LAST-LINE"] {
-        assert!(
-            with.contains(marker),
-            "{marker}\n{table}\n{report}\n{with:.3000}"
-        );
-    }
     // jkz's view fits under Copilot's limit: Copilot saved nothing.
     assert!(!with.contains("Output too large"), "{with:.2000}");
 }
@@ -125,33 +83,7 @@ fn copilot_contested_edit_is_refused_with_the_holders_name() {
     let project = with_pipeline(&server);
     project.install_jkz();
     let greeting = project.write("wt/i42/src/greeting.txt", "helo world\n");
-    let wt = project.path().join("wt/i42");
-    let start = json!({"session_id": "chat-a", "cwd": project.path(),
-                       "hook_event_name": "SessionStart", "source": "startup"});
-    let mut hook = Command::new(bin("jkz-chat"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(start.to_string().as_bytes())
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
-    let claim = Command::new(bin("jkz"))
-        .current_dir(project.path())
-        .args(["claim", "42", "--worktree"])
-        .arg(&wt)
-        .args(["--session", "chat-a"])
-        .output()
-        .unwrap();
-    assert!(
-        claim.status.success(),
-        "{}",
-        String::from_utf8_lossy(&claim.stderr)
-    );
+    chat_a_claims_issue_42(&project);
 
     let prompt = format!("Fix the greeting of issue 42 in\n{}", greeting.display());
     let run = project.run(&prompt, &[]);

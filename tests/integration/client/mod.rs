@@ -40,6 +40,7 @@ mod compaction;
 mod copilot;
 mod gemini;
 mod opencode;
+mod output_guard;
 mod output_reduced;
 mod plugin;
 mod post_compact;

@@ -2,7 +2,6 @@
 //! binary, run headless (`opencode run`) against the stub model's Chat
 //! Completions, with jkz's plugin placed by `jkz install --client opencode`.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -10,11 +9,12 @@ use serde_json::json;
 
 use super::adapter::opencode::{system_text, CONTEXT_TOKENS};
 use super::adapter::OpenCode;
-use super::pipeline::{issue_42_in_a_fix_cycle, ITEMS};
+use super::output_guard;
+use super::pipeline::{
+    chat_a_claims_issue_42, issue_42_in_a_fix_cycle, summary_keeping_what_is_named_in, ITEMS,
+};
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
-use crate::util::bin;
-use jkz::thousands::thousands;
 
 fn with_pipeline(server: &StubModel) -> Project<OpenCode> {
     let project = OpenCode::project(server);
@@ -55,19 +55,7 @@ fn chat_requests(server: &StubModel) -> Vec<Request> {
 /// view keeps all three.
 #[test]
 fn opencode_shell_output_keeps_the_verdict_tldr_and_last_line() {
-    let mut big = String::new();
-    for i in 0..4300 {
-        big.push_str(&format!("compiling unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str(
-        "<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA-BLOCKER in src/pay.rs\"} -->\n",
-    );
-    big.push_str("<tldr>\nKIWI-TLDR: the payment rounding is wrong\n</tldr>\n");
-    for i in 0..4300 {
-        big.push_str(&format!("linking unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str("LAST-LINE: 8600 units built\n");
-    assert!((390_000..420_000).contains(&big.len()), "{}", big.len());
+    let big = output_guard::build_log();
     let measure = |with_jkz: bool| {
         let server = titled(|r: &Request| match r.tool_outputs().len() {
             0 => bash("cat build.log"),
@@ -87,40 +75,12 @@ fn opencode_shell_output_keeps_the_verdict_tldr_and_last_line() {
     };
     let (without, _) = measure(false);
     let (with, report) = measure(true);
-    let mut table =
-        String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
-    for (name, marker) in [
-        ("verdict (`jkz:verdict-json`)", "GUAVA-BLOCKER"),
-        ("TL;DR (`<tldr>`)", "KIWI-TLDR"),
-        ("last line", "LAST-LINE"),
-    ] {
-        let mark = |s: &str| if s.contains(marker) { "kept" } else { "lost" };
-        table.push_str(&format!(
-            "| {name} | {} | {} |\n",
-            mark(&without),
-            mark(&with)
-        ));
-    }
-    table.push_str(&format!(
-        "| characters | {} | {} |\n",
-        thousands(without.chars().count() as u64),
-        thousands(with.chars().count() as u64)
-    ));
-    eprintln!(
-        "OpenCode {}, a {} byte shell output:\n{table}",
-        OpenCode::NPM.version,
-        big.len()
-    );
+    let client = format!("OpenCode {}", OpenCode::NPM.version);
+    output_guard::assert_kept_by_jkz(&client, &without, &with, &report);
     assert!(
-        !without.contains("GUAVA-BLOCKER") && !without.contains("KIWI-TLDR"),
-        "OpenCode's own cut kept the middle: the test no longer measures anything\n{table}"
+        !without.contains("KIWI-TLDR"),
+        "OpenCode's own cut kept the middle: the test no longer measures anything"
     );
-    for marker in ["GUAVA-BLOCKER", "KIWI-TLDR", "LAST-LINE"] {
-        assert!(
-            with.contains(marker),
-            "{marker}\n{table}\n{report}\n{with:.3000}"
-        );
-    }
     // jkz's view is under OpenCode's cut: OpenCode cut nothing.
     assert!(!with.contains("...output truncated..."), "{with:.2000}");
 }
@@ -144,33 +104,7 @@ fn opencode_contested_edit_is_refused_with_the_holders_name() {
     let project = with_pipeline(&server);
     project.install_jkz();
     let greeting = project.write("wt/i42/src/greeting.txt", "helo world\n");
-    let wt = project.path().join("wt/i42");
-    let start = json!({"session_id": "chat-a", "cwd": project.path(),
-                       "hook_event_name": "SessionStart", "source": "startup"});
-    let mut hook = Command::new(bin("jkz-chat"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(start.to_string().as_bytes())
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
-    let claim = Command::new(bin("jkz"))
-        .current_dir(project.path())
-        .args(["claim", "42", "--worktree"])
-        .arg(&wt)
-        .args(["--session", "chat-a"])
-        .output()
-        .unwrap();
-    assert!(
-        claim.status.success(),
-        "{}",
-        String::from_utf8_lossy(&claim.stderr)
-    );
+    chat_a_claims_issue_42(&project);
 
     let prompt = format!("Fix the greeting of issue 42 in\n{}", greeting.display());
     let run = project.run(&prompt, &[]);
@@ -202,15 +136,7 @@ fn summarize(r: &Request) -> String {
         }
         _ => prompt.clone(),
     };
-    let kept: Vec<&str> = ITEMS
-        .iter()
-        .map(|(_, m)| *m)
-        .filter(|m| instructions.contains(m))
-        .collect();
-    format!(
-        "<summary>The user and the agent looked at the checkout code.\n{}</summary>",
-        kept.join("\n")
-    )
+    summary_keeping_what_is_named_in(&instructions)
 }
 
 /// One automatic compaction in a real `opencode run`: the model reads the

@@ -733,7 +733,7 @@ fn assert_failing_run_reduced(
     let path = kept_file(view).unwrap_or_else(|| panic!("no kept file named:\n{view}"));
     assert_eq!(kept.as_deref(), Some(raw.as_bytes()), "{path}");
     assert!(
-        view.chars().count() < alone.chars().count() || missing(&TEST_NEEDED, alone).len() > 0,
+        view.chars().count() < alone.chars().count() || !missing(&TEST_NEEDED, alone).is_empty(),
         "neither smaller than nor more faithful than {client}'s own cut"
     );
 }

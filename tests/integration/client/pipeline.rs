@@ -3,11 +3,15 @@
 //! can be traced from the pipeline state through the summarizing request to
 //! what the model sees after compaction.
 
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
 use serde_json::json;
 
 use super::stub_model::Request;
 use super::{Project, RealClient};
-use crate::util::git;
+use crate::util::{bin, git};
 
 pub const PLAN: &str = "MARMALADE-PLAN: migrate the checkout totals to integer cents";
 pub const DECISION: &str = "PLUM-DECISION: ship behind a flag or wait for the migration?";
@@ -36,7 +40,12 @@ pub const SUMMARY: &str = "<summary>1. Primary Request: the user chatted about f
 /// instructions would, and nothing else of the conversation: an item is in
 /// its summary only when the client passed it to the summarizer's prompt.
 pub fn summary_keeping_what_its_prompt_names(r: &Request) -> String {
-    let prompt = r.last_user_text();
+    summary_keeping_what_is_named_in(&r.last_user_text())
+}
+
+/// The summary a summarizer stand-in writes when `instructions` are what
+/// it follows: the items they name, and nothing else.
+pub fn summary_keeping_what_is_named_in(prompt: &str) -> String {
     let kept: Vec<&str> = ITEMS
         .iter()
         .map(|(_, m)| *m)
@@ -78,4 +87,37 @@ pub fn issue_42_in_a_fix_cycle<C: RealClient>(project: &Project<C>) {
     }
     git(project.path(), &["add", ".gitignore"]);
     git(project.path(), &["commit", "-q", "-m", "init"]);
+}
+
+/// Another live chat, `chat-a`, registers and claims issue 42 with its
+/// worktree `wt/i42` of `project`, which it returns: what every client's
+/// contested-edit test sets up before its own chat edits there.
+pub fn chat_a_claims_issue_42<C: RealClient>(project: &Project<C>) -> PathBuf {
+    let wt = project.path().join("wt/i42");
+    let start = json!({"session_id": "chat-a", "cwd": project.path(),
+                       "hook_event_name": "SessionStart", "source": "startup"});
+    let mut hook = Command::new(bin("jkz-chat"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(start.to_string().as_bytes())
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    let claim = Command::new(bin("jkz"))
+        .current_dir(project.path())
+        .args(["claim", "42", "--worktree"])
+        .arg(&wt)
+        .args(["--session", "chat-a"])
+        .output()
+        .unwrap();
+    assert!(
+        claim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&claim.stderr)
+    );
+    wt
 }
