@@ -37,26 +37,8 @@ fn bash(command: &str) -> Turn {
 /// limit, so all three reach the model.
 #[test]
 fn copilot_shell_output_keeps_the_verdict_tldr_and_last_line() {
-    let big = output_guard::build_log();
-    let measure = |with_jkz: bool| {
-        let server = StubModel::start(Arc::new(|r: &Request| match r.tool_outputs().len() {
-            0 => bash("cat build.log"),
-            _ => Turn::Text("Done.".into()),
-        }));
-        let project = with_pipeline(&server);
-        project.write("build.log", &big);
-        if with_jkz {
-            project.install_jkz();
-        }
-        let run = project.run("Build it.", &[]);
-        run.assert_ok();
-        let last = server.model_requests().pop().expect("requests");
-        let outputs: Vec<String> = last.tool_outputs().into_iter().map(|o| o.text).collect();
-        assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
-        (outputs[0].clone(), run.report())
-    };
-    let (without, _) = measure(false);
-    let (with, report) = measure(true);
+    let (without, _) = output_guard::received::<CopilotCli>("bash", false);
+    let (with, report) = output_guard::received::<CopilotCli>("bash", true);
     let client = format!("Copilot CLI {}", CopilotCli::NPM.version);
     output_guard::assert_kept_by_jkz(&client, &without, &with, &report);
     assert!(

@@ -62,7 +62,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use stub_model::{Request, StubModel};
+use stub_model::{Request, StubModel, Turn};
 
 /// One real client, as the tests drive it: everything a test needs to know
 /// about a client that is not the same for all of them.
@@ -91,6 +91,35 @@ pub trait RealClient: Sized + 'static {
 
     /// True for its compaction summarizer's request.
     fn is_summarizing(r: &Request) -> bool;
+
+    /// True for a request the client makes on its own beside the
+    /// conversation (OpenCode's title for a new session): [`Self::model`]
+    /// answers it with a short text, so a test's script sees only the
+    /// conversation's turns.
+    fn is_aside(_r: &Request) -> bool {
+        false
+    }
+
+    /// The stub model running `script` for this client's conversation
+    /// turns, its asides answered apart.
+    fn model(script: impl Fn(&Request) -> Turn + Send + Sync + 'static) -> StubModel {
+        StubModel::start(std::sync::Arc::new(move |r: &Request| {
+            if Self::is_aside(r) {
+                Turn::Text("Issue 42".into())
+            } else {
+                script(r)
+            }
+        }))
+    }
+
+    /// The conversation's requests `model` received, without the asides.
+    fn turns(model: &StubModel) -> Vec<Request> {
+        model
+            .model_requests()
+            .into_iter()
+            .filter(|r| !Self::is_aside(r))
+            .collect()
+    }
 
     /// A fresh project for this client, talking to `model`.
     fn project(model: &StubModel) -> Project<Self> {

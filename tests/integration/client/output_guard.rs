@@ -3,6 +3,11 @@
 //! last line, what the model receives of it without jkz and with it, the
 //! table, and what must hold.
 
+use serde_json::json;
+
+use super::pipeline::issue_42_in_a_fix_cycle;
+use super::stub_model::{Request, Turn};
+use super::RealClient;
 use jkz::thousands::thousands;
 
 /// The three things that must reach the model: (name, marker).
@@ -31,10 +36,35 @@ pub fn build_log() -> String {
     big
 }
 
+/// What the model of client `C` receives of [`build_log`] read with its
+/// shell tool `shell` (`cat build.log`), with jkz installed or not; and
+/// the run's report.
+pub fn received<C: RealClient>(shell: &'static str, with_jkz: bool) -> (String, String) {
+    let server = C::model(move |r: &Request| match r.tool_outputs().len() {
+        0 => Turn::Call {
+            name: shell.into(),
+            input: json!({"command": "cat build.log", "description": "run"}),
+        },
+        _ => Turn::Text("Done.".into()),
+    });
+    let project = C::project(&server);
+    issue_42_in_a_fix_cycle(&project);
+    project.write("build.log", build_log());
+    if with_jkz {
+        project.install_jkz();
+    }
+    let run = project.run("Build it.", &[]);
+    run.assert_ok();
+    let last = C::turns(&server).pop().expect("requests");
+    let outputs: Vec<String> = last.tool_outputs().into_iter().map(|o| o.text).collect();
+    assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
+    (outputs[0].clone(), run.report())
+}
+
 /// Prints the table of what `without` and `with` (the tool output the
 /// model received without jkz and with it) kept of [`build_log`], and
-/// asserts that the client's own cut lost the verdict (else the test
-/// measures nothing) and that jkz's view kept all three.
+/// asserts that the client's own cut lost at least one of the three (else
+/// the test measures nothing) and that jkz's view kept all three.
 pub fn assert_kept_by_jkz(client: &str, without: &str, with: &str, report: &str) {
     let mut table =
         String::from("| in what the model receives | without jkz | with jkz |\n|---|---|---|\n");
@@ -56,8 +86,8 @@ pub fn assert_kept_by_jkz(client: &str, without: &str, with: &str, report: &str)
         build_log().len()
     );
     assert!(
-        !without.contains("GUAVA-BLOCKER"),
-        "{client}'s own cut kept the middle: the test no longer measures anything\n{table}"
+        NEEDED.iter().any(|(_, marker)| !without.contains(marker)),
+        "{client}'s own cut kept all three: the test no longer measures anything\n{table}"
     );
     for (_, marker) in NEEDED {
         assert!(

@@ -662,16 +662,9 @@ fn gemini_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures(
 
 /// What the next Chat Completions request carries of `./cargo-test 2>&1`
 /// run with the client's `bash` tool, and the kept file the view names.
-fn chat_completions_seen<C: RealClient>(
-    jkz: bool,
-    raw: &str,
-    project_of: fn(&StubModel) -> Project<C>,
-    is_side_request: fn(&Request) -> bool,
-) -> (String, Option<Vec<u8>>) {
-    let server = StubModel::start(Arc::new(move |r: &Request| {
-        if is_side_request(r) {
-            Turn::Text("Tests".into())
-        } else if r.tool_outputs().is_empty() {
+fn chat_completions_seen<C: RealClient>(jkz: bool, raw: &str) -> (String, Option<Vec<u8>>) {
+    let server = C::model(|r: &Request| {
+        if r.tool_outputs().is_empty() {
             Turn::Call {
                 name: "bash".into(),
                 input: json!({"command": "./cargo-test 2>&1", "description": "run the tests"}),
@@ -679,8 +672,8 @@ fn chat_completions_seen<C: RealClient>(
         } else {
             Turn::Text("Done.".into())
         }
-    }));
-    let project = project_of(&server);
+    });
+    let project = C::project(&server);
     git(
         project.path(),
         &["commit", "-q", "--allow-empty", "-m", "init"],
@@ -691,11 +684,7 @@ fn chat_completions_seen<C: RealClient>(
     }
     let run = project.run("Run the tests.", &[]);
     run.assert_ok();
-    let last = server
-        .model_requests()
-        .into_iter()
-        .rfind(|r| !is_side_request(r))
-        .expect("model turns");
+    let last = C::turns(&server).pop().expect("model turns");
     let outputs = last.tool_outputs();
     assert_eq!(outputs.len(), 1, "{outputs:?}\n{}", run.report());
     let kept = kept_file(&outputs[0].text).and_then(|p| std::fs::read(p).ok());
@@ -741,16 +730,16 @@ fn assert_failing_run_reduced(
 #[test]
 fn copilot_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
     let raw = failing_cargo_test(400_000);
-    let (alone, _) = chat_completions_seen(false, &raw, CopilotCli::project, |_| false);
-    let (view, kept) = chat_completions_seen(true, &raw, CopilotCli::project, |_| false);
+    let (alone, _) = chat_completions_seen::<CopilotCli>(false, &raw);
+    let (view, kept) = chat_completions_seen::<CopilotCli>(true, &raw);
     assert_failing_run_reduced("Copilot CLI", &alone, &view, kept, &raw, "exit code 101");
 }
 
 #[test]
 fn opencode_a_failing_400k_cargo_test_reaches_the_model_reduced_with_its_failures() {
     let raw = failing_cargo_test(400_000);
-    let (alone, _) = chat_completions_seen(false, &raw, OpenCode::project, OpenCode::is_titling);
-    let (view, kept) = chat_completions_seen(true, &raw, OpenCode::project, OpenCode::is_titling);
+    let (alone, _) = chat_completions_seen::<OpenCode>(false, &raw);
+    let (view, kept) = chat_completions_seen::<OpenCode>(true, &raw);
     assert_failing_run_reduced(
         "OpenCode",
         &alone,

@@ -85,12 +85,10 @@ impl RealClient for OpenCode {
     fn is_summarizing(r: &Request) -> bool {
         system_text(r).starts_with("You are a context summarization agent.")
     }
-}
 
-impl OpenCode {
     /// The request OpenCode makes first in a session: a title for it,
     /// without tools.
-    pub fn is_titling(r: &Request) -> bool {
+    fn is_aside(r: &Request) -> bool {
         system_text(r).starts_with("You are a title generator.")
     }
 }
