@@ -30,7 +30,7 @@ Cap: {CAP_VARIABLE} bytes (default {DEFAULT_CAP}; 0 turns the guard off); for
 Bash at most {bash} less stderr, the most the client shows inline.
 
 The head share comes from the command (Bash) or the tool's name. The user's
-rules come first: .claude/jkz-tool-roles in the project, one rule a line,
+rules come first: {rules_file} in the project, one rule a line,
 SHARE WORDS… (e.g. `0.2 bazel test`), # comments. Built-in rules, tried in
 order (first match wins):
 {table}
@@ -47,5 +47,6 @@ tool's own output stands.",
                 .unwrap_or_default()
         ),
         table = roles::table(),
+        rules_file = crate::jkz_toml::TOOL_ROLES_FILE,
     )
 }
