@@ -33,6 +33,13 @@ pub const EDIT_TOOLS: [&str; 4] = ["Edit", "Write", "MultiEdit", "NotebookEdit"]
 /// body in `tool_input.command`.
 pub const APPLY_PATCH: &str = "apply_patch";
 
+/// True when the process `name` runs Claude Code: its native binary,
+/// `claude` (any name starting with it). It runs the hooks and the model's
+/// shell commands.
+pub fn is_process(name: &str) -> bool {
+    name.starts_with("claude")
+}
+
 /// Claude Code's name of `name`.
 pub fn spelling(name: EventName) -> Option<&'static str> {
     match name {

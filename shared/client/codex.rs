@@ -66,6 +66,13 @@ pub fn shell_shown(bytes: u64) -> u64 {
     }
 }
 
+/// True when the process `name` runs Codex CLI: its native binary, `codex`
+/// (the `codex` command of npm is a `node` script that starts it; hooks
+/// and shell commands run under the native one).
+pub fn is_process(name: &str) -> bool {
+    name == "codex"
+}
+
 /// True when Codex CLI sent `input`: its events carry a `turn_id`, and its
 /// `SessionStart` (which has none) names a rollout file as its transcript.
 pub fn sent(input: &HookInput) -> bool {

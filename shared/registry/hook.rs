@@ -36,7 +36,7 @@ use crate::clock::now;
 use crate::hook::Warnings;
 use crate::hook_input::MAX_HOOK_INPUT;
 use crate::json_file::HOOK_LOCK_WAIT;
-use crate::session_id::{process_env, resolve_raw, SessionId};
+use crate::session_id::{process_env, resolve_raw, SessionId, SESSION_ENV};
 use crate::state_dir::StateDir;
 
 /// What `jkz-chat` handles.
@@ -166,8 +166,9 @@ pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
         }
         None => {
             warnings.warn(format!(
-                "{} event without session_id (and JKZ_SESSION, CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored",
-                event.client.spelling(name).unwrap_or_default()
+                "{} event without session_id (and {} unset): ignored",
+                event.client.spelling(name).unwrap_or_default(),
+                SESSION_ENV.join(", ")
             ));
             return Answer::Nothing;
         }
