@@ -58,7 +58,7 @@ pub mod filters_cmd;
 mod item;
 mod matcher;
 mod needles;
-mod notes;
+pub(crate) mod notes;
 mod retain;
 pub mod shape;
 pub mod sniff;

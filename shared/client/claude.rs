@@ -10,6 +10,17 @@
 //! | context to add | `hookSpecificOutput.additionalContext` |
 //! | instructions for the summarizer | plain text on stdout: the client appends a PreCompact hook's stdout to the summarizing request |
 //!
+//! Its Bash tool runs each command as `eval CMD && pwd -P >| FILE` in one
+//! shell that sourced the user's snapshot (aliases, functions), and keeps
+//! the directory a `cd` moved to; it checks permissions on the command a
+//! hook rewrote, word for word, so a rewrite that hid the original in
+//! quotes would escape the user's deny rules (measured: docs/clients.md).
+//! So jkz's Bash wrap keeps the command inline in that shell
+//! ([`super::ShellWrap::Inline`]), and only where every Bash command is
+//! pre-approved ([`bash_pre_approved`]). The wrap is the only way a
+//! failing command's output reaches jkz: `PostToolUse` does not run on
+//! failure, and `PostToolUseFailure` cannot replace the output.
+//!
 //! Codex CLI sends and reads the same shape ([`super::codex`] says where it
 //! differs), so its module parses with [`parse_with`].
 
@@ -240,7 +251,7 @@ fn client_args() -> Vec<String> {
     };
     found
         .iter()
-        .find(|a| a.name.starts_with("claude") || a.name == "node" && is_claude_node(a))
+        .find(|a| is_process(&a.name) || a.name == "node" && is_claude_node(a))
         .map(|a| {
             a.args()
                 .iter()
@@ -346,9 +357,49 @@ mod tests {
                 file: Some("/p/n.ipynb".into())
             }
         );
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Edit",
+            "tool_input": {"file_path": "src/a.rs"}}));
+        assert_eq!(
+            e.tool_use().unwrap().tool,
+            Tool::Edit {
+                file: Some("src/a.rs".into())
+            }
+        );
+        let e = event(
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": ""}}),
+        );
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Edit { file: None });
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/x"}}));
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Read { range: false });
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/x", "offset": 10}}));
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Read { range: true });
         let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Grep"}));
         assert_eq!(e.tool_use().unwrap().tool, Tool::Other);
         assert_eq!(e.tool_use().unwrap().name, "Grep");
+    }
+
+    /// Codex CLI's patch tool, in the shape both clients share: its body
+    /// is `tool_input.command`; anything but a text is an empty body.
+    #[test]
+    fn a_patch_tool_carries_its_body() {
+        let body = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch\n";
+        for (input, want) in [
+            (json!({ "command": body }), body),
+            (json!({ "command": 7 }), ""),
+            (json!({}), ""),
+        ] {
+            let e = event(
+                json!({"hook_event_name": "PreToolUse", "tool_name": APPLY_PATCH,
+                "tool_input": input}),
+            );
+            assert_eq!(
+                e.tool_use().unwrap().tool,
+                Tool::Patch { body: want.into() }
+            );
+        }
     }
 
     #[test]
