@@ -44,6 +44,7 @@ pub mod copilot;
 pub mod edge;
 pub mod event;
 pub mod gemini;
+pub mod help;
 pub mod opencode;
 pub mod view;
 

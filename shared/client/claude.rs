@@ -24,6 +24,7 @@
 //! Codex CLI sends and reads the same shape ([`super::codex`] says where it
 //! differs), so its module parses with [`parse_with`].
 
+pub mod help;
 pub mod persisted;
 pub mod response;
 pub mod shown;

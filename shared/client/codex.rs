@@ -26,6 +26,7 @@
 //! [`claude::parse_with`].
 
 pub mod compact_prompt;
+pub mod help;
 pub mod patch;
 
 use std::path::PathBuf;

@@ -26,6 +26,7 @@
 //! nothing (an allow), and never prints plain text on stdout.
 
 pub mod before_model;
+pub mod help;
 pub mod memo;
 pub mod pre_compress;
 

@@ -39,6 +39,7 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::client::help::HookProgram;
 use crate::client::{EventKind, HookEvent};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
@@ -53,25 +54,26 @@ use crate::state_dir::StateDir;
 pub const ABOUT: &str =
     "Snapshot the pipeline state before compaction; tell the summarizer what must survive";
 
-/// The hook's long help, its retention spelled from the retention table.
+/// The hook's long help, its retention spelled from the retention table,
+/// each client's registration and answer from its module
+/// ([`crate::client::help`]).
 pub fn long_about() -> String {
     use crate::state_dir::retention::{PRE_COMPACT_KEEP_NEWEST, PRE_COMPACT_MAX_AGE};
     format!(
         "\
-Claude Code's PreCompact hook. Reads the hook event (JSON) on stdin; writes
+Compaction hook: runs just before the client compacts the conversation.
+Reads the hook event (JSON) on stdin; writes
 state/pre-compact-<UTC time>-<pid>.json (the event as received, every
 pipeline file, the normalized views, git state), nudges the session's record
 in state/session-snapshots/, applies retention (older than {days} days removed,
-the newest {keep} always kept) and prints on stdout, for the summarizer, the
-decision-critical items with their current values.
-
-Gemini CLI (PreCompress, which fires before every turn): the same snapshot,
-taken only when state/pipeline/ changed since this session's last one (or
-on /compress), and nothing printed (docs/clients.md).
+the newest {keep} always kept) and gives the summarizer the decision-critical
+items with their current values, as far as the client lets a hook steer its
+summary (each client below).{clients}
 {}",
         crate::hook::STATE_AND_EXIT_HELP,
         days = PRE_COMPACT_MAX_AGE.as_secs() / (24 * 60 * 60),
         keep = PRE_COMPACT_KEEP_NEWEST,
+        clients = crate::client::help::clients(HookProgram::PreCompact),
     )
 }
 

@@ -34,6 +34,7 @@ use super::focus;
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
 use super::summary_check::{self, DroppedItem, ItemKind};
+use crate::client::help::HookProgram;
 use crate::client::{Answer, EventKind, HookEvent, StartSource};
 use crate::client_text::head_units;
 use crate::findings::compaction::Audience;
@@ -53,31 +54,27 @@ pub const SOURCES: &[&str] = &["compact", "resume", "fork"];
 pub const ABOUT: &str =
     "Re-inject the decision-critical pipeline state after compaction or on resume";
 
-/// The hook's long help.
+/// The hook's long help, each client's registration and answer from its
+/// module ([`crate::client::help`]).
 pub fn long_about() -> String {
     format!(
         "\
-Claude Code's SessionStart hook (register it for the sources compact, resume
-and fork) and PostCompact hook. Reads the hook event (JSON) on stdin. As
-SessionStart it prints
-{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}}}
-with the decision-critical items (under 4,000 characters): the live pipeline
+Re-injection hook: after a compaction, on resume and in a forked session
+(the session-start sources {sources}), it gives the model back
+the decision-critical items (under 4,000 characters): the live pipeline
 state, compared with the newest snapshot of this session, else of the
 project, which supplies pipelines whose files are gone since; says when the
 snapshot was taken, which items changed since, and when the branch or HEAD
-moved; the items the latest compaction's summary dropped come first. Prints
-nothing for other sources. As PostCompact it checks which decision-critical
-items the summary (compact_summary) dropped and records them in the
-session's record in state/session-snapshots/; it prints nothing.
-
-Gemini CLI: register it for SessionStart (matcher resume; same answer) and
-BeforeModel: when the request's messages carry a compression summary
-(<state_snapshot>) this session's re-injection has not answered yet, it
-prints {{\"hookSpecificOutput\":{{\"hookEventName\":\"BeforeModel\",
-\"llm_request\":{{\"messages\":…}}}}}}, the summary's message extended with the
-same items; otherwise nothing (docs/clients.md).
+moved; the items the latest compaction's summary dropped come first. Reads
+the hook event (JSON) on stdin; prints nothing for other session starts.
+After a compaction whose summary the client hands its hooks (PostCompact),
+it checks which decision-critical items the summary dropped and records
+them in the session's record in state/session-snapshots/; it prints
+nothing.{clients}
 {}",
-        crate::hook::STATE_AND_EXIT_HELP
+        crate::hook::STATE_AND_EXIT_HELP,
+        sources = SOURCES.join(", "),
+        clients = crate::client::help::clients(HookProgram::SessionStart),
     )
 }
 
