@@ -21,6 +21,14 @@
 //! failing command's output reaches jkz: `PostToolUse` does not run on
 //! failure, and `PostToolUseFailure` cannot replace the output.
 //!
+//! Around a compaction (measured on 2.1.332): a full compaction's
+//! `SessionStart` (`compact`) runs *before* its `PostCompact`, so the items
+//! a summary dropped reach the model at the session's next `SessionStart`
+//! (`resume`, or `compact` after a partial compaction, whose `PostCompact`
+//! runs first); after a compaction that kept messages instead of
+//! summarizing them, `compact_summary` is empty (`""`). What a hook prints
+//! is kept up to [`HOOK_OUTPUT_CAP`] characters.
+//!
 //! Codex CLI sends and reads the same shape ([`super::codex`] says where it
 //! differs), so its module parses with [`parse_with`].
 
@@ -37,6 +45,16 @@ use super::edge::Hook;
 use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolUse};
 use super::{Answer, Client, Parsed};
 use crate::hook_input::HookInput;
+
+/// The most characters of a hook's output Claude Code keeps (the context
+/// it adds, the instructions it appends to a summary): jkz's budgets for
+/// both stay under it ([`crate::compaction::digest`]).
+pub const HOOK_OUTPUT_CAP: usize = 10_000;
+
+const _: () = assert!(
+    crate::compaction::digest::REINJECTION_BUDGET < HOOK_OUTPUT_CAP
+        && crate::compaction::digest::SUMMARIZER_BUDGET < HOOK_OUTPUT_CAP
+);
 
 /// The tools whose input names the one file they change.
 pub const EDIT_TOOLS: [&str; 4] = ["Edit", "Write", "MultiEdit", "NotebookEdit"];

@@ -1,10 +1,11 @@
-//! The `jkz-pre-compact` hook: runs just before Claude Code compacts.
+//! The `jkz-pre-compact` hook: runs just before a client compacts a
+//! conversation.
 //!
 //! Compaction waits for the hook, so its steps overlap wherever they can:
 //!
-//! 1. `git status` starts first (before the event is read, when
-//!    `CLAUDE_PROJECT_DIR` names the project), so it runs while the rest is
-//!    done.
+//! 1. `git status` starts first (before the event is read, when the
+//!    client's environment names the project: [`hook::env_project_dir`]),
+//!    so it runs while the rest is done.
 //! 2. The event is read (bounded; bad input is reported and the rest goes on).
 //! 3. Every `state/pipeline/<N>.json` is read, on all cores, each file
 //!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
@@ -25,11 +26,12 @@
 //!    order, as ext4 and xfs do; neither directory is synced.) If the
 //!    snapshot could not be written, the prepared nudge is dropped and the
 //!    record nudged without one.
-//! 7. The summarizer instructions go to stdout: the client appends a
-//!    PreCompact hook's stdout to the summarizing request. Codex CLI takes
-//!    only JSON there and cannot steer its summary with it: for Codex the
-//!    instructions go to its compaction prompt file instead, and stdout
-//!    gets a `systemMessage` (the client's own answer, made above this module).
+//! 7. The summarizer instructions are the answer
+//!    ([`crate::client::Answer::Summarize`]), which each client's module
+//!    renders as its contract lets it: on stdout for a client that appends
+//!    a hook's output to the summarizing request, into a prompt file for
+//!    one whose hook cannot steer the summary (the client's own answer,
+//!    made above this module).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -1,9 +1,9 @@
 //! The `jkz-session-start` hook: after a compaction (`source` `compact`), a
-//! resumed session (`resume`) or a forked one (`fork`, Claude Code 2.1.214
-//! and later; re-injected as on resume), puts the decision-critical state
+//! resumed session (`resume`) or a forked one (`fork`, where a client forks
+//! sessions; re-injected as on resume), puts the decision-critical state
 //! back. Registered for `PostCompact` too, it runs the
 //! [`post_compact`](super::post_compact) arm instead (dispatched on
-//! `hook_event_name`).
+//! the event).
 //!
 //! What it re-injects ([`reconcile`](super::reconcile)): the live pipeline
 //! state, read now, compared with the newest snapshot — the one this
@@ -17,15 +17,15 @@
 //! This chat's work comes first ([`focus`]): the issue it claimed, else
 //! the one whose worktree or branch it runs in. The items the latest
 //! compaction's summary dropped (found by the PostCompact arm) come before
-//! everything else. Claude Code 2.1.332 runs a full compaction's
-//! SessionStart (`compact`) *before* its PostCompact, so they reach the
-//! model at the session's next SessionStart (`resume`, or `compact` after a
-//! partial compaction, whose PostCompact runs first); the `compact`
-//! re-injection right after the summary carries every item all the same.
+//! everything else. A client may run a full compaction's SessionStart
+//! (`compact`) *before* its PostCompact (the client's module says which
+//! does): they then reach the model at the session's next SessionStart;
+//! the `compact` re-injection right after the summary carries every item
+//! all the same.
 //!
-//! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
-//! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
-//! printed for other sources. Nothing is ever written.
+//! Output: the context to add ([`Answer::AddContext`]), under 4,000
+//! characters, which each client's module renders in its contract. Nothing
+//! is answered for other sources. Nothing is ever written.
 
 use std::time::Instant;
 
@@ -124,8 +124,9 @@ pub struct Restored {
 }
 
 /// Builds the context `source` (`compact` or `resume`) re-injects for
-/// `input`'s session: every client's re-injection (Claude Code's and Codex
-/// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
+/// `input`'s session: every client's re-injection (at a session start, or
+/// at the first model request after a compaction, for a client that has
+/// no session start there: [`EventKind::ModelRequest`]).
 pub fn restore(input: &HookEvent, source: &str, warnings: &mut Warnings) -> Restored {
     let started = Instant::now();
     let git = GitProbe::start(&hook::project_dir(input.cwd.clone()));

@@ -1,7 +1,7 @@
 //! One command's output, reduced for the client that shows it. Every path
 //! into the window calls this: the wraps (`jkz-truncate --run`, and
-//! `jkz-truncate --ran` for Claude Code's rewritten Bash calls), and the
-//! PostToolUse guard.
+//! `jkz-truncate --ran` for the inline rewrite of
+//! [`crate::client::ShellWrap::Inline`]), and the PostToolUse guard.
 //!
 //! 1. The output goes through the reduction engine ([`crate::reduce`]) with
 //!    the budget of the client's view ([`Viewer`]: what it shows inline,
