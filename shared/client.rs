@@ -44,6 +44,7 @@ pub mod copilot;
 pub mod edge;
 pub mod event;
 pub mod gemini;
+pub mod help;
 pub mod opencode;
 pub mod view;
 
@@ -305,15 +306,23 @@ impl Client {
 
     /// True when the process named `name` (by the kernel) is this
     /// client's; `args` reads its command line, asked for only when the
-    /// name does not tell.
+    /// name does not tell. Each client's module says which process runs
+    /// its hooks and its model's commands.
     pub fn is_process(self, name: &str, args: &dyn Fn() -> Vec<Vec<u8>>) -> bool {
         match self {
-            Client::Claude => name.starts_with("claude"),
-            Client::Codex => name == "codex",
+            Client::Claude => claude::is_process(name),
+            Client::Codex => codex::is_process(name),
             Client::Gemini => gemini::is_process(name, args),
             Client::Copilot => copilot::is_process(name),
             Client::OpenCode => opencode::is_process(name),
         }
+    }
+
+    /// The client whose process is named `name` by the kernel (`args`, its
+    /// command line, as for [`Client::is_process`]); `None` for any other
+    /// program (a shell, a build tool, `node` running something else).
+    pub fn of_process(name: &str, args: &dyn Fn() -> Vec<Vec<u8>>) -> Option<Client> {
+        Client::ALL.into_iter().find(|c| c.is_process(name, args))
     }
 }
 
@@ -447,5 +456,33 @@ mod tests {
         assert!(!Client::Claude.is_process("node", &args));
         assert!(Client::Codex.is_process("codex", &Vec::new));
         assert!(!Client::Codex.is_process("codex-x", &Vec::new));
+    }
+
+    #[test]
+    fn clients_are_told_by_their_process_name() {
+        for (name, client) in [
+            ("claude", Client::Claude),
+            ("claude-fake", Client::Claude),
+            ("codex", Client::Codex),
+            ("gemini", Client::Gemini),
+            ("copilot", Client::Copilot),
+            ("opencode", Client::OpenCode),
+        ] {
+            assert_eq!(Client::of_process(name, &Vec::new), Some(client), "{name}");
+        }
+        for name in ["bash", "cargo", "codex-x", "sh", "node"] {
+            assert_eq!(Client::of_process(name, &Vec::new), None, "{name}");
+        }
+        // Gemini CLI run by node: told by its script, after node's options.
+        let gemini = || {
+            vec![
+                b"node".to_vec(),
+                b"--max-old-space-size=8192".to_vec(),
+                b"/usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js".to_vec(),
+            ]
+        };
+        assert_eq!(Client::of_process("node", &gemini), Some(Client::Gemini));
+        let other = || vec![b"node".to_vec(), b"/srv/app.js".to_vec()];
+        assert_eq!(Client::of_process("node", &other), None);
     }
 }

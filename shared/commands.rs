@@ -39,7 +39,7 @@ pub fn hook(binary: &str) -> clap::Command {
             post_tool_use::ABOUT,
             post_tool_use::long_about(),
         ),
-        "jkz-chat" => ("jkz-chat", chat::ABOUT, chat::LONG_ABOUT.to_string()),
+        "jkz-chat" => ("jkz-chat", chat::ABOUT, chat::long_about()),
         other => panic!("{other} is not one of jkz's hooks"),
     };
     // Built once per process: the hook's own, or one page of the manual.

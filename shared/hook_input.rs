@@ -112,22 +112,6 @@ impl HookInput {
         self.text("hook_event_name")
     }
 
-    /// Why this is not an event of a hook that handles `handled`: it names
-    /// another (`Stop` given to the PreCompact hook). An event that names
-    /// none is taken as the hook's own, as a client calls each hook only
-    /// for the events it is registered for.
-    pub fn not_handled(&self, handled: &[&str]) -> Option<String> {
-        let name = self.raw.get("hook_event_name")?;
-        match name.as_str() {
-            Some(name) if handled.contains(&name) => None,
-            _ => Some(format!(
-                "event {} is not one this hook handles ({}): ignored",
-                crate::pipeline::shorten(&name.to_string(), 60),
-                handled.join(", ")
-            )),
-        }
-    }
-
     /// PreCompact: `manual` or `auto`.
     pub fn trigger(&self) -> Option<&str> {
         self.text("trigger")
@@ -142,23 +126,6 @@ impl HookInput {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_event_naming_another_is_not_handled() {
-        let handled = &["PreCompact", "PreCompress"];
-        let of = |json: &str| {
-            HookInput::parse(json.as_bytes())
-                .unwrap()
-                .not_handled(handled)
-        };
-        assert_eq!(of(r#"{"hook_event_name":"PreCompact"}"#), None);
-        assert_eq!(of(r#"{"hook_event_name":"PreCompress"}"#), None);
-        assert_eq!(of(r#"{"session_id":"s"}"#), None);
-        let stop = of(r#"{"hook_event_name":"Stop"}"#).unwrap();
-        assert!(stop.starts_with(r#"event "Stop" is not one"#), "{stop}");
-        assert!(stop.contains("(PreCompact, PreCompress)"), "{stop}");
-        assert!(of(r#"{"hook_event_name":7}"#).is_some());
-    }
 
     #[test]
     fn keeps_unknown_fields_in_order() {

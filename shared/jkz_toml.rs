@@ -12,6 +12,13 @@ use toml::Table;
 /// The file, at the project root.
 pub const CONFIG_FILE: &str = "jkz.toml";
 
+/// The project's other settings file, relative to its root: the user's
+/// head-share rules for the tool-output guard, `SHARE WORDS…` a line
+/// (docs/tool-output-guard.md). It sits in Claude Code's project
+/// directory, where jkz first read it; the guard reads it there for every
+/// client, and users already have it there, so the path stays.
+pub const TOOL_ROLES_FILE: &str = ".claude/jkz-tool-roles";
+
 /// A `jkz.toml` that cannot be used: which file, which key, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {

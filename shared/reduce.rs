@@ -58,7 +58,7 @@ pub mod filters_cmd;
 mod item;
 mod matcher;
 mod needles;
-mod notes;
+pub(crate) mod notes;
 pub use notes::exit_status as exit_status_note;
 mod retain;
 pub mod shape;

@@ -1,5 +1,5 @@
 //! The cross-chat registry, `state/chat.db` (or, in team mode, PostgreSQL:
-//! [`postgres`], chosen by [`backend`]): which Claude Code chats are
+//! [`postgres`], chosen by [`backend`]): which chats are
 //! alive on this state directory, which issue and which worktree each one
 //! owns, and the refusal a chat meets before it edits what another live
 //! chat owns.

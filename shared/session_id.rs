@@ -64,6 +64,12 @@ impl SessionId {
 /// hook and every command its Bash tool runs.
 pub const SESSION_ENV: [&str; 3] = ["JKZ_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
+/// [`SESSION_ENV`] in the order consulted, as help texts name it:
+/// `$JKZ_SESSION, else $…` with `sigil` `"$"`.
+pub fn env_in_order(sigil: &str) -> String {
+    SESSION_ENV.map(|v| format!("{sigil}{v}")).join(", else ")
+}
+
 /// The session id to run as, not yet validated, and whether it was explicit:
 /// `explicit` when given, else the first of [`SESSION_ENV`] that is set and
 /// not empty (read through `env`); none when nothing names one.

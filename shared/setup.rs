@@ -26,7 +26,7 @@ pub mod codex;
 mod config_file;
 pub mod copilot;
 mod doctor;
-mod gemini;
+pub(crate) mod gemini;
 mod install;
 pub mod opencode;
 pub mod plugin;

@@ -2,8 +2,8 @@
 //! enters the model's window, as far as the client lets a hook touch it
 //! ([`crate::client::Client::output_control`]).
 //!
-//! A client that lets a hook replace a tool's output (Claude Code's
-//! PostToolUse) gets, when the output is longer than the cap, what
+//! A client that lets a hook replace a tool's output gets, when the output
+//! is longer than the cap, what
 //! [`crate::truncate`] — the same engine as `jkz-truncate`, called, not
 //! copied — makes of the full output: the head, every protected block that
 //! fits, the tail, one marker per gap naming the saved full output

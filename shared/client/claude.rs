@@ -10,9 +10,29 @@
 //! | context to add | `hookSpecificOutput.additionalContext` |
 //! | instructions for the summarizer | plain text on stdout: the client appends a PreCompact hook's stdout to the summarizing request |
 //!
+//! Its Bash tool runs each command as `eval CMD && pwd -P >| FILE` in one
+//! shell that sourced the user's snapshot (aliases, functions), and keeps
+//! the directory a `cd` moved to; it checks permissions on the command a
+//! hook rewrote, word for word, so a rewrite that hid the original in
+//! quotes would escape the user's deny rules (measured: docs/clients.md).
+//! So jkz's Bash wrap keeps the command inline in that shell
+//! ([`super::ShellWrap::Inline`]), and only where every Bash command is
+//! pre-approved ([`bash_pre_approved`]). The wrap is the only way a
+//! failing command's output reaches jkz: `PostToolUse` does not run on
+//! failure, and `PostToolUseFailure` cannot replace the output.
+//!
+//! Around a compaction (measured on 2.1.332): a full compaction's
+//! `SessionStart` (`compact`) runs *before* its `PostCompact`, so the items
+//! a summary dropped reach the model at the session's next `SessionStart`
+//! (`resume`, or `compact` after a partial compaction, whose `PostCompact`
+//! runs first); after a compaction that kept messages instead of
+//! summarizing them, `compact_summary` is empty (`""`). What a hook prints
+//! is kept up to [`HOOK_OUTPUT_CAP`] characters.
+//!
 //! Codex CLI sends and reads the same shape ([`super::codex`] says where it
 //! differs), so its module parses with [`parse_with`].
 
+pub mod help;
 pub mod persisted;
 pub mod response;
 pub mod shown;
@@ -26,12 +46,29 @@ use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolUse};
 use super::{Answer, Client, Parsed};
 use crate::hook_input::HookInput;
 
+/// The most characters of a hook's output Claude Code keeps (the context
+/// it adds, the instructions it appends to a summary): jkz's budgets for
+/// both stay under it ([`crate::compaction::digest`]).
+pub const HOOK_OUTPUT_CAP: usize = 10_000;
+
+const _: () = assert!(
+    crate::compaction::digest::REINJECTION_BUDGET < HOOK_OUTPUT_CAP
+        && crate::compaction::digest::SUMMARIZER_BUDGET < HOOK_OUTPUT_CAP
+);
+
 /// The tools whose input names the one file they change.
 pub const EDIT_TOOLS: [&str; 4] = ["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
 /// Codex CLI's edit tool, as its PreToolUse names it (`tool_name`): a patch
 /// body in `tool_input.command`.
 pub const APPLY_PATCH: &str = "apply_patch";
+
+/// True when the process `name` runs Claude Code: its native binary,
+/// `claude` (any name starting with it). It runs the hooks and the model's
+/// shell commands.
+pub fn is_process(name: &str) -> bool {
+    name.starts_with("claude")
+}
 
 /// Claude Code's name of `name`.
 pub fn spelling(name: EventName) -> Option<&'static str> {
@@ -233,7 +270,7 @@ fn client_args() -> Vec<String> {
     };
     found
         .iter()
-        .find(|a| a.name.starts_with("claude") || a.name == "node" && is_claude_node(a))
+        .find(|a| is_process(&a.name) || a.name == "node" && is_claude_node(a))
         .map(|a| {
             a.args()
                 .iter()
@@ -339,9 +376,49 @@ mod tests {
                 file: Some("/p/n.ipynb".into())
             }
         );
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Edit",
+            "tool_input": {"file_path": "src/a.rs"}}));
+        assert_eq!(
+            e.tool_use().unwrap().tool,
+            Tool::Edit {
+                file: Some("src/a.rs".into())
+            }
+        );
+        let e = event(
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": ""}}),
+        );
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Edit { file: None });
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/x"}}));
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Read { range: false });
+        let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/x", "offset": 10}}));
+        assert_eq!(e.tool_use().unwrap().tool, Tool::Read { range: true });
         let e = event(json!({"hook_event_name": "PreToolUse", "tool_name": "Grep"}));
         assert_eq!(e.tool_use().unwrap().tool, Tool::Other);
         assert_eq!(e.tool_use().unwrap().name, "Grep");
+    }
+
+    /// Codex CLI's patch tool, in the shape both clients share: its body
+    /// is `tool_input.command`; anything but a text is an empty body.
+    #[test]
+    fn a_patch_tool_carries_its_body() {
+        let body = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** End Patch\n";
+        for (input, want) in [
+            (json!({ "command": body }), body),
+            (json!({ "command": 7 }), ""),
+            (json!({}), ""),
+        ] {
+            let e = event(
+                json!({"hook_event_name": "PreToolUse", "tool_name": APPLY_PATCH,
+                "tool_input": input}),
+            );
+            assert_eq!(
+                e.tool_use().unwrap().tool,
+                Tool::Patch { body: want.into() }
+            );
+        }
     }
 
     #[test]

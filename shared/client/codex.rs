@@ -26,6 +26,7 @@
 //! [`claude::parse_with`].
 
 pub mod compact_prompt;
+pub mod help;
 pub mod patch;
 
 use std::path::PathBuf;
@@ -64,6 +65,13 @@ pub fn shell_shown(bytes: u64) -> u64 {
     } else {
         bytes
     }
+}
+
+/// True when the process `name` runs Codex CLI: its native binary, `codex`
+/// (the `codex` command of npm is a `node` script that starts it; hooks
+/// and shell commands run under the native one).
+pub fn is_process(name: &str) -> bool {
+    name == "codex"
 }
 
 /// True when Codex CLI sent `input`: its events carry a `turn_id`, and its

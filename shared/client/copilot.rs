@@ -30,6 +30,8 @@
 //! A non-zero exit of a `preToolUse` hook blocks the tool: jkz's hooks
 //! always exit 0.
 
+pub mod help;
+
 use std::path::PathBuf;
 
 use serde_json::{json, Value};

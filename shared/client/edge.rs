@@ -114,17 +114,23 @@ pub fn read(stdin: impl Read, hook: &Hook, warnings: &mut Warnings) -> Option<Ho
 }
 
 fn not_handled(client: Client, hook: &Hook, sent: &str, warnings: &mut Warnings) {
+    warnings.warn(not_handled_line(client, hook, sent));
+}
+
+/// Why `client`'s event `sent` (its JSON text) is left by `hook`: the
+/// events the hook does handle, by the client's names.
+fn not_handled_line(client: Client, hook: &Hook, sent: &str) -> String {
     let handled: Vec<&str> = hook
         .handles
         .iter()
         .filter_map(|&n| client.spelling(n))
         .collect();
-    warnings.warn(format!(
+    format!(
         "{} event {} is not one this hook handles ({}): ignored",
         client.title(),
         crate::pipeline::shorten(sent, 60),
         handled.join(", ")
-    ));
+    )
 }
 
 #[cfg(test)]
@@ -175,5 +181,19 @@ mod tests {
             ..PRE_COMPACT
         };
         assert!(read_for(&small, r#"{"session_id":"s"}"#).is_none());
+    }
+
+    #[test]
+    fn an_event_left_says_which_ones_the_hook_handles() {
+        let line = not_handled_line(Client::Claude, &PRE_COMPACT, r#""Stop""#);
+        assert_eq!(
+            line,
+            r#"Claude Code event "Stop" is not one this hook handles (PreCompact): ignored"#
+        );
+        let line = not_handled_line(Client::Gemini, &PRE_COMPACT, "7");
+        assert_eq!(
+            line,
+            "Gemini CLI event 7 is not one this hook handles (PreCompress): ignored"
+        );
     }
 }

@@ -26,6 +26,7 @@
 //! nothing (an allow), and never prints plain text on stdout.
 
 pub mod before_model;
+pub mod help;
 pub mod memo;
 pub mod pre_compress;
 
@@ -91,8 +92,11 @@ pub fn env_says() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
-/// True when the process `name` runs Gemini CLI: `gemini`, or `node`
-/// whose script ([`runs_gemini`] of its `args`) is Gemini's.
+/// True when the process `name` runs Gemini CLI: `gemini` when built as a
+/// single executable, else `node` whose script ([`runs_gemini`] of its
+/// `args`) is Gemini's (`…/bundle/gemini.js`, or the `gemini` link to it).
+/// It starts itself again as a child `node` with more memory, and that
+/// child runs the hooks and the shell commands.
 pub fn is_process(name: &str, args: &dyn Fn() -> Vec<Vec<u8>>) -> bool {
     name == "gemini" || name == "node" && runs_gemini(&args())
 }

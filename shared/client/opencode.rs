@@ -23,6 +23,8 @@
 //! prompt for every request, and the plugin adds the session's last one to
 //! each, so it survives a compaction.
 
+pub mod help;
+
 use serde_json::{json, Map, Value};
 
 use super::edge::Hook;

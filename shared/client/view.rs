@@ -179,6 +179,22 @@ mod tests {
         );
     }
 
+    /// How each client's agent reads a range of a kept file: the tool it
+    /// has for it.
+    #[test]
+    fn each_client_reads_a_range_with_its_own_tool() {
+        use crate::reduce::Reader;
+        for (client, reader) in [
+            (Client::Claude, Reader::ClaudeRead),
+            (Client::Codex, Reader::Shell),
+            (Client::Gemini, Reader::GeminiReadFile),
+            (Client::Copilot, Reader::Shell),
+            (Client::OpenCode, Reader::Shell),
+        ] {
+            assert_eq!(Viewer::shell(client).reader(), reader, "{client:?}");
+        }
+    }
+
     /// Each client's view is data: a budget, a cut, how its agent reads a
     /// range.
     #[test]

@@ -27,11 +27,13 @@ pub const MAX_DETAILED: usize = 3;
 /// How many other active pipelines are named.
 pub const MAX_NAMED: usize = 20;
 
-/// The re-injection budget: Claude Code caps hook output at 10,000
-/// characters, and a large re-injection can itself trigger compaction loops.
+/// The re-injection budget: under what a client keeps of a hook's output
+/// (each client's module says its cap), and a large re-injection can
+/// itself trigger compaction loops.
 pub const REINJECTION_BUDGET: usize = 3_900;
 
-/// The summarizer-instructions budget (under the client's 10,000 cap).
+/// The summarizer-instructions budget (under a client's cap on a hook's
+/// output, as the re-injection's).
 pub const SUMMARIZER_BUDGET: usize = 8_000;
 
 /// The decision-critical items of one pipeline.

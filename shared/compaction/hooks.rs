@@ -6,7 +6,7 @@
 //!
 //! - `jkz-pre-compact`: the snapshot is taken ([`pre_compact::snapshot`])
 //!   and the answer is what the summary must keep (rendered by each client
-//!   as it can: Claude Code appends it to the summarizer's instructions).
+//!   as it can: each client's module says how its summarizer gets it).
 //! - `jkz-session-start`: [`super::session_start::answer`].
 
 use std::time::Instant;

@@ -1,9 +1,10 @@
-//! The `PostCompact` arm of `jkz-session-start`: after Claude Code compacted
-//! a session, checks which decision-critical items its summary
-//! (`compact_summary`) dropped, and records them so the session's next
-//! `SessionStart` re-injects them first. (Claude Code 2.1.332 runs a full
-//! compaction's `SessionStart` `compact` before its `PostCompact`: the next
-//! one is then the `resume` of the session.)
+//! The `PostCompact` arm of `jkz-session-start`: after a client that hands
+//! its hooks the summary compacted a session, checks which decision-critical
+//! items the summary ([`EventKind::PostCompact`]) dropped, and records them
+//! so the session's next `SessionStart` re-injects them first. (A client may
+//! run a full compaction's `SessionStart` `compact` before its
+//! `PostCompact`: the next one is then the `resume` of the session; the
+//! client's module says which does.)
 //!
 //! The items checked are those the PreCompact hook gave the summarizer: the
 //! digest of the snapshot this session's record points at (else the live
@@ -22,7 +23,7 @@
 //!
 //! Nothing is printed on stdout (a PostCompact hook has no say in the
 //! session); nothing is written when the repository has no state directory,
-//! nor for an empty summary (Claude Code sends `""` after a compaction that
+//! nor for an empty summary (what a client sends after a compaction that
 //! kept messages instead of summarizing them).
 
 use chrono::Utc;

@@ -1,10 +1,11 @@
-//! The `jkz-pre-compact` hook: runs just before Claude Code compacts.
+//! The `jkz-pre-compact` hook: runs just before a client compacts a
+//! conversation.
 //!
 //! Compaction waits for the hook, so its steps overlap wherever they can:
 //!
-//! 1. `git status` starts first (before the event is read, when
-//!    `CLAUDE_PROJECT_DIR` names the project), so it runs while the rest is
-//!    done.
+//! 1. `git status` starts first (before the event is read, when the
+//!    client's environment names the project: [`hook::env_project_dir`]),
+//!    so it runs while the rest is done.
 //! 2. The event is read (bounded; bad input is reported and the rest goes on).
 //! 3. Every `state/pipeline/<N>.json` is read, on all cores, each file
 //!    rendered into its snapshot entry as it is read ([`PipelineEntries`]),
@@ -25,11 +26,12 @@
 //!    order, as ext4 and xfs do; neither directory is synced.) If the
 //!    snapshot could not be written, the prepared nudge is dropped and the
 //!    record nudged without one.
-//! 7. The summarizer instructions go to stdout: the client appends a
-//!    PreCompact hook's stdout to the summarizing request. Codex CLI takes
-//!    only JSON there and cannot steer its summary with it: for Codex the
-//!    instructions go to its compaction prompt file instead, and stdout
-//!    gets a `systemMessage` (the client's own answer, made above this module).
+//! 7. The summarizer instructions are the answer
+//!    ([`crate::client::Answer::Summarize`]), which each client's module
+//!    renders as its contract lets it: on stdout for a client that appends
+//!    a hook's output to the summarizing request, into a prompt file for
+//!    one whose hook cannot steer the summary (the client's own answer,
+//!    made above this module).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,6 +41,7 @@ use chrono::Utc;
 use super::digest::{summarizer_instructions, Candidates};
 use super::focus;
 use super::snapshot::{self, PipelineEntries, SnapshotHeader, SnapshotWriter};
+use crate::client::help::HookProgram;
 use crate::client::{EventKind, HookEvent};
 use crate::findings::compaction::{self as findings, Audience};
 use crate::git::{GitProbe, Started};
@@ -53,25 +56,26 @@ use crate::state_dir::StateDir;
 pub const ABOUT: &str =
     "Snapshot the pipeline state before compaction; tell the summarizer what must survive";
 
-/// The hook's long help, its retention spelled from the retention table.
+/// The hook's long help, its retention spelled from the retention table,
+/// each client's registration and answer from its module
+/// ([`crate::client::help`]).
 pub fn long_about() -> String {
     use crate::state_dir::retention::{PRE_COMPACT_KEEP_NEWEST, PRE_COMPACT_MAX_AGE};
     format!(
         "\
-Claude Code's PreCompact hook. Reads the hook event (JSON) on stdin; writes
+Compaction hook: runs just before the client compacts the conversation.
+Reads the hook event (JSON) on stdin; writes
 state/pre-compact-<UTC time>-<pid>.json (the event as received, every
 pipeline file, the normalized views, git state), nudges the session's record
 in state/session-snapshots/, applies retention (older than {days} days removed,
-the newest {keep} always kept) and prints on stdout, for the summarizer, the
-decision-critical items with their current values.
-
-Gemini CLI (PreCompress, which fires before every turn): the same snapshot,
-taken only when state/pipeline/ changed since this session's last one (or
-on /compress), and nothing printed (docs/clients.md).
+the newest {keep} always kept) and gives the summarizer the decision-critical
+items with their current values, as far as the client lets a hook steer its
+summary (each client below).{clients}
 {}",
         crate::hook::STATE_AND_EXIT_HELP,
         days = PRE_COMPACT_MAX_AGE.as_secs() / (24 * 60 * 60),
         keep = PRE_COMPACT_KEEP_NEWEST,
+        clients = crate::client::help::clients(HookProgram::PreCompact),
     )
 }
 

@@ -1,9 +1,9 @@
 //! The `jkz-session-start` hook: after a compaction (`source` `compact`), a
-//! resumed session (`resume`) or a forked one (`fork`, Claude Code 2.1.214
-//! and later; re-injected as on resume), puts the decision-critical state
+//! resumed session (`resume`) or a forked one (`fork`, where a client forks
+//! sessions; re-injected as on resume), puts the decision-critical state
 //! back. Registered for `PostCompact` too, it runs the
 //! [`post_compact`](super::post_compact) arm instead (dispatched on
-//! `hook_event_name`).
+//! the event).
 //!
 //! What it re-injects ([`reconcile`](super::reconcile)): the live pipeline
 //! state, read now, compared with the newest snapshot — the one this
@@ -17,15 +17,15 @@
 //! This chat's work comes first ([`focus`]): the issue it claimed, else
 //! the one whose worktree or branch it runs in. The items the latest
 //! compaction's summary dropped (found by the PostCompact arm) come before
-//! everything else. Claude Code 2.1.332 runs a full compaction's
-//! SessionStart (`compact`) *before* its PostCompact, so they reach the
-//! model at the session's next SessionStart (`resume`, or `compact` after a
-//! partial compaction, whose PostCompact runs first); the `compact`
-//! re-injection right after the summary carries every item all the same.
+//! everything else. A client may run a full compaction's SessionStart
+//! (`compact`) *before* its PostCompact (the client's module says which
+//! does): they then reach the model at the session's next SessionStart;
+//! the `compact` re-injection right after the summary carries every item
+//! all the same.
 //!
-//! Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart",
-//! "additionalContext":"…"}}`, the context under 4,000 characters. Nothing is
-//! printed for other sources. Nothing is ever written.
+//! Output: the context to add ([`Answer::AddContext`]), under 4,000
+//! characters, which each client's module renders in its contract. Nothing
+//! is answered for other sources. Nothing is ever written.
 
 use std::time::Instant;
 
@@ -34,6 +34,7 @@ use super::focus;
 use super::reconcile::{reconcile, LiveFile};
 use super::snapshot::{self, HeadError, SnapshotHead};
 use super::summary_check::{self, DroppedItem, ItemKind};
+use crate::client::help::HookProgram;
 use crate::client::{Answer, EventKind, HookEvent, StartSource};
 use crate::client_text::head_units;
 use crate::findings::compaction::Audience;
@@ -53,31 +54,27 @@ pub const SOURCES: &[&str] = &["compact", "resume", "fork"];
 pub const ABOUT: &str =
     "Re-inject the decision-critical pipeline state after compaction or on resume";
 
-/// The hook's long help.
+/// The hook's long help, each client's registration and answer from its
+/// module ([`crate::client::help`]).
 pub fn long_about() -> String {
     format!(
         "\
-Claude Code's SessionStart hook (register it for the sources compact, resume
-and fork) and PostCompact hook. Reads the hook event (JSON) on stdin. As
-SessionStart it prints
-{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\"additionalContext\":…}}}}
-with the decision-critical items (under 4,000 characters): the live pipeline
+Re-injection hook: after a compaction, on resume and in a forked session
+(the session-start sources {sources}), it gives the model back
+the decision-critical items (under 4,000 characters): the live pipeline
 state, compared with the newest snapshot of this session, else of the
 project, which supplies pipelines whose files are gone since; says when the
 snapshot was taken, which items changed since, and when the branch or HEAD
-moved; the items the latest compaction's summary dropped come first. Prints
-nothing for other sources. As PostCompact it checks which decision-critical
-items the summary (compact_summary) dropped and records them in the
-session's record in state/session-snapshots/; it prints nothing.
-
-Gemini CLI: register it for SessionStart (matcher resume; same answer) and
-BeforeModel: when the request's messages carry a compression summary
-(<state_snapshot>) this session's re-injection has not answered yet, it
-prints {{\"hookSpecificOutput\":{{\"hookEventName\":\"BeforeModel\",
-\"llm_request\":{{\"messages\":…}}}}}}, the summary's message extended with the
-same items; otherwise nothing (docs/clients.md).
+moved; the items the latest compaction's summary dropped come first. Reads
+the hook event (JSON) on stdin; prints nothing for other session starts.
+After a compaction whose summary the client hands its hooks (PostCompact),
+it checks which decision-critical items the summary dropped and records
+them in the session's record in state/session-snapshots/; it prints
+nothing.{clients}
 {}",
-        crate::hook::STATE_AND_EXIT_HELP
+        crate::hook::STATE_AND_EXIT_HELP,
+        sources = SOURCES.join(", "),
+        clients = crate::client::help::clients(HookProgram::SessionStart),
     )
 }
 
@@ -127,8 +124,9 @@ pub struct Restored {
 }
 
 /// Builds the context `source` (`compact` or `resume`) re-injects for
-/// `input`'s session: every client's re-injection (Claude Code's and Codex
-/// CLI's SessionStart, Gemini CLI's BeforeModel after a compression).
+/// `input`'s session: every client's re-injection (at a session start, or
+/// at the first model request after a compaction, for a client that has
+/// no session start there: [`EventKind::ModelRequest`]).
 pub fn restore(input: &HookEvent, source: &str, warnings: &mut Warnings) -> Restored {
     let started = Instant::now();
     let git = GitProbe::start(&hook::project_dir(input.cwd.clone()));

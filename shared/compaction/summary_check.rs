@@ -1,7 +1,8 @@
 //! Which decision-critical items a compaction summary dropped.
 //!
-//! Claude Code's `PostCompact` hook receives the summary the compaction
-//! produced (`compact_summary`). [`dropped`] holds it against the items the
+//! A client's `PostCompact` event carries the summary the compaction
+//! produced ([`crate::client::EventKind::PostCompact`]). [`dropped`] holds
+//! it against the items the
 //! PreCompact hook asked the summarizer to keep (the snapshot's [`Digest`])
 //! and returns those the summary lost, so the next `SessionStart` (source
 //! `compact`) can put them back first.

@@ -3,9 +3,10 @@
 //! A command runs *inside a chat* when its process tree says so: one of its
 //! ancestors is a client process the registry records for a chat (pid and
 //! start time, [`super::identity`]). It then acts for that chat and no
-//! other, whatever `CLAUDE_SESSION_ID`, `CLAUDE_CODE_SESSION_ID` or
-//! `--session` say: `--session` may name only the chat itself, and
-//! `--force` (overriding another chat's claim) is refused.
+//! other, whatever the session variables
+//! ([`crate::session_id::SESSION_ENV`]) or `--session` say: `--session`
+//! may name only the chat itself, and `--force` (overriding another chat's
+//! claim) is refused.
 //!
 //! Outside every chat's tree (a terminal, a pipeline script started from
 //! one) the stated session stands, as the one session rule reads it

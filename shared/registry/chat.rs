@@ -162,8 +162,8 @@ fn read_branch(dot_git: &Path) -> Option<String> {
     }
 }
 
-/// The `claude` process this hook runs under, on this host, with its
-/// start time; unknown when [`client_pid`] is.
+/// The client process this hook runs under, on this host, with its start
+/// time; unknown when [`client_pid`] is.
 pub fn client() -> Option<Client> {
     client_pid()
         .and_then(|pid| u32::try_from(pid).ok())
@@ -180,9 +180,8 @@ pub fn client_of(pid: u32) -> Client {
 }
 
 /// The pid of the client process this hook runs under: the nearest of its
-/// first few ancestors that is a client ([`super::identity::is_client`]:
-/// Claude Code's `claude`, Codex CLI's `codex`, Gemini CLI's `node`; Linux
-/// `/proc`; elsewhere, or when none is, unknown). A hook runs as the
+/// first few ancestors that is a client ([`super::identity::is_client`];
+/// Linux `/proc`; elsewhere, or when none is, unknown). A hook runs as the
 /// client's child or grandchild (through a shell).
 pub fn client_pid() -> Option<i64> {
     let found = match crate::process::tree::ancestors() {

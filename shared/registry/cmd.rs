@@ -4,8 +4,8 @@
 //! The chat is the one whose client the command runs under (its process
 //! tree, whatever the session variables say); `--session` may name only
 //! that chat. Outside every chat's tree the one session rule names it
-//! (`JKZ_SESSION`, else `CLAUDE_SESSION_ID`, else `CLAUDE_CODE_SESSION_ID`),
-//! and without those `--session` names any ([`super::acting`]).
+//! (the first of [`crate::session_id::SESSION_ENV`] that is set), and
+//! without those `--session` names any ([`super::acting`]).
 //!
 //! Exit codes of `jkz claim` and `jkz release`: 0 claimed (or taken over,
 //! or already this chat's) / released (or not claimed); 1 an I/O or
@@ -31,6 +31,7 @@ use super::target::resolve;
 use crate::clock::{ago, now, timestamp};
 use crate::exit::{Failure, EXIT_FAILED, EXIT_OK};
 use crate::pipeline::IssueNumber;
+use crate::session_id::env_in_order;
 use crate::state_dir::StateDir;
 use crate::terminal_text::inert;
 
@@ -59,11 +60,13 @@ pub struct ClaimArgs {
     /// (silent for 5 minutes). A live chat's claim is never taken.
     #[arg(long)]
     pub take: bool,
-    /// The chat to claim for (a pipeline script names its own session, e.g.
-    /// pipeline-42). Default: the chat whose client runs this command, else
-    /// $JKZ_SESSION, else $CLAUDE_SESSION_ID, else $CLAUDE_CODE_SESSION_ID;
-    /// inside a chat it may name only that chat.
-    #[arg(long, value_name = "ID")]
+    // The chat to claim for; its default is the one session rule's.
+    #[arg(long, value_name = "ID", help = format!(
+        "The chat to claim for (a pipeline script names its own session, e.g. \
+         pipeline-42). Default: the chat whose client runs this command, else \
+         {}; inside a chat it may name only that chat",
+        env_in_order("$")
+    ))]
     pub session: Option<String>,
 }
 
@@ -71,12 +74,13 @@ pub struct ClaimArgs {
 pub struct ReleaseArgs {
     #[arg(value_parser = IssueNumber::parse)]
     pub issue: IssueNumber,
-    /// The chat releasing it. Default: the chat whose client runs this
-    /// command, else $JKZ_SESSION, else $CLAUDE_SESSION_ID, else
-    /// $CLAUDE_CODE_SESSION_ID;
-    /// inside a chat it may name only that chat (a person at a terminal,
-    /// outside every chat, may name any).
-    #[arg(long, value_name = "ID")]
+    // The chat releasing it; its default is the one session rule's.
+    #[arg(long, value_name = "ID", help = format!(
+        "The chat releasing it. Default: the chat whose client runs this \
+         command, else {}; inside a chat it may name only that chat (a person \
+         at a terminal, outside every chat, may name any)",
+        env_in_order("$")
+    ))]
     pub session: Option<String>,
 }
 

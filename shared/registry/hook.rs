@@ -31,12 +31,13 @@ use super::identity::{lineage, may_not_speak_for};
 use super::store::{GuardReads, StoreError};
 use super::target::{pipeline_issue, targets, Guarded, Target};
 use crate::client::edge::Hook;
+use crate::client::help::HookProgram;
 use crate::client::{Answer, EventKind, EventName, HookEvent, Tool};
 use crate::clock::now;
 use crate::hook::Warnings;
 use crate::hook_input::MAX_HOOK_INPUT;
 use crate::json_file::HOOK_LOCK_WAIT;
-use crate::session_id::{process_env, resolve_raw, SessionId};
+use crate::session_id::{process_env, resolve_raw, SessionId, SESSION_ENV};
 use crate::state_dir::StateDir;
 
 /// What `jkz-chat` handles.
@@ -61,72 +62,62 @@ pub const HOOK: Hook = Hook {
 pub const ABOUT: &str =
     "Register the chat, keep its heartbeat, refuse edits of what another live chat claimed";
 
-/// The rest of `jkz-chat --help`: what it reads, writes, answers; its exit code.
-pub const LONG_ABOUT: &str = "\
-Claude Code hook for the cross-chat registry, state/chat.db. Register it for
-SessionStart (registers the chat: cwd, worktree, branch, client pid),
-UserPromptSubmit and PostToolUse (refresh the chat's heartbeat, written at
-most every 30 s), SessionEnd (marks the chat gone, releases its claims) and
-PreToolUse with the matcher Edit|Write|MultiEdit|NotebookEdit|Bash. A
-SessionStart that would give a live chat another client, or a SessionEnd
-for a live chat, is ignored when it comes from inside another chat's
-process tree: a chat speaks only for itself (docs/registry.md).
+/// The rest of `jkz-chat --help`: what it reads, writes, answers; each
+/// client's registration and answers ([`crate::client::help`]); its exit
+/// code.
+pub fn long_about() -> String {
+    format!(
+        "\
+Hook for the cross-chat registry, state/chat.db. At a session's start it
+registers the chat (cwd, worktree, branch, client pid); at a prompt and
+after a tool call it refreshes the chat's heartbeat (written at most every
+30 s); at a session's end it marks the chat gone and releases its claims;
+before a tool that changes files it may refuse the call. A session start
+that would give a live chat another client, or a session end for a live
+chat, is ignored when it comes from inside another chat's process tree: a
+chat speaks only for itself (docs/registry.md).
 
-PreToolUse prints {\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",
-\"permissionDecision\":\"deny\",\"permissionDecisionReason\":…}} when the call
-would delete or overwrite the state directory itself (git clean -x/-X over
-it, git stash --all, rm -r of it or a directory above it, find -delete,
-rsync --delete, a removal or overwrite of chat.db, memory.db, cr-history.db,
-metrics.db or events/), whoever holds what; or when it would change a file
-inside a worktree, or issue N's pipeline state (state/pipeline/N.json and
-its companions), or state/chat.db, that another live chat has claimed (jkz
-claim). A Bash command is read as the shell runs it: quoting, variables set
-earlier on the line, literal $(…) and backticks, sh -c, bash -s, eval,
-source, scripts piped into a shell, xargs, find -exec, and the programs that
-write files (docs/registry.md lists them). When it cannot tell where a
-command writes (bash script.sh, curl … | sh, a variable from the
-environment) while another live chat holds a claim, it prints
-permissionDecision \"ask\" instead. Each refusal and question is a
-guard.denied or guard.asked event (jkz events). This is a first hint for the
-model, best effort; the writers (jkz state set) enforce the claim
-themselves. A chat silent for 5 minutes, or whose client has exited, is
-stale: its claims no longer stop anyone and `jkz claim N --take` takes them
-over. Anything else passes with no output.
+Before a tool call it refuses the call when it would delete or overwrite
+the state directory itself (git clean -x/-X over it, git stash --all, rm -r
+of it or a directory above it, find -delete, rsync --delete, a removal or
+overwrite of chat.db, memory.db, cr-history.db, metrics.db or events/),
+whoever holds what; or when it would change a file inside a worktree, or
+issue N's pipeline state (state/pipeline/N.json and its companions), or
+state/chat.db, that another live chat has claimed (jkz claim). A shell
+command is read as the shell runs it: quoting, variables set earlier on the
+line, literal $(…) and backticks, sh -c, bash -s, eval, source, scripts
+piped into a shell, xargs, find -exec, and the programs that write files
+(docs/registry.md lists them). When it cannot tell where a command writes
+(bash script.sh, curl … | sh, a variable from the environment) while
+another live chat holds a claim, it asks the user instead. Each refusal and
+question is a guard.denied or guard.asked event (jkz events). This is a
+first hint for the model, best effort; the writers (jkz state set) enforce
+the claim themselves. A chat silent for 5 minutes, or whose client has
+exited, is stale: its claims no longer stop anyone and `jkz claim N --take`
+takes them over. Anything else passes with no output.
 
-Gemini CLI: register it for SessionStart, BeforeAgent, AfterTool,
-SessionEnd and BeforeTool with the matcher
-^(run_shell_command|write_file|replace)$ (Gemini matchers are regular
-expressions); the same refusal is printed as
-{\"decision\":\"deny\",\"reason\":…}, a question as {\"decision\":\"ask\",…}
-(docs/clients.md).
+The Bash wrap: a shell call it does not refuse comes back with its command
+rewritten so the output reaches the model reduced by jkz's engine, with the
+command's exit status: either the command stays inline in the client's own
+shell, its output into STATE/context-offload/run-….txt, then jkz-truncate
+--command-file reduces it, or it runs through jkz-truncate --run (which
+one: each client below). Left alone: jkz's own commands, interactive
+programs, background jobs, exec, a command starting JKZ_RAW=1, plan mode, a
+project without a state directory.
+JKZ_BASH_WRAP=0 turns it off (docs/tool-output-guard.md).{clients}
 
-Codex CLI: register it for PreToolUse with the matcher Bash|apply_patch
-(jkz install --client codex does); the refusal is the same JSON, and a
-question is a refusal (Codex's hooks cannot ask).
-
-The Bash wrap: a shell call it does not refuse (Claude Code's Bash, Codex's
-Bash, Gemini's run_shell_command) comes back with its command rewritten so
-the output reaches the model reduced by jkz's engine, with the command's
-exit status: in Claude Code (only where every Bash command is
-pre-approved: bypassPermissions, --allowedTools Bash, an allow rule Bash)
-the command stays inline in the client's own shell, its output into
-STATE/context-offload/run-….txt, then jkz-truncate --command-file reduces
-it (only updatedInput: the client still checks the command's words);
-Codex (permissionDecision \"allow\" with updatedInput) and Gemini
-(hookSpecificOutput.tool_input) run it through jkz-truncate --run. Left
-alone: jkz's own commands, interactive programs, background jobs, exec,
-a command starting JKZ_RAW=1, plan mode, a project without a state
-directory.
-JKZ_BASH_WRAP=0 turns it off (docs/tool-output-guard.md).
-
-The session is the event's session_id, else JKZ_SESSION, else
-CLAUDE_SESSION_ID, else CLAUDE_CODE_SESSION_ID. The hook waits at most 2 s for a busy registry.
+The session is the event's session_id, else {sessions}.
+The hook waits at most 2 s for a busy registry.
 
 State directory: the repository's, used only if it exists and git does not
 track it (which one, and why: docs/worktrees.md).
 
 Exit code: 0, always; a problem (bad input, a corrupt registry, which is
-then rebuilt empty, an unwritable state directory) is one line on stderr.";
+then rebuilt empty, an unwritable state directory) is one line on stderr.",
+        clients = crate::client::help::clients(HookProgram::Chat),
+        sessions = crate::session_id::env_in_order(""),
+    )
+}
 
 /// The registry's answer to `event`: a refusal or a question for a
 /// PreToolUse call on what another live chat owns, else nothing.
@@ -166,8 +157,9 @@ pub fn answer(event: &HookEvent, warnings: &mut Warnings) -> Answer {
         }
         None => {
             warnings.warn(format!(
-                "{} event without session_id (and JKZ_SESSION, CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID unset): ignored",
-                event.client.spelling(name).unwrap_or_default()
+                "{} event without session_id (and {} unset): ignored",
+                event.client.spelling(name).unwrap_or_default(),
+                SESSION_ENV.join(", ")
             ));
             return Answer::Nothing;
         }

@@ -1,30 +1,26 @@
 //! Which chat a process belongs to: the one whose client it runs under.
 //!
-//! A command's environment is its caller's to set: `CLAUDE_SESSION_ID`,
-//! `CLAUDE_CODE_SESSION_ID` and `--session` can name any chat, and `env -u`
-//! removes them. Its process tree is not: a command a chat's Bash tool runs
-//! descends from that chat's client process, whatever the variables say.
-//! So a chat is identified by its client: `SessionStart` records the
-//! client's pid and start time ([`super::chat::client`]), and a process
-//! whose ancestors include a recorded client runs inside that client's chat
-//! ([`chat_of`]; [`super::acting`] applies it to the commands).
+//! A command's environment is its caller's to set: the session variables
+//! ([`crate::session_id::SESSION_ENV`]) and `--session` can name any chat,
+//! and `env -u` removes them. Its process tree is not: a command a chat's
+//! shell tool runs descends from that chat's client process, whatever the
+//! variables say. So a chat is identified by its client: `SessionStart`
+//! records the client's pid and start time ([`super::chat::client`]), and a
+//! process whose ancestors include a recorded client runs inside that
+//! client's chat ([`chat_of`]; [`super::acting`] applies it to the
+//! commands).
 //!
-//! The clients, by the name the kernel gives their process:
-//! - Claude Code: its native binary, `claude` (any name starting with it);
-//! - Codex CLI: its native binary, `codex` (the `codex` command of npm is a
-//!   `node` script that starts it; hooks and shell commands run under the
-//!   native one);
-//! - Gemini CLI: `gemini` when built as a single executable, else `node`
-//!   running its script (`…/bundle/gemini.js`, or the `gemini` link to it):
-//!   it starts itself again as a child `node` with more memory, and that
-//!   child runs the hooks and the shell commands.
+//! A client's process is told by the name the kernel gives it, and, for a
+//! client run by a script interpreter, by its command line: each client's
+//! module says which process runs its hooks and its model's commands
+//! ([`crate::client::Client::of_process`]).
 //!
 //! A pid is matched with its start time, so a pid reused after a client
 //! exited is not taken for it. One client may have run several chats (a
 //! cleared or resumed conversation): the one not ended, of this host, with
 //! the latest heartbeat is the process's chat, unless the stated session is
 //! one of them. A client that recorded no chat is passed over for the next
-//! one up: an agent `claude -p` run by a pipeline script without jkz's hooks
+//! one up: an agent a pipeline script runs headless, without jkz's hooks,
 //! acts as the chat that ran the script.
 //!
 //! What this cannot see: a process that left the tree (a daemon, a
@@ -83,13 +79,9 @@ pub fn lineage() -> Lineage {
     }
 }
 
-/// True when `a` is a client jkz serves (the module documentation lists
-/// their process names; each client's module tells its own).
+/// True when `a` is the process of a client jkz serves.
 pub fn is_client(a: &Ancestor) -> bool {
-    let args = || a.args();
-    crate::client::Client::ALL
-        .into_iter()
-        .any(|c| c.is_process(&a.name, &args))
+    crate::client::Client::of_process(&a.name, &|| a.args()).is_some()
 }
 
 /// The chat whose recorded client is the nearest of `clients` that
@@ -176,21 +168,6 @@ mod tests {
     use super::super::chat::{client_of, Place};
     use super::super::db::with_local_registry;
     use super::*;
-
-    #[test]
-    fn clients_are_told_by_their_process_name() {
-        let named = |name: &str| Ancestor {
-            pid: 0,
-            name: name.into(),
-            start: 0,
-        };
-        for name in ["claude", "claude-fake", "codex", "gemini"] {
-            assert!(is_client(&named(name)), "{name}");
-        }
-        for name in ["bash", "cargo", "codex-x", "sh"] {
-            assert!(!is_client(&named(name)), "{name}");
-        }
-    }
 
     #[test]
     fn the_nearest_recorded_client_names_the_chat() {

@@ -281,40 +281,39 @@ pub fn pipeline_issue(file: &Path, pipeline_dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
 
-    /// [`super::targets`] of the tool a client names `tool`, called with
-    /// `input` (read as Claude Code's and Codex CLI's event would be).
-    fn targets(
-        tool: &str,
-        input: &Value,
-        cwd: &Path,
-        guarded: impl FnOnce() -> Guarded,
-    ) -> Vec<Target> {
-        let event =
-            json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
-        let input = crate::hook_input::HookInput::parse(event.to_string().as_bytes()).unwrap();
-        let crate::client::Parsed::Event(event) =
-            crate::client::claude::parse(input, &crate::client::edge::Hook::ANY)
-        else {
-            panic!("not an event");
-        };
-        super::targets(&event.tool_use().unwrap().tool, cwd, guarded)
+    /// A shell command, as every client's module reads its shell tool.
+    fn shell(command: &str) -> Tool {
+        Tool::Shell {
+            command: command.into(),
+            dir: None,
+            background: false,
+        }
+    }
+
+    /// An edit of `file`, as every client's module reads its edit tools.
+    fn edit(file: &str) -> Tool {
+        Tool::Edit {
+            file: Some(file.into()),
+        }
+    }
+
+    fn patch(body: &str) -> Tool {
+        Tool::Patch { body: body.into() }
     }
 
     /// The issues whose pipeline state a Bash command run in `/nowhere/p`
     /// writes, its state directory being `/nowhere/p/state`.
     fn pipeline_writes(cmd: &str) -> Vec<String> {
         let cwd = Path::new("/nowhere/p");
-        let mut issues: Vec<String> = targets("Bash", &json!({ "command": cmd }), cwd, || {
-            Guarded::of(Path::new("state"), cwd)
-        })
-        .into_iter()
-        .filter_map(|t| match t {
-            Target::Pipeline(n) => Some(n),
-            _ => None,
-        })
-        .collect();
+        let mut issues: Vec<String> =
+            targets(&shell(cmd), cwd, || Guarded::of(Path::new("state"), cwd))
+                .into_iter()
+                .filter_map(|t| match t {
+                    Target::Pipeline(n) => Some(n),
+                    _ => None,
+                })
+                .collect();
         issues.sort();
         issues.dedup();
         issues
@@ -356,11 +355,7 @@ mod tests {
     #[test]
     fn removing_the_pipeline_directory_or_the_registry_is_a_target() {
         let cwd = Path::new("/nowhere/p");
-        let all_of = |cmd: &str| {
-            targets("Bash", &json!({ "command": cmd }), cwd, || {
-                Guarded::of(Path::new("state"), cwd)
-            })
-        };
+        let all_of = |cmd: &str| targets(&shell(cmd), cwd, || Guarded::of(Path::new("state"), cwd));
         // The claim targets; the state directory's own and the path (for
         // the worktrees) are asserted below.
         let of = |cmd: &str| -> Vec<Target> {
@@ -437,27 +432,24 @@ mod tests {
     }
 
     #[test]
-    fn edit_tools_name_their_file_others_nothing() {
+    fn edits_name_their_file_other_tools_nothing() {
         let cwd = Path::new("/nowhere/p");
         assert_eq!(
-            targets("Edit", &json!({"file_path": "src/a.rs"}), cwd, no_guard),
+            targets(&edit("src/a.rs"), cwd, no_guard),
             vec![Target::File(PathBuf::from("/nowhere/p/src/a.rs"))]
         );
         assert_eq!(
-            targets(
-                "NotebookEdit",
-                &json!({"notebook_path": "/nowhere/n.ipynb"}),
-                cwd,
-                no_guard
-            ),
+            targets(&edit("/nowhere/n.ipynb"), cwd, no_guard),
             vec![Target::File(PathBuf::from("/nowhere/n.ipynb"))]
         );
-        assert!(targets("Read", &json!({"file_path": "/x"}), cwd, no_guard).is_empty());
-        assert!(targets("Bash", &json!({"command": "ls"}), cwd, no_guard).is_empty());
+        assert!(targets(&Tool::Read { range: false }, cwd, no_guard).is_empty());
+        assert!(targets(&shell("ls"), cwd, no_guard).is_empty());
+        assert!(targets(&Tool::Other, cwd, no_guard).is_empty());
+        assert!(targets(&Tool::Edit { file: None }, cwd, no_guard).is_empty());
     }
 
     #[test]
-    fn codex_patches_name_their_files() {
+    fn patches_name_their_files() {
         let cwd = Path::new("/nowhere/p");
         let body = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: /elsewhere/b.rs\n\
                     @@\n-x\n+y\n*** Delete File: state/pipeline/42.json\n*** End Patch\n";
@@ -466,17 +458,11 @@ mod tests {
             Target::File(PathBuf::from("/elsewhere/b.rs")),
             Target::File(PathBuf::from("/nowhere/p/state/pipeline/42.json")),
         ];
-        assert_eq!(
-            targets("apply_patch", &json!({ "command": body }), cwd, no_guard),
-            files
-        );
+        assert_eq!(targets(&patch(body), cwd, no_guard), files);
+        // The same body handed to the patch program by a shell command.
         let heredoc = format!("apply_patch <<'EOF'\n{body}EOF\n");
-        assert_eq!(
-            targets("Bash", &json!({ "command": heredoc }), cwd, no_guard),
-            files
-        );
-        assert!(targets("apply_patch", &json!({ "command": 7 }), cwd, no_guard).is_empty());
-        assert!(targets("apply_patch", &json!({}), cwd, no_guard).is_empty());
+        assert_eq!(targets(&shell(&heredoc), cwd, no_guard), files);
+        assert!(targets(&patch(""), cwd, no_guard).is_empty());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! | `jkz` | bytes jkz put there |
 //! | `blocks` | protected blocks in what jkz put there |
 //! | `ms` | the hook's time, from reading its input to answering |
-//! | `via` | the path the output took: `post-tool-use` (the guard after the call), `wrap` (the command ran through jkz, `jkz-truncate --run`), `after-tool` (Gemini CLI) |
+//! | `via` | the path the output took: `post-tool-use` (the guard after the call), `wrap` (the command ran through jkz, `jkz-truncate --run`), `after-tool` (a post-tool hook that may only append to the output) |
 //! | `family` | the reduction engine's family (`tests`, `builds`, `git-log`, `git`, …), when it reduced the output |
 //! | `exit` | the command's exit code, when known |
 //! | `signals`, `signals_shown` | distinct signal lines in the output, and how many the view shows |

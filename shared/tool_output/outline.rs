@@ -1,13 +1,13 @@
 //! A large source file's Read, as an outline: its head as the client shows
 //! it, then its declarations, each after its true line number.
 //!
-//! Claude Code numbers the lines of a Read's `content` itself, from
-//! `startLine`, one by one (measured on 2.1.332; docs/clients.md): the head
-//! keeps its true numbers, and every outline line carries its own in its
-//! text (`L412 | pub fn reduce_with(`), after a line saying so. The client
-//! still lets the agent Edit the file after such a Read (measured), and the
-//! whole file is the file itself: a range of it is one Read with `offset`
-//! and `limit` away.
+//! The client numbers the lines of a read's text itself, from the read's
+//! first line ([`crate::client::ReadFile::start`]), one by one (its module
+//! says where it was measured): the head keeps its true numbers, and every
+//! outline line carries its own in its text (`L412 | pub fn reduce_with(`),
+//! after a line saying so. The client still lets the agent edit the file
+//! after such a read, and the whole file is the file itself: a range of it
+//! is one read with an offset and a limit away.
 //!
 //! A declaration is found by a grammar-light scan per language (by the
 //! file's extension): a line that starts a function, type, class, module,

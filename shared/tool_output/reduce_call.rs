@@ -1,7 +1,7 @@
 //! One command's output, reduced for the client that shows it. Every path
 //! into the window calls this: the wraps (`jkz-truncate --run`, and
-//! `jkz-truncate --ran` for Claude Code's rewritten Bash calls), and the
-//! PostToolUse guard.
+//! `jkz-truncate --ran` for the inline rewrite of
+//! [`crate::client::ShellWrap::Inline`]), and the PostToolUse guard.
 //!
 //! 1. The output goes through the reduction engine ([`crate::reduce`]) with
 //!    the budget of the client's view ([`Viewer`]: what it shows inline,
@@ -264,15 +264,20 @@ impl Read for Tap<'_> {
 mod tests {
     use super::*;
     use crate::client::Client;
-    use crate::reduce::FAILURE_BUDGET;
+    use crate::reduce::notes::full_output_line;
 
-    fn call<'a>(state: &'a StateDir, session: Option<&'a str>, exit: Option<i32>) -> Call<'a> {
+    fn call<'a>(
+        state: &'a StateDir,
+        session: Option<&'a str>,
+        exit: Option<i32>,
+        viewer: Viewer,
+    ) -> Call<'a> {
         Call {
             tool: "Bash",
             command: Some("cargo test"),
             exit_code: exit,
             via: "wrap",
-            viewer: Viewer::shell(Client::Claude),
+            viewer,
             session,
             state,
             kept_at: None,
@@ -291,124 +296,133 @@ mod tests {
         out
     }
 
+    /// The last line names the kept file and how the client's agent reads
+    /// a range of it (each client's reader: [`Viewer::reader`]).
     #[test]
     fn the_view_says_how_to_read_the_kept_file_with_the_clients_own_tools() {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = StateDir::at(tmp.path().join("state"));
-        std::fs::create_dir(tmp.path().join("state")).unwrap();
         let raw = test_run(3000);
-        for (viewer, how) in [
-            (
-                Viewer::shell(Client::Claude),
-                "Read it with offset = line number, limit = line count]",
-            ),
-            (
-                Viewer::shell(Client::Codex),
-                "read lines N to M with sed -n 'N,Mp' and the path]",
-            ),
-            (
-                Viewer::shell(Client::Gemini),
-                "read_file it with offset = line number - 1, limit = line count]",
-            ),
-        ] {
+        for client in Client::ALL {
+            let tmp = tempfile::tempdir().unwrap();
+            let state = StateDir::at(tmp.path().join("state"));
+            std::fs::create_dir(tmp.path().join("state")).unwrap();
+            let viewer = Viewer::shell(client);
             let out = reduce_call(
                 &mut raw.as_bytes(),
-                &Call {
-                    viewer,
-                    ..call(&state, None, Some(101))
-                },
+                &call(&state, None, Some(101), viewer),
                 &FilterTable::built_in(),
                 &mut Vec::new(),
             )
             .unwrap();
             let view = String::from_utf8(out.view).unwrap();
             let last = view.trim_end().lines().last().unwrap();
-            assert!(
-                last.starts_with("[jkz: full output: "),
-                "{viewer:?}: {last}"
+            let kept = out.entry.kept.as_deref().unwrap();
+            let lines = raw.lines().count() as u64;
+            assert_eq!(
+                last,
+                full_output_line(Path::new(kept), raw.len() as u64, lines, viewer.reader()),
+                "{client:?}"
             );
-            assert!(last.ends_with(how), "{viewer:?}: {last}");
         }
     }
 
+    /// A failing run is reduced within the client's budget for a failure,
+    /// and its ledger line counts what the client alone would have shown
+    /// against what jkz showed, the client's own additions included.
     #[test]
     fn a_failing_run_is_reduced_to_the_failure_view_and_counted_against_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = StateDir::at(tmp.path().join("state"));
         let raw = test_run(3000);
-        let out = reduce_call(
-            &mut raw.as_bytes(),
-            &call(&state, Some("s1"), Some(101)),
-            &FilterTable::built_in(),
-            &mut Vec::new(),
-        )
-        .unwrap();
-        let view = String::from_utf8(out.view).unwrap();
-        assert!(out.changed);
-        assert!(view.len() <= FAILURE_BUDGET, "{}", view.len());
-        for needed in [
-            "test ledger::rounding ... FAILED",
-            "assertion failed: cents == 100",
-            "test result: FAILED. 3 passed; 1 failed; 0 ignored",
-        ] {
-            assert!(view.contains(needed), "{needed} missing from {view}");
+        for client in Client::ALL {
+            let tmp = tempfile::tempdir().unwrap();
+            let state = StateDir::at(tmp.path().join("state"));
+            let viewer = Viewer::shell(client);
+            let out = reduce_call(
+                &mut raw.as_bytes(),
+                &call(&state, Some("s1"), Some(101), viewer),
+                &FilterTable::built_in(),
+                &mut Vec::new(),
+            )
+            .unwrap();
+            let view = String::from_utf8(out.view).unwrap();
+            assert!(out.changed, "{client:?}");
+            assert!(
+                view.len() <= viewer.budget(Some(101)),
+                "{client:?}: {}",
+                view.len()
+            );
+            for needed in [
+                "test ledger::rounding ... FAILED",
+                "assertion failed: cents == 100",
+                "test result: FAILED. 3 passed; 1 failed; 0 ignored",
+            ] {
+                assert!(
+                    view.contains(needed),
+                    "{client:?}: {needed} missing from {view}"
+                );
+            }
+            let e = &out.entry;
+            assert_eq!(e.full, raw.len() as u64);
+            let head = &raw.as_bytes()[..viewer.head_bytes().min(raw.len())];
+            let alone = viewer.client_bytes(raw.len() as u64, raw.len() as u64, head, Some(101));
+            assert!(alone < raw.len() as u64, "{client:?} cuts a long output");
+            assert_eq!(e.client, alone, "{client:?}");
+            assert_eq!(
+                e.jkz,
+                view.len() as u64 + viewer.added(Some(101)),
+                "{client:?}"
+            );
+            assert_eq!(e.exit, Some(101));
+            assert_eq!(e.via.as_deref(), Some("wrap"));
+            let kept = std::fs::read(e.kept.as_ref().unwrap()).unwrap();
+            assert_eq!(kept, raw.as_bytes(), "the kept file is the output");
+            let lines = std::fs::read_to_string(state.join("tool-output.jsonl")).unwrap();
+            assert_eq!(lines.lines().count(), 1);
         }
-        let e = &out.entry;
-        assert_eq!(e.full, raw.len() as u64);
-        // As measured: the first and last 5,000 characters around the
-        // client's marker, 10,040 in all for a long output.
-        assert!(raw.len() > 30_000);
-        assert_eq!(e.client, 10_040);
-        assert_eq!(e.jkz, view.len() as u64 + "Exit code 101\n".len() as u64);
-        assert_eq!(e.exit, Some(101));
-        assert_eq!(e.via.as_deref(), Some("wrap"));
-        let kept = std::fs::read(e.kept.as_ref().unwrap()).unwrap();
-        assert_eq!(kept, raw.as_bytes(), "the kept file is the output");
-        let lines = std::fs::read_to_string(state.join("tool-output.jsonl")).unwrap();
-        assert_eq!(lines.lines().count(), 1);
     }
 
     #[test]
     fn a_repeat_in_the_same_session_becomes_a_pointer() {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = StateDir::at(tmp.path().join("state"));
-        std::fs::create_dir_all(state.path()).unwrap();
-        // Small enough to be shown whole: nothing kept the first time.
-        let raw = "On branch main\n".to_string() + &"\tmodified:   src/file.rs\n".repeat(60);
-        let table = FilterTable::built_in();
-        let first = reduce_call(
-            &mut raw.as_bytes(),
-            &call(&state, Some("s1"), Some(0)),
-            &table,
-            &mut Vec::new(),
-        )
-        .unwrap();
-        assert!(!first.entry.repeat);
-        let other_session = reduce_call(
-            &mut raw.as_bytes(),
-            &call(&state, Some("s2"), Some(0)),
-            &table,
-            &mut Vec::new(),
-        )
-        .unwrap();
-        assert!(
-            !other_session.entry.repeat,
-            "another chat's call is no repeat"
-        );
-        let again = reduce_call(
-            &mut raw.as_bytes(),
-            &call(&state, Some("s1"), Some(0)),
-            &table,
-            &mut Vec::new(),
-        )
-        .unwrap();
-        assert!(again.entry.repeat && again.changed);
-        let view = String::from_utf8(again.view).unwrap();
-        assert_eq!(view.lines().count(), 1, "{view}");
-        assert!(view.contains("cargo test"), "{view}");
-        let kept = again.entry.kept.as_ref().unwrap();
-        assert!(view.contains(kept.as_str()), "{view}");
-        assert_eq!(std::fs::read(kept).unwrap(), raw.as_bytes());
-        assert!(again.entry.jkz < again.entry.client);
+        for client in Client::ALL {
+            let tmp = tempfile::tempdir().unwrap();
+            let state = StateDir::at(tmp.path().join("state"));
+            std::fs::create_dir_all(state.path()).unwrap();
+            let viewer = Viewer::shell(client);
+            // Small enough to be shown whole: nothing kept the first time.
+            let raw = "On branch main\n".to_string() + &"\tmodified:   src/file.rs\n".repeat(60);
+            let table = FilterTable::built_in();
+            let first = reduce_call(
+                &mut raw.as_bytes(),
+                &call(&state, Some("s1"), Some(0), viewer),
+                &table,
+                &mut Vec::new(),
+            )
+            .unwrap();
+            assert!(!first.entry.repeat);
+            let other_session = reduce_call(
+                &mut raw.as_bytes(),
+                &call(&state, Some("s2"), Some(0), viewer),
+                &table,
+                &mut Vec::new(),
+            )
+            .unwrap();
+            assert!(
+                !other_session.entry.repeat,
+                "another chat's call is no repeat"
+            );
+            let again = reduce_call(
+                &mut raw.as_bytes(),
+                &call(&state, Some("s1"), Some(0), viewer),
+                &table,
+                &mut Vec::new(),
+            )
+            .unwrap();
+            assert!(again.entry.repeat && again.changed, "{client:?}");
+            let view = String::from_utf8(again.view).unwrap();
+            assert_eq!(view.lines().count(), 1, "{view}");
+            assert!(view.contains("cargo test"), "{view}");
+            let kept = again.entry.kept.as_ref().unwrap();
+            assert!(view.contains(kept.as_str()), "{view}");
+            assert_eq!(std::fs::read(kept).unwrap(), raw.as_bytes());
+            assert!(again.entry.jkz < again.entry.client, "{client:?}");
+        }
     }
 }

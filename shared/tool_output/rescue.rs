@@ -2,7 +2,7 @@
 //! to ([`crate::client::OutputControl::Append`]): the protected blocks its
 //! cut would drop, put where the cut keeps them.
 //!
-//! Such a client (Gemini CLI: docs/clients.md) cuts an output longer than
+//! Such a client (docs/clients.md says which) cuts an output longer than
 //! its threshold to a head and a tail, the whole saved to a file, and
 //! appends a hook's context to the output *before* that cut: so what jkz
 //! appends lands in the tail the cut keeps.

@@ -16,15 +16,14 @@
 //! Rules are tried in order, the user's first: the first rule that matches
 //! any segment decides; no match is an even split.
 //!
-//! The user's rules live in `.claude/jkz-tool-roles` of the project, one per
+//! The user's rules live in the project's [`TOOL_ROLES_FILE`], one per
 //! line: `SHARE WORDS…` (`0.2 bazel test`), `#` starts a comment. They are
 //! read at every call, so a change needs no rebuild. A line that does not
 //! parse is skipped with a warning naming it.
 
 use std::path::Path;
 
-/// The user's rules, relative to the project directory.
-pub const USER_RULES: &str = ".claude/jkz-tool-roles";
+use crate::jkz_toml::TOOL_ROLES_FILE;
 
 /// The share when no rule matches.
 pub const DEFAULT_HEAD_SHARE: f64 = 0.5;
@@ -145,7 +144,7 @@ pub fn parse_rules(text: &str, warnings: &mut Vec<String>) -> Vec<Rule> {
                 rules.push(Rule::new(words, s))
             }
             _ => warnings.push(format!(
-                "{USER_RULES}:{}: expected `SHARE WORDS…` with SHARE from 0.0 to 1.0, found {line:?}; line skipped",
+                "{TOOL_ROLES_FILE}:{}: expected `SHARE WORDS…` with SHARE from 0.0 to 1.0, found {line:?}; line skipped",
                 i + 1
             )),
         }
@@ -156,7 +155,7 @@ pub fn parse_rules(text: &str, warnings: &mut Vec<String>) -> Vec<Rule> {
 /// The user's rules of the project at `project` (none when the file is
 /// absent; unreadable or bad lines are reported in `warnings`).
 pub fn user_rules(project: &Path, warnings: &mut Vec<String>) -> Vec<Rule> {
-    let path = project.join(USER_RULES);
+    let path = project.join(TOOL_ROLES_FILE);
     match crate::state_dir::read_user_file(&path) {
         Ok(bytes) => parse_rules(&String::from_utf8_lossy(&bytes), warnings),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

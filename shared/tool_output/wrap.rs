@@ -1,39 +1,39 @@
 //! The Bash wrap: a shell call nobody refused is rewritten in `PreToolUse`
 //! so its output reaches the model already reduced by jkz's engine, with
-//! the command's exit status. It is the only way in for a failing command
-//! in Claude Code (whose `PostToolUse` does not run on failure, and whose
-//! `PostToolUseFailure` cannot replace the output), and the only way in for
-//! Codex CLI and Gemini CLI (whose post-tool hooks cannot replace it).
+//! the command's exit status. For a client whose post-tool hook cannot
+//! replace an output, or does not run after a failing command, it is the
+//! only way in (each client's module says what its hooks can:
+//! [`crate::client::Client::output_control`]).
 //!
-//! - **Claude Code** runs each Bash command as `eval CMD && pwd -P >| FILE`
-//!   in a shell that sourced the user's snapshot (aliases, functions), and
-//!   keeps the directory a `cd` moved to; it checks permissions on the
-//!   command a hook rewrote, word for word, and a rewrite that hides the
-//!   original in quotes would escape the user's deny rules (measured:
-//!   docs/clients.md). So the command stays inline, in that shell, its
-//!   output sent to a file of the state directory, and jkz reduces the file
-//!   on the way out, or from an `EXIT` trap when the command ends the shell
-//!   ([`inline_command`], for [`ShellWrap::Inline`]):
+//! A client runs the rewrite one of two ways; its module says which
+//! ([`crate::client::Client::shell_wrap`]), and the wrap never names a
+//! client:
+//! - **Inline** ([`ShellWrap::Inline`], [`inline_command`]): for a client
+//!   that runs every command in one shell of its own (which keeps the
+//!   user's aliases and the directory a `cd` moved to) and checks
+//!   permissions on the rewritten command word for word, so that a rewrite
+//!   hiding the original in quotes would escape the user's deny rules. The
+//!   command stays inline, in that shell, its output sent to a file of the
+//!   state directory, and jkz reduces the file on the way out, or from an
+//!   `EXIT` trap when the command ends the shell:
 //!
 //!   ```text
 //!   trap '__jkz_s=$?; exec 1>&3 2>&4; REDUCE' EXIT; exec 3>&1 4>&2 >'FILE' 2>&1; CMD
 //!   __jkz_s=$?; trap - EXIT; exec 1>&3 2>&4 3>&- 4>&-; REDUCE; (exit $__jkz_s)
 //!   ```
 //!
-//!   REDUCE is `'BIN/jkz-truncate' --for claude --state-dir 'STATE'
+//!   REDUCE is `'BIN/jkz-truncate' --for CLIENT --state-dir 'STATE'
 //!   --exit-code $__jkz_s --command-file 'FILE.cmd' 'FILE' || cat 'FILE'`.
 //!   The file is the kept full output when the view is reduced (removed
 //!   when the output stands as it was). Because the client judges the
-//!   rewrite by its own words, it is made only where every Bash command is
-//!   pre-approved (the client's module says: [`crate::client::Client::shell_wrap`]);
+//!   rewrite by its own words, it is made only where every shell command
+//!   is pre-approved (the client's module says when);
 //!   elsewhere the rewrite could be asked for or refused where the
 //!   original would have run.
-//! - **Codex CLI and Gemini CLI** run each command in a fresh shell:
-//!   `'BIN/jkz-truncate' --for codex --session 'S' --run 'CMD'`
-//!   ([`fresh_shell_command`], for [`ShellWrap::FreshShell`]).
-//!
-//! Each client's module says which of the two it takes; the wrap never
-//! names a client.
+//! - **In a fresh shell** ([`ShellWrap::FreshShell`],
+//!   [`fresh_shell_command`]): for a client that runs each command in a
+//!   shell of its own: `'BIN/jkz-truncate' --for CLIENT --session 'S'
+//!   --run 'CMD'`.
 //!
 //! Left alone ([`leave_alone`]): what [`rules::leave_alone`] leaves alone
 //! (jkz's own commands, interactive programs, background jobs, `exec`, a
@@ -276,10 +276,16 @@ mod tests {
         assert_eq!(leave_alone("make; exit 3", ShellWrap::FreshShell), None);
     }
 
-    /// Runs `command` through the Claude rewrite in one `bash`, with a
-    /// stand-in for jkz-truncate that prints its arguments and the file;
-    /// then `pwd`, to see whether a `cd` stayed.
-    fn run_claude(command: &str, dir: &Path) -> (String, i32) {
+    /// The client name the rewrites below pass on (`--for`): the stand-in
+    /// reducer only prints it.
+    const CLIENT: &str = "the-client";
+
+    /// Runs `command` through the inline rewrite in one `bash`, as a
+    /// client that keeps the command inline runs it (`eval`, then `pwd`
+    /// in the same shell: [`ShellWrap::Inline`]), with a stand-in for
+    /// jkz-truncate that prints its arguments and the file; `pwd` shows
+    /// whether a `cd` stayed.
+    fn run_inline(command: &str, dir: &Path) -> (String, i32) {
         let program = dir.join("fake jkz-truncate");
         std::fs::write(
             &program,
@@ -291,7 +297,7 @@ mod tests {
         let file = dir.join("out file.txt");
         let script = format!(
             "{} && pwd -P >&2",
-            inline_command(command, &program, &file, None, "claude")
+            inline_command(command, &program, &file, None, CLIENT)
         );
         let out = Command::new("bash")
             .arg("-c")
@@ -305,23 +311,24 @@ mod tests {
     }
 
     #[test]
-    fn the_claude_rewrite_keeps_the_shell_the_status_and_the_output() {
+    fn the_inline_rewrite_keeps_the_shell_the_status_and_the_output() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
-        let (text, code) = run_claude("cd sub && echo 'it'\"'\"'s' && echo err >&2", dir.path());
+        let (text, code) = run_inline("cd sub && echo 'it'\"'\"'s' && echo err >&2", dir.path());
         assert_eq!(code, 0, "{text}");
         assert!(text.contains("it's\nerr\n"), "{text}");
+        assert!(text.contains(&format!("--for {CLIENT} ")), "{text}");
         assert!(text.contains("--command-file"), "{text}");
         assert!(text.contains("--exit-code 0"), "{text}");
         assert!(text.trim_end().ends_with("/sub"), "the cd stayed: {text}");
-        let (text, code) = run_claude("echo boom; false", dir.path());
+        let (text, code) = run_inline("echo boom; false", dir.path());
         assert_eq!(code, 1, "{text}");
         assert!(
             text.contains("--exit-code 1") && text.contains("boom"),
             "{text}"
         );
         // An `exit` in the command: the trap still hands the output over.
-        let (text, code) = run_claude("echo before-exit; exit 4", dir.path());
+        let (text, code) = run_inline("echo before-exit; exit 4", dir.path());
         assert_eq!(code, 4, "{text}");
         assert!(
             text.contains("--exit-code 4") && text.contains("before-exit"),
@@ -338,7 +345,7 @@ mod tests {
             Path::new("/nonexistent/jkz-truncate"),
             &file,
             None,
-            "claude",
+            CLIENT,
         );
         let out = Command::new("bash")
             .arg("-c")

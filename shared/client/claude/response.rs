@@ -14,6 +14,13 @@
 //! Anything else (an MCP result with an image, a Read of an image or a
 //! notebook, Grep's file lists) is left alone: every field but the one
 //! replaced passes through unchanged.
+//!
+//! The client numbers the lines of a Read's `content` itself, from
+//! `startLine`, one by one (measured on 2.1.332; docs/clients.md), so a
+//! replaced `content` shows true line numbers from its start only: jkz's
+//! outline of a large source file ([`crate::tool_output::outline`]) keeps
+//! the head as it is and writes each later line's number in its text. The
+//! client still lets the agent Edit the file after such a Read (measured).
 
 use std::path::PathBuf;
 

@@ -220,6 +220,25 @@ mod tests {
         assert_eq!(shown_bytes(&out), 29_000);
     }
 
+    /// Measured on 2.1.332: a failing command's long output reaches the
+    /// model as its first and last 5,000 characters around the client's
+    /// marker, 10,040 in all, after the `Exit code N` line.
+    #[test]
+    fn a_failing_long_output_shows_its_two_ends() {
+        for chars in [31_000, 400_000] {
+            assert_eq!(
+                client_bytes(OutputKind::Shell, chars, chars, &[], Some(101)),
+                10_040
+            );
+        }
+        assert_eq!(
+            added(OutputKind::Shell, Some(101)),
+            "Exit code 101\n".len() as u64
+        );
+        assert_eq!(added(OutputKind::Shell, Some(0)), 0);
+        assert_eq!(budget(OutputKind::Shell, Some(101)), FAILURE_BUDGET);
+    }
+
     #[test]
     fn a_persisted_output_costs_what_the_client_showed() {
         // Measured on 2.1.197: a 400,000-byte test run (40-byte lines after a

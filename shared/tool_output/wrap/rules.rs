@@ -186,7 +186,8 @@ mod tests {
             ),
             (
                 "apply_patch <<'EOF'\n*** Begin Patch\nEOF",
-                "Codex intercepts apply_patch",
+                // The reason the client that intercepts it gives.
+                crate::client::intercepted("apply_patch").unwrap(),
             ),
             ("vim src/main.rs", "an interactive program"),
             ("/usr/bin/less log.txt", "an interactive program"),
@@ -212,11 +213,15 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote(""), "''");
-        let r = fresh_shell_command("echo hi", Path::new("/x/jkz-truncate"), "codex", Some("s"));
-        assert_eq!(
-            r,
-            "'/x/jkz-truncate' --for codex --session 's' --run 'echo hi'"
-        );
+        // Every client's name is one word the shell takes as it is.
+        for client in crate::client::Client::ALL {
+            let name = client.name();
+            let r = fresh_shell_command("echo hi", Path::new("/x/jkz-truncate"), name, Some("s"));
+            assert_eq!(
+                r,
+                format!("'/x/jkz-truncate' --for {name} --session 's' --run 'echo hi'")
+            );
+        }
     }
 
     #[test]
@@ -253,7 +258,7 @@ mod tests {
         let _ = std::fs::remove_file(&out);
         let status = Command::new("/bin/sh")
             .arg("-c")
-            .arg(fresh_shell_command(command, &program, "codex", None))
+            .arg(fresh_shell_command(command, &program, "the-client", None))
             .status()
             .unwrap();
         assert!(status.success());
