@@ -340,11 +340,7 @@ fn run_in_sandbox(root: &Path, page: &str, script: &str) -> Outcome {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let _ = Command::new("kill")
-        .arg("-KILL")
-        .arg(format!("-{}", child.id()))
-        .stderr(Stdio::null())
-        .status();
+    crate::util::signal_group(child.id(), rustix::process::Signal::KILL);
     let status = status.or_else(|| child.wait().ok());
     Outcome {
         code: status.and_then(|s| s.code()),

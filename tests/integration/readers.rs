@@ -77,7 +77,7 @@ fn run(cwd: &Path, program: &str, args: &[String], stdin: &[u8], env: &[(&str, &
     let output = match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(output) => output.unwrap(),
         Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(id.to_string()).status();
+            crate::util::signal(id, rustix::process::Signal::KILL);
             panic!("{shown} hung (killed after 30 s)");
         }
     };

@@ -110,7 +110,9 @@ impl Pooler {
 impl Drop for Pooler {
     fn drop(&mut self) {
         if let Ok(pid) = std::fs::read_to_string(self.dir.join("pgbouncer.pid")) {
-            let _ = Command::new("kill").arg(pid.trim()).status();
+            if let Ok(pid) = pid.trim().parse() {
+                crate::util::signal(pid, rustix::process::Signal::TERM);
+            }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

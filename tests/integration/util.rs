@@ -206,10 +206,7 @@ impl Cmd {
         let output = match finished.recv_timeout(self.deadline) {
             Ok(output) => output.expect("wait"),
             Err(_) => {
-                let _ = Command::new("kill")
-                    .arg("-KILL")
-                    .arg(pid.to_string())
-                    .status();
+                signal(pid, rustix::process::Signal::KILL);
                 panic!(
                     "did not finish within {} s, killed: {}",
                     self.deadline.as_secs_f64(),
@@ -323,6 +320,27 @@ pub fn write_pipeline(state: &Path, n: impl std::fmt::Display, doc: &serde_json:
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("make pipeline/");
     std::fs::write(&path, doc.to_string()).expect("write a pipeline file");
     path
+}
+
+/// Sends `signal` to process `pid`; false when it could not (gone).
+///
+/// Tests never run the `kill` program: procps-ng 4.0's reads `kill -KILL
+/// -PGID` as `kill(-1)`, every process the user may signal (the test
+/// runner, the CI job, the shell), and its parsing of numbers is not
+/// something a test should depend on.
+pub fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
+}
+
+/// Sends `signal` to every process of the group `pgid` (see [`signal`]).
+pub fn signal_group(pgid: u32, signal: rustix::process::Signal) -> bool {
+    i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pgid| rustix::process::kill_process_group(pgid, signal).is_ok())
 }
 
 /// A test that cannot run where it is (it needs root, `chattr`, a mount,

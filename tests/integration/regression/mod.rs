@@ -3,6 +3,7 @@
 
 mod contract;
 mod guard;
+mod harness;
 mod history;
 mod identity;
 mod patterns;

@@ -335,7 +335,11 @@ fn live_session_json_named_a_ui_server_after_it_stopped() {
     let dir = Dir::new();
     std::fs::create_dir(dir.join("state")).unwrap();
     let live = dir.join("state/live-session.json");
-    for signal in ["INT", "TERM", "HUP"] {
+    for (signal, sent_signal) in [
+        ("INT", rustix::process::Signal::INT),
+        ("TERM", rustix::process::Signal::TERM),
+        ("HUP", rustix::process::Signal::HUP),
+    ] {
         let mut child = Command::new(bin("jkz"))
             .args(["ui", "--port", "0", "--state-dir"])
             .arg(dir.join("state"))
@@ -365,11 +369,7 @@ fn live_session_json_named_a_ui_server_after_it_stopped() {
         let mut first = [0u8; 12];
         std::io::Read::read_exact(&mut stream, &mut first).unwrap();
         assert_eq!(&first, b"HTTP/1.1 200");
-        let status = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        assert!(crate::util::signal(child.id(), sent_signal));
         let started = Instant::now();
         let exit = loop {
             if let Some(exit) = child.try_wait().unwrap() {

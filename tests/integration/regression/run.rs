@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
 use serde_json::Value;
 
 use crate::util::{bin, scrubbed, Dir};
@@ -78,7 +79,7 @@ fn wait_bounded(child: &mut Child, what: &str, also: &[u32]) -> ExitStatus {
         if start.elapsed() > NO_HANG {
             let _ = child.kill();
             for pid in also {
-                let _ = Command::new("kill").arg(pid.to_string()).status();
+                crate::util::signal(*pid, Signal::TERM);
             }
             panic!("{what} did not end within {NO_HANG:?}");
         }
@@ -146,7 +147,7 @@ fn timeout_does_not_wait_for_a_pipe_held_outside_the_group() {
         .arg("setsid sh -c 'echo $$ > escaped; exec sleep 60' 2>/dev/null & sleep 60")
         .run();
     let escaped = pid_in(&dir, "escaped");
-    let _ = Command::new("kill").arg(escaped.to_string()).status();
+    crate::util::signal(escaped, Signal::TERM);
     r.expect_code(124);
     assert!(started.elapsed() < NO_HANG);
 }
@@ -195,7 +196,11 @@ fn sigterm_is_forwarded_and_recorded() {
     // record was written, and the lock read "owner gone" beside it.
     let dir = Dir::new();
     std::fs::create_dir_all(dir.join("state")).unwrap();
-    for (signal, number) in [("TERM", 15), ("INT", 2), ("HUP", 1)] {
+    for (signal, sent_signal, number) in [
+        ("TERM", Signal::TERM, 15),
+        ("INT", Signal::INT, 2),
+        ("HUP", Signal::HUP, 1),
+    ] {
         for f in ["bg", "cmd"] {
             let _ = std::fs::remove_file(dir.join(f));
         }
@@ -208,12 +213,7 @@ fn sigterm_is_forwarded_and_recorded() {
             .unwrap();
         let (cmd, bg) = (pid_in(&dir, "cmd"), pid_in(&dir, "bg"));
         assert_eq!(lock_state(&dir, "pipeline", "52").as_deref(), Some("held"));
-        let sent = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        assert!(crate::util::signal(child.id(), sent_signal));
         let status = wait_bounded(
             &mut child,
             &format!("jkz run after SIG{signal}"),
