@@ -17,7 +17,7 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 export RUSTC_BOOTSTRAP=1
 
-cargo fuzz build
+cargo fuzz build --dev
 for target in $(cargo fuzz list); do
   mkdir -p "corpus/$target" "seeds/$target"
   echo "fuzz: $target for ${seconds}s"
@@ -25,7 +25,7 @@ for target in $(cargo fuzz list); do
   # A target's dictionary (fuzz/dicts/<target>.dict), when it has one.
   dict=()
   [ -f "dicts/$target.dict" ] && dict=(-dict="dicts/$target.dict")
-  cargo fuzz run "$target" "corpus/$target" "seeds/$target" -- \
+  cargo fuzz run --dev "$target" "corpus/$target" "seeds/$target" -- \
     -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" 2>&1 |
     grep -E '^(Done|stat::number_of_executed_units|==|SUMMARY)|panicked|crash-'
   # The fuzzer's status, not grep's.
