@@ -183,11 +183,18 @@ fn register_or_beat(
     } else {
         let place = place();
         let host = crate::process::hostname();
-        client.execute(
+        client.query_typed(
             "INSERT INTO jkz_chats (session_id, cwd, worktree, branch, pid, started, heartbeat, ended, host)
              VALUES ($1, $2, $3, $4, NULL, $5, $5, NULL, $6)
              ON CONFLICT (session_id) DO UPDATE SET heartbeat = excluded.heartbeat, ended = NULL",
-            &[&session, &place.cwd, &place.worktree, &place.branch, &now, &host],
+            &[
+                (&session, Type::TEXT),
+                (&place.cwd, Type::TEXT),
+                (&place.worktree, Type::TEXT),
+                (&place.branch, Type::TEXT),
+                (&now, Type::INT8),
+                (&host, Type::TEXT),
+            ],
         )?;
     }
     Ok(())
@@ -457,15 +464,24 @@ impl Store for TeamRegistry<'_> {
                 return Ok(Claimed::Held(Box::new(b.clone())));
             }
             for h in &others {
-                tx.execute("DELETE FROM jkz_claims WHERE issue = $1", &[&h.claim.issue])?;
+                tx.query_typed(
+                    "DELETE FROM jkz_claims WHERE issue = $1",
+                    &[(&h.claim.issue, Type::TEXT)],
+                )?;
             }
             // Re-claiming one's own issue keeps its date and machine; a new
             // worktree replaces the old, an omitted one keeps it.
-            tx.execute(
+            tx.query_typed(
                 "INSERT INTO jkz_claims (issue, session_id, worktree, acquired, host)
                  VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (issue) DO UPDATE SET worktree = coalesce(excluded.worktree, jkz_claims.worktree)",
-                &[&issue, &session, &worktree, &now, &crate::process::hostname()],
+                &[
+                    (&issue, Type::TEXT),
+                    (&session, Type::TEXT),
+                    (&worktree, Type::TEXT),
+                    (&now, Type::INT8),
+                    (&crate::process::hostname(), Type::TEXT),
+                ],
             )?;
             tx.commit()?;
             Ok(if others.is_empty() {
@@ -497,7 +513,10 @@ impl Store for TeamRegistry<'_> {
                 None => Released::NotClaimed,
                 Some(h) if h.claim.session_id != session => Released::HeldByOther(Box::new(h)),
                 Some(_) => {
-                    tx.execute("DELETE FROM jkz_claims WHERE issue = $1", &[&issue])?;
+                    tx.query_typed(
+                        "DELETE FROM jkz_claims WHERE issue = $1",
+                        &[(&issue, Type::TEXT)],
+                    )?;
                     Released::Released
                 }
             };
@@ -518,7 +537,7 @@ impl Store for TeamRegistry<'_> {
                 .read_only(true)
                 .start()?;
             let chats: Vec<Chat> = tx
-                .query(
+                .query_typed(
                     &format!(
                         "SELECT {CHAT_COLUMNS} FROM jkz_chats WHERE ended IS NULL
                          ORDER BY heartbeat DESC, session_id"
@@ -529,7 +548,7 @@ impl Store for TeamRegistry<'_> {
                 .map(|r| chat_at(r, 0))
                 .collect();
             let claims: Vec<Claim> = tx
-                .query(
+                .query_typed(
                     "SELECT issue, session_id, worktree, acquired, host FROM jkz_claims
                      ORDER BY length(issue), issue",
                     &[],

@@ -14,6 +14,7 @@
 //! repository: issue numbers are the repository's).
 
 use postgres::error::SqlState;
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use super::error::{Kind, TeamError};
@@ -104,13 +105,13 @@ pub fn version(client: &mut postgres::Client) -> Result<i32, postgres::Error> {
 /// first, so a missing one is no error.
 fn version_in(client: &mut impl GenericClient) -> Result<i32, postgres::Error> {
     let exists: bool = client
-        .query_one("SELECT to_regclass('jkz_schema') IS NOT NULL", &[])?
+        .query_typed_one("SELECT to_regclass('jkz_schema') IS NOT NULL", &[])?
         .get(0);
     if !exists {
         return Ok(0);
     }
     Ok(client
-        .query_opt("SELECT version FROM jkz_schema WHERE id = 1", &[])?
+        .query_typed_opt("SELECT version FROM jkz_schema WHERE id = 1", &[])?
         .map_or(0, |r| r.get(0)))
 }
 
@@ -139,49 +140,53 @@ pub fn check(client: &mut postgres::Client, url: &str) -> Result<i32, TeamError>
 /// by a writer); `repair` re-applies every migration even when it is
 /// current (`jkz registry migrate`). Returns the version found before.
 pub fn migrate(client: &mut postgres::Client, url: &str, repair: bool) -> Result<i32, TeamError> {
-    let sql = |e: postgres::Error| TeamError::of(url, &e, false);
+    let sql = |e: postgres::Error| {
+        match e.code() {
+        Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => TeamError::new(
+            Kind::Query,
+            url,
+            format!(
+                "{}: the user may not create tables here; have the database's owner run `jkz registry migrate` once",
+                e.as_db_error().map_or(e.to_string(), |d| d.message().to_string())
+            ),
+        ),
+        _ => TeamError::of(url, &e, false),
+    }
+    };
     let found = version(client).map_err(sql)?;
     if found > SCHEMA_VERSION {
         return Err(newer(url, found));
     }
-    if found == SCHEMA_VERSION && !repair {
+    if found == SCHEMA_VERSION && (!repair || all_tables_present(client).map_err(sql)?) {
+        // A repair re-applies the migrations for a table that was dropped;
+        // with every table there it would only take table locks that live
+        // chats' transactions wait on (and deadlock with).
         return Ok(found);
     }
-    let mut tx = client.transaction().map_err(sql)?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, 0)",
-        &[&(LockClass::Migration as i32)],
-    )
+    let found = under_migration_lock(client, |tx| {
+        // Another machine may have migrated while this one waited.
+        let found = version_in(tx)?;
+        if found > SCHEMA_VERSION {
+            return Ok(found);
+        }
+        if found < SCHEMA_VERSION || repair {
+            let from = if repair { 0 } else { found.max(0) as usize };
+            tx.batch_execute(VERSION_TABLE)?;
+            for step in &MIGRATIONS[from..] {
+                tx.batch_execute(step)?;
+            }
+            tx.query_typed(
+                "INSERT INTO jkz_schema (id, version) VALUES (1, $1)
+                 ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                &[(&SCHEMA_VERSION, Type::INT4)],
+            )?;
+        }
+        Ok(found)
+    })
     .map_err(sql)?;
-    // Another machine may have migrated while this one waited.
-    let found = version_in(&mut tx).map_err(sql)?;
     if found > SCHEMA_VERSION {
         return Err(newer(url, found));
     }
-    if found < SCHEMA_VERSION || repair {
-        let from = if repair { 0 } else { found.max(0) as usize };
-        tx.batch_execute(VERSION_TABLE).map_err(sql)?;
-        for step in &MIGRATIONS[from..] {
-            tx.batch_execute(step).map_err(|e| match e.code() {
-                Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => TeamError::new(
-                    Kind::Query,
-                    url,
-                    format!(
-                        "{}: the user may not create tables here; have the database's owner run `jkz registry migrate` once",
-                        e.as_db_error().map_or(e.to_string(), |d| d.message().to_string())
-                    ),
-                ),
-                _ => sql(e),
-            })?;
-        }
-        tx.execute(
-            "INSERT INTO jkz_schema (id, version) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-            &[&SCHEMA_VERSION],
-        )
-        .map_err(sql)?;
-    }
-    tx.commit().map_err(sql)?;
     Ok(found)
 }
 
@@ -194,15 +199,57 @@ pub fn repair(
     client: &mut postgres::Client,
     url: &str,
 ) -> Result<Vec<super::verify::Repaired>, TeamError> {
-    let sql = |e: postgres::Error| TeamError::of(url, &e, false);
-    let mut tx = client.transaction().map_err(sql)?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, 0)",
-        &[&(LockClass::Migration as i32)],
-    )
-    .map_err(sql)?;
-    let drifts = super::verify::verify(&mut tx).map_err(sql)?;
-    let repaired = super::verify::repair(&mut tx, &drifts).map_err(sql)?;
-    tx.commit().map_err(sql)?;
-    Ok(repaired)
+    under_migration_lock(client, |tx| {
+        let drifts = super::verify::verify(tx)?;
+        super::verify::repair(tx, &drifts)
+    })
+    .map_err(|e| TeamError::of(url, &e, false))
+}
+
+/// True when every jkz table exists (one read, no lock taken).
+fn all_tables_present(client: &mut postgres::Client) -> Result<bool, postgres::Error> {
+    let names: Vec<&str> = super::verify::TABLES.iter().map(|t| t.name).collect();
+    let missing: i64 = client
+        .query_typed_one(
+            "SELECT count(*) FROM unnest($1::text[]) AS t(name) WHERE to_regclass(t.name) IS NULL",
+            &[(&names, Type::TEXT_ARRAY)],
+        )?
+        .get(0);
+    Ok(missing == 0)
+}
+
+/// How many times a migration that lost a deadlock is run.
+const DEADLOCK_ATTEMPTS: u32 = 3;
+
+/// Runs `body` in one transaction under the migration lock, and commits.
+/// A migration takes table locks while chats' own transactions hold
+/// theirs, so PostgreSQL may end it as a deadlock's loser: it is then run
+/// again from the start, as PostgreSQL advises, up to
+/// [`DEADLOCK_ATTEMPTS`] times in all.
+fn under_migration_lock<T>(
+    client: &mut postgres::Client,
+    mut body: impl FnMut(&mut postgres::Transaction<'_>) -> Result<T, postgres::Error>,
+) -> Result<T, postgres::Error> {
+    let mut attempt = 1;
+    loop {
+        let mut once = || -> Result<T, postgres::Error> {
+            let mut tx = client.transaction()?;
+            tx.query_typed(
+                "SELECT pg_advisory_xact_lock($1, 0)",
+                &[(&(LockClass::Migration as i32), Type::INT4)],
+            )?;
+            let out = body(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        };
+        match once() {
+            Err(e)
+                if attempt < DEADLOCK_ATTEMPTS
+                    && e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) =>
+            {
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
 }

@@ -29,6 +29,7 @@
 //! A column jkz does not know that is nullable or has a default is left
 //! alone: jkz's statements name their columns, so it harms nothing.
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 /// One column as this jkz's schema makes it.
@@ -434,18 +435,21 @@ fn read_table(
     table: &str,
 ) -> Result<Option<FoundTable>, postgres::Error> {
     let exists: bool = client
-        .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&table])?
+        .query_typed_one(
+            "SELECT to_regclass($1::text) IS NOT NULL",
+            &[(&table, Type::TEXT)],
+        )?
         .get(0);
     if !exists {
         return Ok(None);
     }
     let columns = client
-        .query(
+        .query_typed(
             "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef
              FROM pg_attribute a
              WHERE a.attrelid = to_regclass($1::text) AND a.attnum > 0 AND NOT a.attisdropped
              ORDER BY a.attnum",
-            &[&table],
+            &[(&table, Type::TEXT)],
         )?
         .iter()
         .map(|r| Found {
@@ -455,12 +459,12 @@ fn read_table(
             has_default: r.get(3),
         })
         .collect();
-    let key_rows = client.query(
+    let key_rows = client.query_typed(
         "SELECT c.conname::text, a.attname::text
          FROM pg_constraint c
          JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
          WHERE c.conrelid = to_regclass($1::text) AND c.contype = 'p'",
-        &[&table],
+        &[(&table, Type::TEXT)],
     )?;
     let primary_key = key_rows.first().map(|r| {
         let name: String = r.get(0);
@@ -468,7 +472,7 @@ fn read_table(
     });
     // The table's name is one of jkz's own constants, never input.
     let empty: bool = client
-        .query_one(
+        .query_typed_one(
             &format!("SELECT NOT EXISTS (SELECT 1 FROM {})", ident(table)),
             &[],
         )?

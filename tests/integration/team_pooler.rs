@@ -171,3 +171,53 @@ fn team_through_pgbouncer_in_transaction_pooling_works_as_direct() {
         doctor.report()
     );
 }
+
+/// Through PgBouncer in transaction pooling, `jkz registry migrate` (and a
+/// claim, a listing) used named prepared statements: with other jkz
+/// processes on the pooler's server connections they failed with
+/// `prepared statement "s0" already exists` (or `does not exist`); and the
+/// migrations it re-applies lost deadlocks against chats' transactions.
+#[test]
+fn registry_migrate_through_pgbouncer_met_other_processes_statements_and_deadlocks() {
+    let Some(server) = postgres::shared() else {
+        return;
+    };
+    let Some(pooler) = Pooler::start(server.port) else {
+        return;
+    };
+    let url = pooler.url(&server.database());
+    let a = Machine::new("machine-a", Backend::Team(url.clone()));
+    let b = Machine::new("machine-b", Backend::Team(url));
+    quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
+    quiet(&b.hook("SessionStart", "chat-b", json!({"source": "startup"}), T));
+    // The schema check reads the catalogs through the pooler too.
+    let migrated = b.jkz(&["registry", "migrate"], T).success();
+    assert!(
+        migrated.stdout_str().contains("schema version"),
+        "{}",
+        migrated.report()
+    );
+    // Eighteen at once from both machines (schema checks, claims,
+    // listings) share the pooler's server connections: the statements one
+    // prepares never meet another's.
+    let issues: Vec<String> = (0..6).map(|i| format!("{}", 100 + i)).collect();
+    let racing: Vec<_> = (0..6)
+        .flat_map(|i| {
+            let (m, session) = [(&a, "chat-a"), (&b, "chat-b")][i % 2];
+            [
+                m.spawn(&["registry", "migrate"]),
+                m.spawn(&["claim", &issues[i], "--session", session]),
+                m.spawn(&["chats", "--json"]),
+            ]
+        })
+        .collect();
+    for child in racing {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
