@@ -118,17 +118,23 @@ impl Drop for Pooler {
     }
 }
 
-#[test]
-fn team_through_pgbouncer_in_transaction_pooling_works_as_direct() {
-    let Some(server) = postgres::shared() else {
-        return;
-    };
-    let Some(pooler) = Pooler::start(server.port) else {
-        return;
-    };
+/// Two machines on a fresh database of the shared server, both through a
+/// PgBouncer of their own in transaction pooling (kept running while the
+/// returned pooler lives); `None` to skip.
+fn two_machines_through_a_pooler() -> Option<(Pooler, Machine, Machine)> {
+    let server = postgres::shared()?;
+    let pooler = Pooler::start(server.port)?;
     let url = pooler.url(&server.database());
     let a = Machine::new("machine-a", Backend::Team(url.clone()));
     let b = Machine::new("machine-b", Backend::Team(url));
+    Some((pooler, a, b))
+}
+
+#[test]
+fn team_through_pgbouncer_in_transaction_pooling_works_as_direct() {
+    let Some((_pooler, a, b)) = two_machines_through_a_pooler() else {
+        return;
+    };
     // The first writer creates the schema through the pooler.
     quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
     quiet(&b.hook("SessionStart", "chat-b", json!({"source": "startup"}), T));
@@ -179,15 +185,9 @@ fn team_through_pgbouncer_in_transaction_pooling_works_as_direct() {
 /// migrations it re-applies lost deadlocks against chats' transactions.
 #[test]
 fn registry_migrate_through_pgbouncer_met_other_processes_statements_and_deadlocks() {
-    let Some(server) = postgres::shared() else {
+    let Some((_pooler, a, b)) = two_machines_through_a_pooler() else {
         return;
     };
-    let Some(pooler) = Pooler::start(server.port) else {
-        return;
-    };
-    let url = pooler.url(&server.database());
-    let a = Machine::new("machine-a", Backend::Team(url.clone()));
-    let b = Machine::new("machine-b", Backend::Team(url));
     quiet(&a.hook("SessionStart", "chat-a", json!({"source": "startup"}), T));
     quiet(&b.hook("SessionStart", "chat-b", json!({"source": "startup"}), T));
     // The schema check reads the catalogs through the pooler too.

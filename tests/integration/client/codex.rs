@@ -229,19 +229,7 @@ fn codex_contested_edits_are_refused_through_apply_patch_and_bash() {
 /// command's exit status reaches the model as a failure both ways.
 #[test]
 fn codex_shell_output_keeps_the_blocks_the_clients_cut_drops() {
-    let mut big = String::new();
-    for i in 0..4300 {
-        big.push_str(&format!("compiling unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str(
-        "<!-- jkz:verdict-json {\"verdict\":\"FAIL\",\"blocking\":\"GUAVA-BLOCKER in src/pay.rs\"} -->\n",
-    );
-    big.push_str("<tldr>\nKIWI-TLDR: the payment rounding is wrong\n</tldr>\n");
-    for i in 0..4300 {
-        big.push_str(&format!("linking unit {i}: ok, nothing to report here\n"));
-    }
-    big.push_str("LAST-LINE: 8600 units built\n");
-    assert!((390_000..420_000).contains(&big.len()), "{}", big.len());
+    let big = super::output_guard::build_log();
     const FAILING: &str = "echo PEAR-FAILING; exit 3";
     let measure = |with_jkz: bool| {
         let server = StubModel::start(Arc::new(|r: &Request| {

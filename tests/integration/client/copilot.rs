@@ -10,23 +10,14 @@ use serde_json::{json, Value};
 use super::adapter::CopilotCli;
 use super::output_guard;
 use super::pipeline::{
-    chat_a_claims_issue_42, issue_42_in_a_fix_cycle, summary_keeping_what_its_prompt_names, BRANCH,
-    DECISION, FAILURE, ITEMS, PLAN,
+    bash, chat_a_claims_issue_42, project_with_issue_42, summary_keeping_what_its_prompt_names,
+    BRANCH, DECISION, FAILURE, ITEMS, PLAN,
 };
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{ClientRun, Project, RealClient};
 
 fn with_pipeline(server: &StubModel) -> Project<CopilotCli> {
-    let project = CopilotCli::project(server);
-    issue_42_in_a_fix_cycle(&project);
-    project
-}
-
-fn bash(command: &str) -> Turn {
-    Turn::Call {
-        name: "bash".into(),
-        input: json!({"command": command, "description": "run"}),
-    }
+    project_with_issue_42(server)
 }
 
 /// What the model receives of a 400 KB shell output, without jkz and with

@@ -11,22 +11,13 @@ use super::adapter::opencode::{system_text, CONTEXT_TOKENS};
 use super::adapter::OpenCode;
 use super::output_guard;
 use super::pipeline::{
-    chat_a_claims_issue_42, issue_42_in_a_fix_cycle, summary_keeping_what_is_named_in, ITEMS,
+    bash, chat_a_claims_issue_42, project_with_issue_42, summary_keeping_what_is_named_in, ITEMS,
 };
 use super::stub_model::{numbered, Request, StubModel, Turn};
 use super::{Project, RealClient};
 
 fn with_pipeline(server: &StubModel) -> Project<OpenCode> {
-    let project = OpenCode::project(server);
-    issue_42_in_a_fix_cycle(&project);
-    project
-}
-
-fn bash(command: &str) -> Turn {
-    Turn::Call {
-        name: "bash".into(),
-        input: json!({"command": command, "description": "run"}),
-    }
+    project_with_issue_42(server)
 }
 
 /// What the model receives of a 400 KB shell output, without jkz and with

@@ -121,3 +121,18 @@ pub fn chat_a_claims_issue_42<C: RealClient>(project: &Project<C>) -> PathBuf {
     );
     wt
 }
+
+/// A project of client `C` talking to `server`, with [`issue_42_in_a_fix_cycle`].
+pub fn project_with_issue_42<C: RealClient>(server: &super::stub_model::StubModel) -> Project<C> {
+    let project = C::project(server);
+    issue_42_in_a_fix_cycle(&project);
+    project
+}
+
+/// A call of the shell tool Copilot CLI and OpenCode both name `bash`.
+pub fn bash(command: &str) -> super::stub_model::Turn {
+    super::stub_model::Turn::Call {
+        name: "bash".into(),
+        input: json!({"command": command, "description": "run"}),
+    }
+}
