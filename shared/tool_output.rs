@@ -298,8 +298,9 @@ fn reduce_output(
         return None;
     }
     let viewer = output.viewer;
-    // PostToolUse runs only for a command that succeeded.
-    let exit_code = command.map(|_| 0);
+    // A client that does not say runs its hook for a command that
+    // succeeded only.
+    let exit_code = command.map(|_| output.exit.unwrap_or(0));
     let budget = viewer
         .budget(exit_code)
         .min(usize::try_from(cap).unwrap_or(usize::MAX))

@@ -274,6 +274,7 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
         beside: 0,
         viewer: Viewer::shell(Client::Copilot),
         file: None,
+        exit: None,
     })
 }
 

@@ -112,6 +112,10 @@ pub struct ToolOutput {
     pub viewer: Viewer,
     /// A read's file, when the output is one.
     pub file: Option<ReadFile>,
+    /// A shell command's exit status, when the client tells it (`None`:
+    /// the client's hook runs for a command that succeeded only, or does
+    /// not say).
+    pub exit: Option<i32>,
 }
 
 /// Where the full output is.

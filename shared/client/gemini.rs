@@ -218,6 +218,7 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
         beside: 0,
         viewer: Viewer::shell(Client::Gemini),
         file: None,
+        exit: None,
     })
 }
 

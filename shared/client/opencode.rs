@@ -172,7 +172,13 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
     let Tool::Shell { .. } = tool else {
         return None;
     };
-    let Value::String(text) = input.raw.get_mut("output")?.get_mut("output")? else {
+    let output = input.raw.get_mut("output")?;
+    // `metadata.exit`: the status OpenCode keeps from its model.
+    let exit = output
+        .pointer("/metadata/exit")
+        .and_then(Value::as_i64)
+        .and_then(|e| i32::try_from(e).ok());
+    let Value::String(text) = output.get_mut("output")? else {
         return None;
     };
     Some(ToolOutput {
@@ -180,6 +186,7 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
         beside: 0,
         viewer: Viewer::shell(Client::OpenCode),
         file: None,
+        exit,
     })
 }
 

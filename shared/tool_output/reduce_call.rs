@@ -114,7 +114,11 @@ pub fn reduce_call(
             }
         }
     }
-    let changed = stats.reduced || repeat;
+    let told = match call.exit_code {
+        Some(code) if !call.exit_later => tell_status(&mut view, call.viewer, code),
+        _ => false,
+    };
+    let changed = stats.reduced || repeat || told;
     let added = call.viewer.added(call.exit_code);
     let entry = Entry {
         ts: chrono::Utc::now()
@@ -163,13 +167,7 @@ impl Outcome {
     /// Records the exit code known only once the command ended (`--run`):
     /// the client's view of it, then the ledger line.
     pub fn exited(&mut self, code: i32, state: &StateDir, warnings: &mut dyn Write) {
-        if code != 0 && !self.viewer.shows_exit_status() {
-            if self.view.last().is_some_and(|&b| b != b'\n') {
-                self.view.push(b'\n');
-            }
-            self.view
-                .extend_from_slice(crate::reduce::exit_status_note(code).as_bytes());
-        }
+        tell_status(&mut self.view, self.viewer, code);
         let e = &mut self.entry;
         e.exit = Some(code);
         e.client = self
@@ -178,6 +176,19 @@ impl Outcome {
         e.jkz = self.view.len() as u64 + self.viewer.added(e.exit);
         record(state, e, warnings);
     }
+}
+
+/// Ends `view` with a failed command's status when `viewer`'s client does
+/// not show the model one; true when it did.
+fn tell_status(view: &mut Vec<u8>, viewer: Viewer, code: i32) -> bool {
+    if code == 0 || viewer.shows_exit_status() {
+        return false;
+    }
+    if view.last().is_some_and(|&b| b != b'\n') {
+        view.push(b'\n');
+    }
+    view.extend_from_slice(crate::reduce::exit_status_note(code).as_bytes());
+    true
 }
 
 /// Appends `entry` to the ledger; a failure is a warning.
@@ -314,7 +325,16 @@ mod tests {
             )
             .unwrap();
             let view = String::from_utf8(out.view).unwrap();
-            let last = view.trim_end().lines().last().unwrap();
+            let mut from_the_end = view.trim_end().lines().rev();
+            if !viewer.shows_exit_status() {
+                // A client that hides the status gets it said last.
+                assert_eq!(
+                    from_the_end.next(),
+                    Some("[jkz: the command exited with status 101]"),
+                    "{client:?}"
+                );
+            }
+            let last = from_the_end.next().unwrap();
             let kept = out.entry.kept.as_deref().unwrap();
             let lines = raw.lines().count() as u64;
             assert_eq!(

@@ -205,6 +205,19 @@ fn opencode_tool_execute_after_shapes_a_400_kb_output_keeping_its_verdict() {
         shown.contains("test result: FAILED. 2999 passed; 1 failed"),
         "the last line: {shown}"
     );
+    // OpenCode keeps `metadata.exit` from its model: the view says it.
+    assert!(
+        shown.ends_with("\n[jkz: the command exited with status 101]\n"),
+        "the status: {shown}"
+    );
+    let ledger = std::fs::read_to_string(dir.join("state/tool-output.jsonl")).unwrap_or_default();
+    let last: Value = serde_json::from_str(ledger.lines().last().unwrap_or("{}")).unwrap();
+    assert_eq!(last["exit"], 101, "{ledger}");
+    assert_eq!(
+        last["jkz"],
+        shown.len() as u64,
+        "the status line is counted: {ledger}"
+    );
 
     // An output that fits is left as it is: no answer.
     let run = hook(

@@ -77,6 +77,7 @@ pub fn take(input: &mut HookInput, tool: &str) -> Option<ToolOutput> {
             kind: kind.output(),
         },
         file,
+        exit: None,
     })
 }
 
