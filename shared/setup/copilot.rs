@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::install::{hook_command, installed_binaries, say};
 use super::settings::{self, Registration};
-use super::whole_file::WholeFile;
+use super::whole_file::{self, WholeFile};
 use super::{InstallArgs, Target, UninstallArgs};
 use crate::client::copilot::EVENT_VAR;
 use crate::exit::Failure;
@@ -195,27 +195,15 @@ fn read(path: &Path) -> Option<Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
-fn target_file(project: Option<&Path>) -> Result<PathBuf, Failure> {
-    file(project).ok_or_else(|| {
-        Failure::new(
-            2,
-            "jkz install --client copilot --user: HOME is not set, so ~/.copilot/hooks/ is unknown",
-        )
-    })
-}
-
 /// Runs `jkz install --client copilot`.
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    if args.registry.is_some() {
-        return Err(Failure::new(
-            2,
-            "jkz install --client copilot: --registry is recorded by `jkz install --registry URL` (the team's jkz.toml serves every client)",
-        ));
-    }
-    let target = Target::resolve(args.project.as_deref(), args.user)?;
-    if let Some(note) = target.moved_note() {
-        say(out, note)?;
-    }
+    let target = whole_file::target(
+        "copilot",
+        args.project.as_deref(),
+        args.user,
+        args.registry.is_some(),
+        out,
+    )?;
     let bin_dir = installed_binaries()?;
     let file = whole_file(&target)?;
     let mut bytes =
@@ -233,10 +221,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
 
 /// Runs `jkz uninstall --client copilot`.
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    let target = Target::resolve(args.project.as_deref(), args.user)?;
-    if let Some(note) = target.moved_note() {
-        say(out, note)?;
-    }
+    let target = whole_file::target("copilot", args.project.as_deref(), args.user, false, out)?;
     whole_file(&target)?.uninstall(&target, out)
 }
 
@@ -252,7 +237,11 @@ fn only_jkz_bytes(bytes: &[u8]) -> bool {
 fn whole_file(target: &Target) -> Result<WholeFile<'static>, Failure> {
     Ok(WholeFile {
         client: "Copilot CLI",
-        path: target_file(target.project.as_deref())?,
+        path: whole_file::path(
+            "copilot",
+            "~/.copilot/hooks/",
+            file(target.project.as_deref()),
+        )?,
         is_ours: &only_jkz_bytes,
         not_ours: (
             "holds hooks that are not jkz's (jkz writes this file whole)",

@@ -15,9 +15,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::install::{installed_binaries, say};
+use super::install::installed_binaries;
 use super::settings::Registration;
-use super::whole_file::{read, WholeFile};
+use super::whole_file::{self, read, WholeFile};
 use super::{InstallArgs, Target, UninstallArgs};
 use crate::exit::Failure;
 
@@ -128,27 +128,15 @@ pub fn has_jkz_plugin(path: &Path) -> bool {
     read(path).is_ok_and(|b| b.is_some_and(|b| is_jkz_plugin(&b)))
 }
 
-fn target_file(project: Option<&Path>) -> Result<PathBuf, Failure> {
-    file(project).ok_or_else(|| {
-        Failure::new(
-            2,
-            "jkz install --client opencode --user: HOME is not set, so ~/.config/opencode/plugins/ is unknown",
-        )
-    })
-}
-
 /// Runs `jkz install --client opencode`.
 pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    if args.registry.is_some() {
-        return Err(Failure::new(
-            2,
-            "jkz install --client opencode: --registry is recorded by `jkz install --registry URL` (the team's jkz.toml serves every client)",
-        ));
-    }
-    let target = Target::resolve(args.project.as_deref(), args.user)?;
-    if let Some(note) = target.moved_note() {
-        say(out, note)?;
-    }
+    let target = whole_file::target(
+        "opencode",
+        args.project.as_deref(),
+        args.user,
+        args.registry.is_some(),
+        out,
+    )?;
     // The plugin runs the binaries by name: they must all be there.
     installed_binaries()?;
     let file = whole_file(&target)?;
@@ -164,10 +152,7 @@ pub fn install(args: &InstallArgs, out: &mut impl Write) -> Result<u8, Failure> 
 
 /// Runs `jkz uninstall --client opencode`.
 pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failure> {
-    let target = Target::resolve(args.project.as_deref(), args.user)?;
-    if let Some(note) = target.moved_note() {
-        say(out, note)?;
-    }
+    let target = whole_file::target("opencode", args.project.as_deref(), args.user, false, out)?;
     whole_file(&target)?.uninstall(&target, out)
 }
 
@@ -175,7 +160,11 @@ pub fn uninstall(args: &UninstallArgs, out: &mut impl Write) -> Result<u8, Failu
 fn whole_file(target: &Target) -> Result<WholeFile<'static>, Failure> {
     Ok(WholeFile {
         client: "OpenCode",
-        path: target_file(target.project.as_deref())?,
+        path: whole_file::path(
+            "opencode",
+            "~/.config/opencode/plugins/",
+            file(target.project.as_deref()),
+        )?,
         is_ours: &is_jkz_plugin,
         not_ours: (
             "is not jkz's plugin (jkz writes this file whole)",

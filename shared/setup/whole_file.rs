@@ -16,6 +16,45 @@ use super::install::{
 use super::Target;
 use crate::exit::Failure;
 
+/// Where `jkz install --client CLI` (or `uninstall`) acts, the note of a
+/// project found elsewhere said first. `--registry` (`registry`) is
+/// refused: the team's `jkz.toml`, which `jkz install --registry URL`
+/// writes, serves every client.
+pub(super) fn target(
+    cli: &str,
+    project: Option<&Path>,
+    user: bool,
+    registry: bool,
+    out: &mut impl Write,
+) -> Result<Target, Failure> {
+    if registry {
+        return Err(Failure::new(
+            2,
+            format!("jkz install --client {cli}: --registry is recorded by `jkz install --registry URL` (the team's jkz.toml serves every client)"),
+        ));
+    }
+    let target = Target::resolve(project, user)?;
+    if let Some(note) = target.moved_note() {
+        say(out, note)?;
+    }
+    Ok(target)
+}
+
+/// The file `located` names, which for the user (`--user`) needs `HOME`
+/// to find `user_dir`.
+pub(super) fn path(
+    cli: &str,
+    user_dir: &str,
+    located: Option<PathBuf>,
+) -> Result<PathBuf, Failure> {
+    located.ok_or_else(|| {
+        Failure::new(
+            2,
+            format!("jkz install --client {cli} --user: HOME is not set, so {user_dir} is unknown"),
+        )
+    })
+}
+
 /// One client's whole-file registration.
 pub(super) struct WholeFile<'a> {
     /// The client, as messages name it (`Copilot CLI`).
