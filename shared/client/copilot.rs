@@ -37,8 +37,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::edge::Hook;
-use super::event::{Body, EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
-use super::{Answer, Client, Parsed, Viewer};
+use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
+use super::{Answer, Client, Parsed};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::reduce::ClientCut;
@@ -262,20 +262,7 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
     let Tool::Shell { .. } = tool else {
         return None;
     };
-    let text = input
-        .raw
-        .get_mut("toolResult")?
-        .get_mut("textResultForLlm")?;
-    let Value::String(text) = text else {
-        return None;
-    };
-    Some(ToolOutput {
-        body: Body::Inline(std::mem::take(text)),
-        beside: 0,
-        viewer: Viewer::shell(Client::Copilot),
-        file: None,
-        exit: None,
-    })
+    ToolOutput::shell_text(input, "/toolResult/textResultForLlm", Client::Copilot, None)
 }
 
 /// Whether there is work: a model request (a tool call's answer) only
@@ -371,6 +358,7 @@ pub fn is_process(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::event::Body;
 
     /// Events as Copilot CLI 1.0.102 sent them (camelCase registration).
     const PRE: &str = r#"{"sessionId":"70e0b942-8e00-40eb-8545-20e11119dd00","timestamp":1795869901074,"cwd":"/r","toolName":"bash","toolArgs":{"command":"echo one","description":"s"}}"#;

@@ -118,6 +118,33 @@ pub struct ToolOutput {
     pub exit: Option<i32>,
 }
 
+impl ToolOutput {
+    /// A shell command's output that `client`'s event carries as a string
+    /// at `pointer` (`/tool_response/llmContent`), moved out of the event;
+    /// `None` when there is no string there (the client does not cut what
+    /// is not text either).
+    pub fn shell_text(
+        input: &mut HookInput,
+        pointer: &str,
+        client: Client,
+        exit: Option<i32>,
+    ) -> Option<ToolOutput> {
+        let (first, rest) = pointer.trim_start_matches('/').split_once('/')?;
+        let serde_json::Value::String(text) =
+            input.raw.get_mut(first)?.pointer_mut(&format!("/{rest}"))?
+        else {
+            return None;
+        };
+        Some(ToolOutput {
+            body: Body::Inline(std::mem::take(text)),
+            beside: 0,
+            viewer: Viewer::shell(client),
+            file: None,
+            exit,
+        })
+    }
+}
+
 /// Where the full output is.
 #[derive(Debug, PartialEq)]
 pub enum Body {

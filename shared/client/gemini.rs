@@ -33,8 +33,8 @@ pub mod pre_compress;
 use serde_json::{json, Value};
 
 use super::edge::Hook;
-use super::event::{Body, EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
-use super::{claude, Answer, Client, Parsed, Viewer};
+use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
+use super::{claude, Answer, Client, Parsed};
 use crate::hook::Warnings;
 use crate::hook_input::HookInput;
 use crate::reduce::ClientCut;
@@ -209,17 +209,7 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
     let Tool::Shell { .. } = tool else {
         return None;
     };
-    let content = input.raw.get_mut("tool_response")?.get_mut("llmContent")?;
-    let Value::String(text) = content else {
-        return None;
-    };
-    Some(ToolOutput {
-        body: Body::Inline(std::mem::take(text)),
-        beside: 0,
-        viewer: Viewer::shell(Client::Gemini),
-        file: None,
-        exit: None,
-    })
+    ToolOutput::shell_text(input, "/tool_response/llmContent", Client::Gemini, None)
 }
 
 /// The client's memo says whether `event` needs any work
@@ -299,6 +289,7 @@ pub fn ask(reason: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::event::Body;
 
     fn event(v: Value) -> HookEvent {
         let input = HookInput::parse(v.to_string().as_bytes()).unwrap();

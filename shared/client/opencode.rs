@@ -28,8 +28,8 @@ pub mod help;
 use serde_json::{json, Map, Value};
 
 use super::edge::Hook;
-use super::event::{Body, EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
-use super::{Answer, Client, Parsed, Viewer};
+use super::event::{EventKind, EventName, HookEvent, StartSource, Tool, ToolOutput, ToolUse};
+use super::{Answer, Client, Parsed};
 use crate::hook_input::HookInput;
 use crate::reduce::ClientCut;
 
@@ -172,22 +172,14 @@ fn output(input: &mut HookInput, tool: &Tool) -> Option<ToolOutput> {
     let Tool::Shell { .. } = tool else {
         return None;
     };
-    let output = input.raw.get_mut("output")?;
     // `metadata.exit`: the status OpenCode keeps from its model.
-    let exit = output
-        .pointer("/metadata/exit")
+    let exit = input
+        .raw
+        .get("output")
+        .and_then(|o| o.pointer("/metadata/exit"))
         .and_then(Value::as_i64)
         .and_then(|e| i32::try_from(e).ok());
-    let Value::String(text) = output.get_mut("output")? else {
-        return None;
-    };
-    Some(ToolOutput {
-        body: Body::Inline(std::mem::take(text)),
-        beside: 0,
-        viewer: Viewer::shell(Client::OpenCode),
-        file: None,
-        exit,
-    })
+    ToolOutput::shell_text(input, "/output/output", Client::OpenCode, exit)
 }
 
 /// `answer` in the plugin's contract.
@@ -222,6 +214,7 @@ pub fn is_process(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::event::Body;
     use std::path::PathBuf;
 
     // Events as jkz's plugin sends them (the shapes OpenCode 1.18.33 gave
