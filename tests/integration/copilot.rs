@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::doctor_probe::{probe_lines, project, tree};
+use crate::doctor_probe::{probe_after_install, probe_lines, project, tree};
 use crate::install_clients::jkz;
 use crate::util::{write_pipeline, Dir, Run};
 
@@ -229,38 +229,18 @@ fn copilot_user_install_writes_the_users_hooks_and_uninstall_removes_them() {
 
 #[test]
 fn doctor_probe_fires_every_copilot_hook_and_leaves_the_project_as_it_was() {
-    let dir = project();
-    jkz(&dir, &["install", "--client", "copilot"]).success();
-    let before = tree(&dir.join("project"));
-    let run = jkz(&dir, &["doctor", "--probe", "--client", "copilot"]);
-    let lines = probe_lines(&run);
-    assert!(lines.len() >= 8, "{}", run.report());
-    for line in &lines {
-        assert!(
-            line.starts_with("ok   probe ") && line.contains(": fired: "),
-            "{line}\n{}",
-            run.report()
-        );
-    }
-    for effect in [
-        "refused",
-        "run through jkz's output guard",
-        "snapshot was written",
-        "postToolUse → jkz-session-start: fired: the answer carries the pipeline state",
-        "sessionStart → jkz-session-start: fired: the answer carries the pipeline state",
-        "left the registry",
-    ] {
-        assert!(
-            lines.iter().any(|l| l.contains(effect)),
-            "no hook proved `{effect}`: {}",
-            run.report()
-        );
-    }
-    assert_eq!(
-        tree(&dir.join("project")),
-        before,
-        "the probe changed the project"
+    let (_dir, lines, _) = probe_after_install(
+        "copilot",
+        &[
+            "refused",
+            "run through jkz's output guard",
+            "snapshot was written",
+            "postToolUse → jkz-session-start: fired: the answer carries the pipeline state",
+            "sessionStart → jkz-session-start: fired: the answer carries the pipeline state",
+            "left the registry",
+        ],
     );
+    assert!(lines.len() >= 8, "{lines:?}");
 }
 
 #[test]

@@ -57,44 +57,57 @@ pub(crate) fn probe_lines(run: &Run) -> Vec<String> {
         .collect()
 }
 
+/// `jkz install --client CLIENT`, then `jkz doctor --probe`: every probe
+/// line says its hook fired, a line proves each of `effects`, and the
+/// project is as it was. Returns the project, the probe lines and doctor's
+/// exit status (a check other than the probe may fail: Copilot CLI's
+/// trust of the folder).
+pub(crate) fn probe_after_install(
+    client: &str,
+    effects: &[&str],
+) -> (Dir, Vec<String>, Option<i32>) {
+    let dir = project();
+    jkz(&dir, &["install", "--client", client]).success();
+    let before = tree(&dir.join("project"));
+    let run = jkz(&dir, &["doctor", "--probe", "--client", client]);
+    let lines = probe_lines(&run);
+    for line in &lines {
+        assert!(
+            line.starts_with("ok   probe ") && line.contains(": fired: "),
+            "{client}: {line}\n{}",
+            run.report()
+        );
+    }
+    for effect in effects {
+        assert!(
+            lines.iter().any(|l| l.contains(effect)),
+            "{client}: no hook proved `{effect}`: {}",
+            run.report()
+        );
+    }
+    assert_eq!(
+        tree(&dir.join("project")),
+        before,
+        "{client}: the probe changed the project"
+    );
+    (dir, lines, run.code())
+}
+
 #[test]
 fn doctor_probe_fires_every_hook_of_every_client_and_leaves_the_project_as_it_was() {
     for client in CLIENTS {
-        let dir = project();
-        jkz(&dir, &["install", "--client", client]).success();
-        let before = tree(&dir.join("project"));
-        let run = jkz(&dir, &["doctor", "--probe", "--client", client]);
-        assert_eq!(run.code(), Some(0), "{client}: {}", run.report());
-        let lines = probe_lines(&run);
-        let registered = settings_hooks(&dir, client);
-        assert!(
-            lines.len() >= registered,
-            "{client}: a probe line per registered hook ({registered}): {}",
-            run.report()
-        );
-        for line in &lines {
-            assert!(
-                line.starts_with("ok   probe ") && line.contains(": fired: "),
-                "{client}: {line}\n{}",
-                run.report()
-            );
-        }
-        for effect in [
+        let effects = [
             "refused",
             "snapshot was written",
             "pipeline state",
             "registry",
-        ] {
-            assert!(
-                lines.iter().any(|l| l.contains(effect)),
-                "{client}: no hook proved `{effect}`: {}",
-                run.report()
-            );
-        }
-        assert_eq!(
-            tree(&dir.join("project")),
-            before,
-            "{client}: the probe changed the project"
+        ];
+        let (dir, lines, code) = probe_after_install(client, &effects);
+        assert_eq!(code, Some(0), "{client}: {lines:?}");
+        let registered = settings_hooks(&dir, client);
+        assert!(
+            lines.len() >= registered,
+            "{client}: a probe line per registered hook ({registered}): {lines:?}"
         );
     }
 }

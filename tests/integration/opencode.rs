@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::doctor_probe::{probe_lines, project, tree};
+use crate::doctor_probe::{probe_after_install, probe_lines, project, tree};
 use crate::install_clients::jkz;
 use crate::registry::{claimed_checkout, T};
 use crate::util::{write_pipeline, Dir, Run};
@@ -407,37 +407,18 @@ fn opencode_uninstall_keeps_the_state_directory_another_client_still_uses() {
 
 #[test]
 fn doctor_probe_fires_every_hook_of_the_opencode_plugin_and_leaves_the_project_as_it_was() {
-    let dir = project();
-    jkz(&dir, &["install", "--client", "opencode"]).success();
-    let before = tree(&dir.join("project"));
-    let run = jkz(&dir, &["doctor", "--probe", "--client", "opencode"]);
-    let lines = probe_lines(&run);
-    assert_eq!(lines.len(), 8, "{}", run.report());
-    for line in &lines {
-        assert!(
-            line.starts_with("ok   probe ") && line.contains(": fired: "),
-            "{line}\n{}",
-            run.report()
-        );
-    }
-    for effect in [
-        "tool.execute.before → jkz-chat: fired: an edit in a worktree another chat holds was refused",
-        "tool.execute.after → jkz-post-tool-use: fired: a large output came back shaped, its verdict kept",
-        "experimental.session.compacting → jkz-pre-compact: fired: a snapshot was written",
-        "session.compacted → jkz-session-start: fired: the answer carries the pipeline state",
-        "session.deleted → jkz-chat: fired: the chat left the registry",
-    ] {
-        assert!(
-            lines.iter().any(|l| l.contains(effect)),
-            "no hook proved `{effect}`: {}",
-            run.report()
-        );
-    }
-    assert_eq!(
-        tree(&dir.join("project")),
-        before,
-        "the probe changed the project"
+    let (_dir, lines, code) = probe_after_install(
+        "opencode",
+        &[
+            "tool.execute.before → jkz-chat: fired: an edit in a worktree another chat holds was refused",
+            "tool.execute.after → jkz-post-tool-use: fired: a large output came back shaped, its verdict kept",
+            "experimental.session.compacting → jkz-pre-compact: fired: a snapshot was written",
+            "session.compacted → jkz-session-start: fired: the answer carries the pipeline state",
+            "session.deleted → jkz-chat: fired: the chat left the registry",
+        ],
     );
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    assert_eq!(code, Some(0), "{lines:?}");
 }
 
 #[test]
